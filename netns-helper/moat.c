@@ -1,0 +1,331 @@
+/*
+ * moat.c - the moat command line.
+ *
+ * What it is: the user's entry point.  For now it has one subcommand,
+ * `moat explain`, which loads a config, decides on a target exactly as
+ * moatd would and prints the verdict and the rule that made it, without
+ * sending a byte or resolving a name.  `run` and `ca` come later.
+ *
+ * What it is not: a proxy.  Nothing here opens a socket.  The policy
+ * library does no I/O, so reading the config file is done here.
+ *
+ * Exit status: 0 allow, 1 deny, 2 usage or config errors.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/policy.h"
+
+#define MOAT_EXIT_ALLOW		0
+#define MOAT_EXIT_DENY		1
+#define MOAT_EXIT_USAGE		2
+#define MOAT_CONFIG_MAX		(256u * 1024 * 1024)	/* largest config */
+#define MOAT_READ_CHUNK		65536	/* bytes per read while loading */
+#define MOAT_DIAG_MAX		1024	/* longest diagnostic line printed */
+#define MOAT_DEFAULT_NAME	"(default config)"
+
+static void	moat_usage(FILE *f);
+static void	moat_explain_usage(FILE *f);
+static int	moat_read_file(const char *path, char **buf, size_t *len);
+static struct moat_config	*moat_load(const char *file);
+static void	moat_print_decision(const struct moat_config *c,
+		    const struct policy_decision *d);
+static void	moat_print_notes(const struct policy_explain_target *et,
+		    const struct policy_decision *d, bool have_addr,
+		    bool final);
+static int	moat_explain(int argc, char *argv[]);
+
+static void
+moat_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: moat explain [-c FILE] [--method M] [--addr IP] TARGET\n"
+	    "       moat --help | --version\n"
+	    "\n"
+	    "Commands:\n"
+	    "  explain   print the decision moat makes for TARGET (a URL or\n"
+	    "            HOST:PORT) and the rule that makes it; sends nothing\n"
+	    "\n"
+	    "Run `moat explain --help` for its options.\n");
+}
+
+static void
+moat_explain_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: moat explain [-c FILE] [--method M] [--addr IP] TARGET\n"
+	    "\n"
+	    "Prints the decision moat makes for TARGET without sending or\n"
+	    "resolving anything.  TARGET is a URL (http, https, ws, wss;\n"
+	    "\"METHOD URL\" also works) or HOST:PORT for a tunnel.\n"
+	    "\n"
+	    "  -c, --config FILE  the config (default: the built-in one)\n"
+	    "  -m, --method M     the HTTP method of a URL target "
+	    "(default GET)\n"
+	    "  -a, --addr IP      also check IP as if the name resolved to it\n"
+	    "  -h, --help         this text\n"
+	    "\n"
+	    "Exit status: 0 allow, 1 deny, 2 usage or config error.\n");
+}
+
+/* Reads a whole file into *buf (NUL-terminated).  Returns 0 or -1. */
+static int
+moat_read_file(const char *path, char **buf, size_t *len)
+{
+	FILE	*f;
+	char	*b = NULL, *nb;
+	size_t	 n = 0, cap = 0, r;
+	int	 rc = -1;
+
+	if ((f = fopen(path, "rb")) == NULL) {
+		fprintf(stderr, "moat: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		if (cap - n < MOAT_READ_CHUNK + 1) {
+			cap = cap ? cap * 2 : MOAT_READ_CHUNK * 2;
+			if (cap > MOAT_CONFIG_MAX + MOAT_READ_CHUNK * 2) {
+				fprintf(stderr, "moat: %s: larger than %u "
+				    "bytes\n", path, MOAT_CONFIG_MAX);
+				goto out;
+			}
+			if ((nb = realloc(b, cap)) == NULL) {
+				fprintf(stderr, "moat: %s: out of memory\n",
+				    path);
+				goto out;
+			}
+			b = nb;
+		}
+		r = fread(b + n, 1, MOAT_READ_CHUNK, f);
+		n += r;
+		if (r < MOAT_READ_CHUNK)
+			break;
+	}
+	if (ferror(f)) {
+		fprintf(stderr, "moat: %s: read error\n", path);
+		goto out;
+	}
+	if (n > MOAT_CONFIG_MAX) {
+		fprintf(stderr, "moat: %s: larger than %u bytes\n", path,
+		    MOAT_CONFIG_MAX);
+		goto out;
+	}
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	b = NULL;
+	rc = 0;
+ out:
+	free(b);
+	fclose(f);
+	return rc;
+}
+
+/* Loads FILE (or the built-in config), printing every diagnostic. */
+static struct moat_config *
+moat_load(const char *file)
+{
+	struct policy_diags	 d;
+	struct moat_config	*c;
+	char			*buf = NULL, line[MOAT_DIAG_MAX];
+	const char		*text;
+	size_t			 len, i;
+
+	if (file != NULL) {
+		if (moat_read_file(file, &buf, &len) == -1)
+			return NULL;
+		text = buf;
+	} else {
+		text = moat_default_config;
+		len = moat_default_config_len;
+	}
+	policy_diags_init(&d);
+	c = policy_config_load(file != NULL ? file : MOAT_DEFAULT_NAME, text,
+	    len, &d);
+	for (i = 0; i < d.n; i++)
+		fprintf(stderr, "%s\n", policy_diag_format(&d, i, line,
+		    sizeof(line)));
+	if (c == NULL && d.n == 0)
+		fprintf(stderr, "moat: %s: cannot load the config\n",
+		    file != NULL ? file : MOAT_DEFAULT_NAME);
+	policy_diags_clear(&d);
+	free(buf);
+	return c;
+}
+
+static void
+moat_print_decision(const struct moat_config *c,
+    const struct policy_decision *d)
+{
+	printf("verdict  %s\n", d->verdict == POLICY_ALLOW ? "allow" : "deny");
+	if (d->rule != NULL)
+		printf("rule     %s  (policy.rules[%zu], %s:%d:%d)\n",
+		    d->rule_name, policy_rule_index(d->rule), c->file,
+		    policy_rule_line(d->rule), policy_rule_column(d->rule));
+	else
+		printf("rule     -\n");
+	printf("reason   %s\n", policy_reason_str(d->reason));
+}
+
+static void
+moat_print_notes(const struct policy_explain_target *et,
+    const struct policy_decision *d, bool have_addr, bool final)
+{
+	bool	name = et->t.name != NULL;
+
+	if (d->reason == POLICY_R_METADATA || d->reason ==
+	    POLICY_R_PRIVATE_ADDRESS)
+		printf("note     built-in deny set, checked before any rule: "
+		    "only policy.allow_private can open an address range "
+		    "(never a name)\n");
+	if (d->verdict == POLICY_ALLOW && name && d->rule == NULL)
+		printf("note     no host rule allows this name, but a cidr "
+		    "rule may allow its addresses: try --addr IP\n");
+	if (d->verdict == POLICY_ALLOW && name && !have_addr)
+		printf("note     the name's addresses are checked when moatd "
+		    "resolves it: each must pass the built-in deny sets and "
+		    "the cidr rules (try --addr IP)\n");
+	if (d->verdict == POLICY_DENY && name && have_addr && !final)
+		printf("note     denied by name, before resolution: --addr "
+		    "was not needed\n");
+	if (d->verdict == POLICY_ALLOW && et->t.method == NULL &&
+	    (d->flags & POLICY_F_INSPECT) != 0)
+		printf("note     methods or paths decide: moatd must see the "
+		    "requests inside this tunnel (TLS interception)\n");
+	if (d->verdict == POLICY_ALLOW && (d->flags & POLICY_F_OPAQUE) != 0)
+		printf("note     intercept is false: moatd never terminates "
+		    "TLS for this rule\n");
+}
+
+static int
+moat_explain(int argc, char *argv[])
+{
+	static const struct option	opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "method", required_argument, NULL, 'm' },
+		{ "addr", required_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct policy_explain_target	 et;
+	struct policy_decision		 d;
+	struct policy_target		 t2;
+	struct policy_host		 ah;
+	struct moat_config		*c = NULL;
+	const char			*file = NULL, *method = NULL;
+	const char			*addr = NULL, *err = NULL;
+	char				 a[POLICY_NAME_MAX + 1];
+	int				 ch, rc = MOAT_EXIT_USAGE;
+	bool				 final = true;
+
+	memset(&et, 0, sizeof(et));
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "+c:m:a:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			file = optarg;
+			break;
+		case 'm':
+			method = optarg;
+			break;
+		case 'a':
+			addr = optarg;
+			break;
+		case 'h':
+			moat_explain_usage(stdout);
+			return 0;
+		default:
+			moat_explain_usage(stderr);
+			return MOAT_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		fprintf(stderr, "moat explain: %s\n", argc - optind == 0 ?
+		    "missing TARGET" : "more than one TARGET");
+		moat_explain_usage(stderr);
+		return MOAT_EXIT_USAGE;
+	}
+	if (policy_explain_parse(argv[optind], method, &et, &err) == -1) {
+		fprintf(stderr, "moat explain: %s: %s\n", argv[optind], err);
+		return MOAT_EXIT_USAGE;
+	}
+	if (addr != NULL) {
+		if (policy_host_normalise(addr, strlen(addr), &ah,
+		    &err) == -1 || ah.kind != POLICY_HOST_ADDR) {
+			fprintf(stderr, "moat explain: --addr %s: %s\n", addr,
+			    err != NULL ? err : "not an IP address");
+			goto out;
+		}
+		if (et.t.name == NULL) {
+			fprintf(stderr, "moat explain: --addr is for a target "
+			    "named by host name; %s is an address\n",
+			    et.host.name);
+			goto out;
+		}
+	}
+	if ((c = moat_load(file)) == NULL)
+		goto out;
+
+	printf("target   %s  (host %s, port %u)\n", argv[optind],
+	    et.host.name, et.t.port);
+	if (et.t.method != NULL)
+		printf("request  %s %s\n", et.t.method, et.t.path);
+	policy_decide(c->policy, &et.t, &d);
+	if (addr != NULL && d.verdict == POLICY_ALLOW) {
+		t2 = et.t;
+		t2.addr = &ah.addr;
+		printf("address  %s\n", policy_addr_format(&ah.addr, a,
+		    sizeof(a)));
+		policy_decide(c->policy, &t2, &d);
+	} else if (addr != NULL)
+		final = false;
+	moat_print_decision(c, &d);
+	moat_print_notes(&et, &d, addr != NULL, final);
+	rc = d.verdict == POLICY_ALLOW ? MOAT_EXIT_ALLOW : MOAT_EXIT_DENY;
+ out:
+	policy_config_unref(c);
+	free(et.buf);
+	return rc;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option	opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int				ch;
+
+	while ((ch = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			moat_usage(stdout);
+			return 0;
+		case 'V':
+			printf("moat %s\n", PACKAGE_VERSION);
+			return 0;
+		default:
+			moat_usage(stderr);
+			return MOAT_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		moat_usage(stderr);
+		return MOAT_EXIT_USAGE;
+	}
+	if (strcmp(argv[optind], "explain") == 0) {
+		/* getopt_long names the program by argv[0] in its errors. */
+		argv[optind] = (char *)"moat explain";
+		return moat_explain(argc - optind, argv + optind);
+	}
+	fprintf(stderr, "moat: unknown command %s\n", argv[optind]);
+	moat_usage(stderr);
+	return MOAT_EXIT_USAGE;
+}

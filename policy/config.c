@@ -1,0 +1,2425 @@
+/*
+ * config.c - loading, validating and compiling moat's JSON configuration.
+ *
+ * What it is: the schema of the config, written as code.  jansson parses
+ * the text (syntax errors and duplicate keys come with its position);
+ * jsonpos.c gives the line:column of every key and value; the walkers
+ * below check every key and value, report every problem with its position
+ * and path ("policy.rules[2].ports[0]: 70000 is not a port (1-65535)"),
+ * keep going, and fail at the end if anything was an error.  What is valid
+ * is copied into struct moat_config and compiled into struct policy.
+ *
+ * What it is not: I/O.  The caller hands over the bytes; secrets and
+ * tokens are recorded as references (file or variable names) that moatd
+ * reads; no path named here is opened.
+ *
+ * Defaults and ranges: the one table config_defaults[] below.
+ */
+#include "config.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "policy/policy_int.h"
+
+#define CONFIG_PATH_MAX		512	/* longest JSON path in a message */
+#define CONFIG_QUOTE_MAX	80	/* longest user string quoted in full */
+#define CONFIG_NQUOTE		4	/* quoted strings per message */
+#define CONFIG_IDENT_MAX	64	/* sandbox, identity and rule names */
+#define CONFIG_SECRET_MAX	64	/* secret names */
+#define CONFIG_ENV_MAX		255	/* environment variable names */
+#define CONFIG_UNIX_PATH_MAX	107	/* sun_path minus the NUL */
+#define CONFIG_USER_MAX		32	/* user names (useradd's limit) */
+#define CONFIG_METHOD_MAX	32	/* longest HTTP method token */
+#define CONFIG_SUGGEST_DIST	2	/* did-you-mean: most edits */
+#define CONFIG_SUGGEST_LEN	32	/* ... for keys at most this long */
+#define CONFIG_NOOFF		SIZE_MAX	/* applied by its section */
+#define CONFIG_OFF(f)		offsetof(struct moat_config, f)
+
+enum config_type {
+	CONFIG_T_UINT = 0,	/* unsigned field of struct moat_config */
+	CONFIG_T_SIZE,		/* size_t field of struct moat_config */
+	CONFIG_T_MODE,		/* "0660": 3-4 octal digits */
+	CONFIG_T_STRING,	/* a string default */
+	CONFIG_T_RANGE		/* a range only, no default */
+};
+
+struct config_default {
+	const char		*section;	/* parent; NULL: top level */
+	const char		*key;
+	enum config_type	 type;
+	long long		 def, min, max;
+	const char		*sdef;		/* CONFIG_T_STRING default */
+	size_t			 off;		/* in struct moat_config */
+};
+
+/*
+ * Every default and every numeric range of the config, one line each.
+ */
+static const struct config_default	config_defaults[] = {
+	/* listen[].mode: a unix socket listener's permissions */
+	{ "listen", "mode", CONFIG_T_MODE, 0660, 0, 07777, NULL, CONFIG_NOOFF },
+	/* listen[].sandbox: the identity audit lines carry */
+	{ "listen", "sandbox", CONFIG_T_STRING, 0, 0, 0, "default",
+	    CONFIG_NOOFF },
+	/* audit.path: "-" is moatd's stderr */
+	{ "audit", "path", CONFIG_T_STRING, 0, 0, 0, "-", CONFIG_NOOFF },
+	/* resolver.tries: attempts per query before dns-failure */
+	{ "resolver", "tries", CONFIG_T_UINT, 2, 1, 10, NULL,
+	    CONFIG_OFF(resolver_tries) },
+	/* resolver.servers: default port of a server */
+	{ "resolver", "port", CONFIG_T_RANGE, 53, 1, 65535, NULL,
+	    CONFIG_NOOFF },
+	/* tls.leaf_cache_entries: minted leaf certificates kept */
+	{ "tls", "leaf_cache_entries", CONFIG_T_SIZE, 1024, 1, 1000000, NULL,
+	    CONFIG_OFF(tls.leaf_cache_entries) },
+	/* admin.mode: the admin socket's permissions (owner only) */
+	{ "admin", "mode", CONFIG_T_MODE, 0600, 0, 07777, NULL, CONFIG_NOOFF },
+	/* timeouts.request_head_ms: client must send a whole request head */
+	{ "timeouts", "request_head_ms", CONFIG_T_UINT, 10000, 1, 86400000,
+	    NULL, CONFIG_OFF(timeouts.request_head_ms) },
+	/* timeouts.idle_client_ms: keep-alive client between requests */
+	{ "timeouts", "idle_client_ms", CONFIG_T_UINT, 60000, 1, 86400000,
+	    NULL, CONFIG_OFF(timeouts.idle_client_ms) },
+	/* timeouts.dns_ms: one name resolution */
+	{ "timeouts", "dns_ms", CONFIG_T_UINT, 5000, 1, 86400000, NULL,
+	    CONFIG_OFF(timeouts.dns_ms) },
+	/* timeouts.connect_ms: one upstream connect attempt */
+	{ "timeouts", "connect_ms", CONFIG_T_UINT, 10000, 1, 86400000, NULL,
+	    CONFIG_OFF(timeouts.connect_ms) },
+	/* timeouts.response_head_ms: upstream's response head (slow APIs) */
+	{ "timeouts", "response_head_ms", CONFIG_T_UINT, 300000, 1, 86400000,
+	    NULL, CONFIG_OFF(timeouts.response_head_ms) },
+	/* timeouts.idle_tunnel_ms: tunnel with no byte either way */
+	{ "timeouts", "idle_tunnel_ms", CONFIG_T_UINT, 3600000, 1, 86400000,
+	    NULL, CONFIG_OFF(timeouts.idle_tunnel_ms) },
+	/* timeouts.idle_upstream_ms: pooled idle upstream connection */
+	{ "timeouts", "idle_upstream_ms", CONFIG_T_UINT, 30000, 1, 86400000,
+	    NULL, CONFIG_OFF(timeouts.idle_upstream_ms) },
+	/* timeouts.tls_handshake_ms: either TLS handshake */
+	{ "timeouts", "tls_handshake_ms", CONFIG_T_UINT, 10000, 1, 86400000,
+	    NULL, CONFIG_OFF(timeouts.tls_handshake_ms) },
+	/* timeouts.drain_ms: SIGTERM deadline for open connections */
+	{ "timeouts", "drain_ms", CONFIG_T_UINT, 10000, 1, 86400000, NULL,
+	    CONFIG_OFF(timeouts.drain_ms) },
+	/* limits.request_line_bytes: longest request line */
+	{ "limits", "request_line_bytes", CONFIG_T_SIZE, 8192, 256, 65536,
+	    NULL, CONFIG_OFF(limits.request_line_bytes) },
+	/* limits.header_bytes: whole request or response head */
+	{ "limits", "header_bytes", CONFIG_T_SIZE, 65536, 1024, 1048576, NULL,
+	    CONFIG_OFF(limits.header_bytes) },
+	/* limits.header_count: header fields in one head */
+	{ "limits", "header_count", CONFIG_T_SIZE, 100, 8, 1000, NULL,
+	    CONFIG_OFF(limits.header_count) },
+	/* limits.connections: open client connections, all workers */
+	{ "limits", "connections", CONFIG_T_SIZE, 10000, 1, 1000000, NULL,
+	    CONFIG_OFF(limits.connections) },
+	/* limits.body_inspect_bytes: request body scanned for secrets */
+	{ "limits", "body_inspect_bytes", CONFIG_T_SIZE, 1048576, 0, 67108864,
+	    NULL, CONFIG_OFF(limits.body_inspect_bytes) },
+	/* limits.dns_cache_entries: cached answers per worker (0: none) */
+	{ "limits", "dns_cache_entries", CONFIG_T_SIZE, 4096, 0, 1000000,
+	    NULL, CONFIG_OFF(limits.dns_cache_entries) },
+	/* workers: threads; 0 ("auto") = one per CPU in the affinity mask */
+	{ NULL, "workers", CONFIG_T_UINT, 0, 1, 256, NULL,
+	    CONFIG_OFF(workers) },
+	/* rules[].rate.requests: requests per window */
+	{ "rate", "requests", CONFIG_T_RANGE, 0, 1, 1000000000, NULL,
+	    CONFIG_NOOFF },
+	/* rules[].rate.per_seconds: the window */
+	{ "rate", "per_seconds", CONFIG_T_RANGE, 0, 1, 1000000000, NULL,
+	    CONFIG_NOOFF },
+};
+
+#define CONFIG_NDEFAULTS	(sizeof(config_defaults) / \
+				    sizeof(config_defaults[0]))
+
+/* rules[].ports of an allow rule that names none. */
+static const struct policy_port_range	config_allow_ports[] = {
+	{ 80, 80 }, { 443, 443 }
+};
+
+static const char *const	config_protos[] = {
+	[MOAT_PROTO_HTTP] = "http",
+	[MOAT_PROTO_SOCKS5] = "socks5",
+	[MOAT_PROTO_MIXED] = "http+socks5",
+	[MOAT_PROTO_TRANSPARENT] = "transparent",
+	[MOAT_PROTO_DNS] = "dns",
+};
+
+#define CONFIG_NPROTOS	(sizeof(config_protos) / sizeof(config_protos[0]))
+
+/* One known key of an object: filled by config_fields(). */
+struct config_field {
+	const char	*key;
+	json_t		*v;	/* NULL if absent */
+	size_t		 pos;	/* its jsonpos entry */
+};
+
+struct config_ctx {
+	struct policy_diags	*d;
+	const struct jsonpos	*jp;
+	struct moat_config	*c;
+	struct policy		*p;
+	struct domain_table	 rule_names;	/* name -> rule index */
+	char			 path[CONFIG_PATH_MAX];
+	size_t			 pathlen;
+	char			 q[CONFIG_NQUOTE][CONFIG_QUOTE_MAX * 4 + 8];
+	unsigned		 qi;
+};
+
+/* Messages and paths. */
+static void	config_vdiag(struct config_ctx *x, enum policy_diag_level lvl,
+		    size_t pos, bool at_key, const char *fmt, va_list ap)
+		    __attribute__((format(printf, 5, 0)));
+static void	config_err(struct config_ctx *x, size_t pos, const char *fmt,
+		    ...) __attribute__((format(printf, 3, 4)));
+static void	config_warn(struct config_ctx *x, size_t pos, const char *fmt,
+		    ...) __attribute__((format(printf, 3, 4)));
+static void	config_err_key(struct config_ctx *x, size_t pos,
+		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void	config_oom(struct config_ctx *x);
+static const char	*config_q(struct config_ctx *x, const char *s,
+			    size_t n);
+static size_t	config_push_key(struct config_ctx *x, const char *key);
+static size_t	config_push_index(struct config_ctx *x, size_t i);
+static void	config_pop(struct config_ctx *x, size_t old);
+static const char	*config_where(struct config_ctx *x);
+static const char	*config_typename(const json_t *v);
+static unsigned	config_distance(const char *a, const char *b);
+static const char	*config_suggest(const char *key,
+			    const struct config_field *f, size_t nf,
+			    const struct config_default *sec);
+
+/* Generic shapes. */
+static bool	config_fields(struct config_ctx *x, json_t *obj, size_t pos,
+		    struct config_field *f, size_t nf);
+static bool	config_want(struct config_ctx *x, json_t *v, size_t pos,
+		    json_type type, const char *what);
+static bool	config_array(struct config_ctx *x, json_t *v, size_t pos,
+		    const char *what);
+static const struct config_default	*config_default(const char *section,
+					    const char *key);
+static bool	config_number(struct config_ctx *x, json_t *v, size_t pos,
+		    const struct config_default *def, long long *out);
+static bool	config_mode(struct config_ctx *x, json_t *v, size_t pos,
+		    int *out);
+static bool	config_ident(const char *s, size_t n, size_t max,
+		    const char *extra);
+static bool	config_envname(const char *s, size_t n);
+static char	*config_strdup(struct config_ctx *x, const char *s);
+static bool	config_file(struct config_ctx *x, json_t *v, size_t pos,
+		    char **out);
+static void	config_sections(struct config_ctx *x, json_t *v, size_t pos,
+		    const char *section);
+
+/* Sections. */
+static void	config_top(struct config_ctx *x, json_t *root);
+static void	config_listen(struct config_ctx *x, json_t *v, size_t pos);
+static void	config_listener(struct config_ctx *x, json_t *v, size_t pos,
+		    struct moat_listen *l);
+static bool	config_bind(struct config_ctx *x, json_t *v, size_t pos,
+		    bool unix_only, struct moat_listen *l);
+static void	config_refs(struct config_ctx *x, json_t *v, size_t pos,
+		    bool secrets, struct moat_secret_ref **out, size_t *nout);
+static bool	config_ref(struct config_ctx *x, json_t *v, size_t pos,
+		    bool secrets, struct moat_secret_ref *r);
+static void	config_policy(struct config_ctx *x, json_t *v, size_t pos);
+static void	config_allow_private(struct config_ctx *x, json_t *v,
+		    size_t pos);
+static bool	config_cidr(struct config_ctx *x, json_t *v, size_t pos,
+		    struct addr_cidr *c);
+static void	config_rule(struct config_ctx *x, json_t *v, size_t pos,
+		    size_t index);
+static bool	config_rule_name(struct config_ctx *x, struct config_field *f,
+		    size_t pos, size_t index, struct policy_rule *r);
+static int	config_range_cmp(const void *a, const void *b);
+static bool	config_ports(struct config_ctx *x, json_t *v, size_t pos,
+		    struct policy_rule *r);
+static bool	config_methods(struct config_ctx *x, json_t *v, size_t pos,
+		    struct policy_rule *r);
+static bool	config_paths(struct config_ctx *x, json_t *v, size_t pos,
+		    struct policy_rule *r);
+static bool	config_rate(struct config_ctx *x, json_t *v, size_t pos,
+		    struct policy_rule *r);
+static void	config_hosts(struct config_ctx *x, json_t *v, size_t pos,
+		    uint32_t rule);
+static void	config_host(struct config_ctx *x, json_t *v, size_t pos,
+		    uint32_t rule);
+static void	config_cidrs(struct config_ctx *x, json_t *v, size_t pos,
+		    uint32_t rule);
+static void	config_warn_denied(struct config_ctx *x, size_t pos,
+		    const struct policy_rule *r, const struct addr_cidr *c);
+static void	config_audit(struct config_ctx *x, json_t *v, size_t pos);
+static void	config_resolver(struct config_ctx *x, json_t *v, size_t pos);
+static bool	config_server(struct config_ctx *x, json_t *v, size_t pos,
+		    char **out);
+static void	config_tls(struct config_ctx *x, json_t *v, size_t pos);
+static void	config_file_list(struct config_ctx *x, json_t *v, size_t pos,
+		    char ***out);
+static void	config_admin(struct config_ctx *x, json_t *v, size_t pos);
+static void	config_workers(struct config_ctx *x, json_t *v, size_t pos);
+static void	config_user(struct config_ctx *x, json_t *v, size_t pos);
+static void	config_check_addresses(struct config_ctx *x);
+static void	config_check_inspection(struct config_ctx *x);
+
+/* Whole load. */
+static void	config_syntax(struct policy_diags *d, const char *buf,
+		    size_t len, const json_error_t *je);
+static void	config_sort(struct policy_diags *d, size_t from);
+static void	config_apply_defaults(struct moat_config *c);
+static void	config_free(struct moat_config *c);
+static void	config_free_refs(struct moat_secret_ref *v, size_t n);
+static void	config_free_list(char **v);
+
+/* ------------------------------------------------------------------ */
+/* Messages                                                             */
+/* ------------------------------------------------------------------ */
+
+static void
+config_vdiag(struct config_ctx *x, enum policy_diag_level lvl, size_t pos,
+    bool at_key, const char *fmt, va_list ap)
+{
+	const struct jsonpos_ent	*e = NULL;
+	char				*msg = NULL;
+	int				 line = 0, col = 0;
+
+	if (pos < x->jp->n) {
+		e = &x->jp->v[pos];
+		line = (int)e->vline;
+		col = (int)e->vcol;
+		if (at_key && e->kline != 0) {
+			line = (int)e->kline;
+			col = (int)e->kcol;
+		}
+	}
+	if (vasprintf(&msg, fmt, ap) == -1) {
+		diag_add(x->d, lvl, line, col, "out of memory");
+		return;
+	}
+	if (at_key || x->pathlen == 0)
+		diag_add(x->d, lvl, line, col, "%s", msg);
+	else
+		diag_add(x->d, lvl, line, col, "%s: %s", x->path, msg);
+	free(msg);
+}
+
+static void
+config_err(struct config_ctx *x, size_t pos, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	config_vdiag(x, POLICY_DIAG_ERROR, pos, false, fmt, ap);
+	va_end(ap);
+}
+
+static void
+config_warn(struct config_ctx *x, size_t pos, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	config_vdiag(x, POLICY_DIAG_WARNING, pos, false, fmt, ap);
+	va_end(ap);
+}
+
+static void
+config_err_key(struct config_ctx *x, size_t pos, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	config_vdiag(x, POLICY_DIAG_ERROR, pos, true, fmt, ap);
+	va_end(ap);
+}
+
+static void
+config_oom(struct config_ctx *x)
+{
+	diag_add(x->d, POLICY_DIAG_ERROR, 0, 0, "out of memory");
+}
+
+/*
+ * Quotes a user string for a message: "..." with \" and \\ escaped and
+ * control bytes as \xHH, cut after CONFIG_QUOTE_MAX bytes.  The buffer is
+ * reused after CONFIG_NQUOTE calls.
+ */
+static const char *
+config_q(struct config_ctx *x, const char *s, size_t n)
+{
+	char		*b = x->q[x->qi++ % CONFIG_NQUOTE], *o;
+	size_t		 i;
+	unsigned char	 c;
+
+	o = b;
+	*o++ = '"';
+	for (i = 0; i < n && i < CONFIG_QUOTE_MAX; i++) {
+		c = (unsigned char)s[i];
+		if (c == '"' || c == '\\') {
+			*o++ = '\\';
+			*o++ = (char)c;
+			continue;
+		}
+		if (c < 0x20 || c == 0x7f) {
+			o += sprintf(o, "\\x%02x", c);
+			continue;
+		}
+		*o++ = (char)c;
+	}
+	if (i < n)
+		o += sprintf(o, "...");
+	*o++ = '"';
+	*o = '\0';
+	return b;
+}
+
+static size_t
+config_push_key(struct config_ctx *x, const char *key)
+{
+	size_t	old = x->pathlen, i;
+	bool	plain = key[0] != '\0';
+	int	n;
+
+	for (i = 0; key[i] != '\0'; i++)
+		if (!((key[i] >= 'a' && key[i] <= 'z') ||
+		    (key[i] >= 'A' && key[i] <= 'Z') ||
+		    (key[i] >= '0' && key[i] <= '9') || key[i] == '_' ||
+		    key[i] == '-'))
+			plain = false;
+	if (plain)
+		n = snprintf(x->path + old, sizeof(x->path) - old, "%s%s",
+		    old ? "." : "", key);
+	else
+		n = snprintf(x->path + old, sizeof(x->path) - old, "[%s]",
+		    config_q(x, key, strlen(key)));
+	if (n < 0 || (size_t)n >= sizeof(x->path) - old)
+		x->pathlen = sizeof(x->path) - 1;
+	else
+		x->pathlen = old + (size_t)n;
+	return old;
+}
+
+static size_t
+config_push_index(struct config_ctx *x, size_t i)
+{
+	size_t	old = x->pathlen;
+	int	n;
+
+	n = snprintf(x->path + old, sizeof(x->path) - old, "[%zu]", i);
+	if (n < 0 || (size_t)n >= sizeof(x->path) - old)
+		x->pathlen = sizeof(x->path) - 1;
+	else
+		x->pathlen = old + (size_t)n;
+	return old;
+}
+
+static void
+config_pop(struct config_ctx *x, size_t old)
+{
+	x->pathlen = old;
+	x->path[old] = '\0';
+}
+
+static const char *
+config_where(struct config_ctx *x)
+{
+	return x->pathlen == 0 ? "the top level" : x->path;
+}
+
+static const char *
+config_typename(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a number with a fraction or exponent";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	case JSON_NULL:
+	default:
+		return "null";
+	}
+}
+
+/* Levenshtein distance of two short strings. */
+static unsigned
+config_distance(const char *a, const char *b)
+{
+	unsigned	row[CONFIG_SUGGEST_LEN + 1], diag, up, best;
+	size_t		la = strlen(a), lb = strlen(b), i, j;
+
+	if (la > CONFIG_SUGGEST_LEN || lb > CONFIG_SUGGEST_LEN)
+		return CONFIG_SUGGEST_DIST + 1;
+	for (j = 0; j <= lb; j++)
+		row[j] = (unsigned)j;
+	for (i = 1; i <= la; i++) {
+		diag = row[0];
+		row[0] = (unsigned)i;
+		for (j = 1; j <= lb; j++) {
+			up = row[j];
+			best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/* The known key nearest to key, if within CONFIG_SUGGEST_DIST edits. */
+static const char *
+config_suggest(const char *key, const struct config_field *f, size_t nf,
+    const struct config_default *sec)
+{
+	const char	*best = NULL;
+	unsigned	 bd = CONFIG_SUGGEST_DIST + 1, dd;
+	size_t		 i;
+
+	for (i = 0; i < nf; i++)
+		if ((dd = config_distance(key, f[i].key)) < bd) {
+			bd = dd;
+			best = f[i].key;
+		}
+	for (i = 0; sec != NULL && i < CONFIG_NDEFAULTS; i++) {
+		if (config_defaults[i].section == NULL ||
+		    strcmp(config_defaults[i].section, sec->section) != 0)
+			continue;
+		if ((dd = config_distance(key, config_defaults[i].key)) < bd) {
+			bd = dd;
+			best = config_defaults[i].key;
+		}
+	}
+	return best;
+}
+
+/* ------------------------------------------------------------------ */
+/* Generic shapes                                                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Matches the members of obj against the known keys f[] (filling v and
+ * pos) and reports each unknown key.  Returns false if obj is not an
+ * object (reported) or the position table is out of step.
+ */
+static bool
+config_fields(struct config_ctx *x, json_t *obj, size_t pos,
+    struct config_field *f, size_t nf)
+{
+	const char	*key, *hint;
+	json_t		*v;
+	size_t		 ci, end, i;
+
+	if (!config_want(x, obj, pos, JSON_OBJECT, "an object"))
+		return false;
+	ci = pos + 1;
+	end = jsonpos_next(x->jp, pos);
+	json_object_foreach(obj, key, v) {
+		if (ci >= end) {
+			config_err(x, pos, "internal error: positions out of "
+			    "step with the parser");
+			return false;
+		}
+		for (i = 0; i < nf; i++)
+			if (strcmp(key, f[i].key) == 0)
+				break;
+		if (i < nf) {
+			f[i].v = v;
+			f[i].pos = ci;
+		} else if ((hint = config_suggest(key, f, nf, NULL)) != NULL)
+			config_err_key(x, ci, "unknown key %s in %s (did you "
+			    "mean \"%s\"?)", config_q(x, key, strlen(key)),
+			    config_where(x), hint);
+		else
+			config_err_key(x, ci, "unknown key %s in %s",
+			    config_q(x, key, strlen(key)), config_where(x));
+		ci = jsonpos_next(x->jp, ci);
+	}
+	return true;
+}
+
+static bool
+config_want(struct config_ctx *x, json_t *v, size_t pos, json_type type,
+    const char *what)
+{
+	if (json_typeof(v) == type)
+		return true;
+	config_err(x, pos, "expected %s, got %s", what, config_typename(v));
+	return false;
+}
+
+/* v must be a non-empty array; what names its elements. */
+static bool
+config_array(struct config_ctx *x, json_t *v, size_t pos, const char *what)
+{
+	if (!config_want(x, v, pos, JSON_ARRAY, "an array"))
+		return false;
+	if (json_array_size(v) == 0) {
+		config_err(x, pos, "empty array: list at least one %s "
+		    "(or remove the key)", what);
+		return false;
+	}
+	return true;
+}
+
+static const struct config_default *
+config_default(const char *section, const char *key)
+{
+	size_t	i;
+
+	for (i = 0; i < CONFIG_NDEFAULTS; i++) {
+		const struct config_default *d = &config_defaults[i];
+
+		if (((section == NULL && d->section == NULL) ||
+		    (section != NULL && d->section != NULL &&
+		    strcmp(section, d->section) == 0)) &&
+		    strcmp(key, d->key) == 0)
+			return d;
+	}
+	return NULL;
+}
+
+static bool
+config_number(struct config_ctx *x, json_t *v, size_t pos,
+    const struct config_default *def, long long *out)
+{
+	long long	n;
+
+	if (json_is_real(v)) {
+		config_err(x, pos, "expected an integer, got %g",
+		    json_real_value(v));
+		return false;
+	}
+	if (!config_want(x, v, pos, JSON_INTEGER, "an integer"))
+		return false;
+	n = json_integer_value(v);
+	if (n < def->min || n > def->max) {
+		config_err(x, pos, "%lld is out of range (%lld-%lld)", n,
+		    def->min, def->max);
+		return false;
+	}
+	*out = n;
+	return true;
+}
+
+static bool
+config_mode(struct config_ctx *x, json_t *v, size_t pos, int *out)
+{
+	const char	*s;
+	size_t		 n, i;
+	int		 m = 0;
+
+	if (!config_want(x, v, pos, JSON_STRING, "a string such as \"0660\""))
+		return false;
+	s = json_string_value(v);
+	n = json_string_length(v);
+	for (i = 0; n >= 3 && n <= 4 && i < n; i++) {
+		if (s[i] < '0' || s[i] > '7')
+			break;
+		m = m * 8 + (s[i] - '0');
+	}
+	if (n < 3 || n > 4 || i < n) {
+		config_err(x, pos, "%s is not a mode: write 3 or 4 octal "
+		    "digits, such as \"0660\"", config_q(x, s, n));
+		return false;
+	}
+	*out = m;
+	return true;
+}
+
+/* [A-Za-z0-9] plus the bytes of extra, 1..max long. */
+static bool
+config_ident(const char *s, size_t n, size_t max, const char *extra)
+{
+	size_t	i;
+
+	if (n == 0 || n > max)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= 'A' && s[i] <= 'Z') ||
+		    (s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] != '\0' && strchr(extra, s[i]) != NULL)))
+			return false;
+	return true;
+}
+
+/* [A-Za-z_][A-Za-z0-9_]*, at most CONFIG_ENV_MAX bytes. */
+static bool
+config_envname(const char *s, size_t n)
+{
+	return config_ident(s, n, CONFIG_ENV_MAX, "_") &&
+	    !(s[0] >= '0' && s[0] <= '9');
+}
+
+static char *
+config_strdup(struct config_ctx *x, const char *s)
+{
+	char	*r;
+
+	if ((r = strdup(s)) == NULL)
+		config_oom(x);
+	return r;
+}
+
+/* A file path: a non-empty string without control bytes. */
+static bool
+config_file(struct config_ctx *x, json_t *v, size_t pos, char **out)
+{
+	const char	*s;
+	size_t		 n, i;
+
+	if (!config_want(x, v, pos, JSON_STRING, "a file path (a string)"))
+		return false;
+	s = json_string_value(v);
+	n = json_string_length(v);
+	if (n == 0) {
+		config_err(x, pos, "empty file path");
+		return false;
+	}
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
+			config_err(x, pos, "control byte in file path %s",
+			    config_q(x, s, n));
+			return false;
+		}
+	return (*out = config_strdup(x, s)) != NULL;
+}
+
+/*
+ * A section made only of numbers from config_defaults[] (timeouts,
+ * limits): each member is looked up there and stored.
+ */
+static void
+config_sections(struct config_ctx *x, json_t *obj, size_t pos,
+    const char *section)
+{
+	const struct config_default	*d;
+	struct config_default		 sec;
+	const char			*key, *hint;
+	json_t				*v;
+	size_t				 ci, end, old;
+	long long			 n;
+
+	if (!config_want(x, obj, pos, JSON_OBJECT, "an object"))
+		return;
+	memset(&sec, 0, sizeof(sec));
+	sec.section = section;
+	ci = pos + 1;
+	end = jsonpos_next(x->jp, pos);
+	json_object_foreach(obj, key, v) {
+		if (ci >= end)
+			return;
+		if ((d = config_default(section, key)) == NULL) {
+			hint = config_suggest(key, NULL, 0, &sec);
+			config_err_key(x, ci, "unknown key %s in %s%s%s%s",
+			    config_q(x, key, strlen(key)), config_where(x),
+			    hint ? " (did you mean \"" : "", hint ? hint : "",
+			    hint ? "\"?)" : "");
+		} else {
+			old = config_push_key(x, key);
+			if (config_number(x, v, ci, d, &n)) {
+				if (d->type == CONFIG_T_UINT)
+					*(unsigned *)((char *)x->c + d->off) =
+					    (unsigned)n;
+				else
+					*(size_t *)((char *)x->c + d->off) =
+					    (size_t)n;
+			}
+			config_pop(x, old);
+		}
+		ci = jsonpos_next(x->jp, ci);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Top level                                                            */
+/* ------------------------------------------------------------------ */
+
+enum {
+	TOP_LISTEN = 0, TOP_POLICY, TOP_SECRETS, TOP_AUDIT, TOP_RESOLVER,
+	TOP_TLS, TOP_ADMIN, TOP_TIMEOUTS, TOP_LIMITS, TOP_WORKERS, TOP_USER,
+	TOP__COUNT
+};
+
+static void
+config_top(struct config_ctx *x, json_t *root)
+{
+	struct config_field	f[TOP__COUNT] = {
+		[TOP_LISTEN] = { "listen", NULL, 0 },
+		[TOP_POLICY] = { "policy", NULL, 0 },
+		[TOP_SECRETS] = { "secrets", NULL, 0 },
+		[TOP_AUDIT] = { "audit", NULL, 0 },
+		[TOP_RESOLVER] = { "resolver", NULL, 0 },
+		[TOP_TLS] = { "tls", NULL, 0 },
+		[TOP_ADMIN] = { "admin", NULL, 0 },
+		[TOP_TIMEOUTS] = { "timeouts", NULL, 0 },
+		[TOP_LIMITS] = { "limits", NULL, 0 },
+		[TOP_WORKERS] = { "workers", NULL, 0 },
+		[TOP_USER] = { "user", NULL, 0 },
+	};
+	size_t			old;
+	int			i;
+
+	if (!config_fields(x, root, 0, f, TOP__COUNT))
+		return;
+	if (f[TOP_LISTEN].v == NULL)
+		config_err(x, 0, "missing required key \"listen\" in the top "
+		    "level: add at least one listener, such as {\"proto\": "
+		    "\"http\", \"address\": \"127.0.0.1:3128\"}");
+	if (f[TOP_POLICY].v == NULL)
+		config_warn(x, 0, "no \"policy\": every connection will be "
+		    "denied");
+	for (i = 0; i < TOP__COUNT; i++) {
+		if (f[i].v == NULL)
+			continue;
+		old = config_push_key(x, f[i].key);
+		switch (i) {
+		case TOP_LISTEN:
+			config_listen(x, f[i].v, f[i].pos);
+			break;
+		case TOP_POLICY:
+			config_policy(x, f[i].v, f[i].pos);
+			break;
+		case TOP_SECRETS:
+			config_refs(x, f[i].v, f[i].pos, true,
+			    &x->c->secrets, &x->c->nsecrets);
+			break;
+		case TOP_AUDIT:
+			config_audit(x, f[i].v, f[i].pos);
+			break;
+		case TOP_RESOLVER:
+			config_resolver(x, f[i].v, f[i].pos);
+			break;
+		case TOP_TLS:
+			config_tls(x, f[i].v, f[i].pos);
+			break;
+		case TOP_ADMIN:
+			config_admin(x, f[i].v, f[i].pos);
+			break;
+		case TOP_TIMEOUTS:
+			config_sections(x, f[i].v, f[i].pos, "timeouts");
+			break;
+		case TOP_LIMITS:
+			config_sections(x, f[i].v, f[i].pos, "limits");
+			break;
+		case TOP_WORKERS:
+			config_workers(x, f[i].v, f[i].pos);
+			break;
+		case TOP_USER:
+			config_user(x, f[i].v, f[i].pos);
+			break;
+		}
+		config_pop(x, old);
+	}
+	config_check_addresses(x);
+}
+
+/* ------------------------------------------------------------------ */
+/* listen                                                               */
+/* ------------------------------------------------------------------ */
+
+static void
+config_listen(struct config_ctx *x, json_t *v, size_t pos)
+{
+	size_t	n, i, ci, old;
+
+	if (!config_array(x, v, pos, "listener"))
+		return;
+	n = json_array_size(v);
+	if ((x->c->listen = calloc(n, sizeof(*x->c->listen))) == NULL) {
+		config_oom(x);
+		return;
+	}
+	x->c->nlisten = n;
+	for (i = 0; i < n; i++)
+		x->c->listen[i].mode = -1;
+	for (i = 0, ci = pos + 1; i < n; i++, ci = jsonpos_next(x->jp, ci)) {
+		old = config_push_index(x, i);
+		config_listener(x, json_array_get(v, i), ci,
+		    &x->c->listen[i]);
+		config_pop(x, old);
+	}
+}
+
+enum {
+	LSN_PROTO = 0, LSN_ADDRESS, LSN_MODE, LSN_SANDBOX, LSN_AUTH,
+	LSN__COUNT
+};
+
+static void
+config_listener(struct config_ctx *x, json_t *v, size_t pos,
+    struct moat_listen *l)
+{
+	struct config_field	 f[LSN__COUNT] = {
+		[LSN_PROTO] = { "proto", NULL, 0 },
+		[LSN_ADDRESS] = { "address", NULL, 0 },
+		[LSN_MODE] = { "mode", NULL, 0 },
+		[LSN_SANDBOX] = { "sandbox", NULL, 0 },
+		[LSN_AUTH] = { "auth", NULL, 0 },
+	};
+	const char		*s;
+	size_t			 n, i, old;
+	bool			 proto_ok = false, addr_ok = false;
+
+	l->line = (int)x->jp->v[pos].vline;
+	l->column = (int)x->jp->v[pos].vcol;
+	if (!config_fields(x, v, pos, f, LSN__COUNT))
+		return;
+	if (f[LSN_PROTO].v == NULL)
+		config_err(x, pos, "missing \"proto\" (http, socks5, "
+		    "http+socks5, transparent or dns)");
+	else {
+		old = config_push_key(x, "proto");
+		if (config_want(x, f[LSN_PROTO].v, f[LSN_PROTO].pos,
+		    JSON_STRING, "a string")) {
+			s = json_string_value(f[LSN_PROTO].v);
+			for (i = 0; i < CONFIG_NPROTOS; i++)
+				if (strcmp(s, config_protos[i]) == 0)
+					break;
+			if (i < CONFIG_NPROTOS) {
+				l->proto = (enum moat_listen_proto)i;
+				proto_ok = true;
+			} else
+				config_err(x, f[LSN_PROTO].pos, "unknown "
+				    "protocol %s (http, socks5, http+socks5, "
+				    "transparent or dns)", config_q(x, s,
+				    json_string_length(f[LSN_PROTO].v)));
+		}
+		config_pop(x, old);
+	}
+	if (f[LSN_ADDRESS].v == NULL)
+		config_err(x, pos, "missing \"address\" (IP:PORT, "
+		    "[IPv6]:PORT or unix:/PATH)");
+	else {
+		old = config_push_key(x, "address");
+		addr_ok = config_bind(x, f[LSN_ADDRESS].v,
+		    f[LSN_ADDRESS].pos, false, l);
+		config_pop(x, old);
+	}
+	if (proto_ok && addr_ok && l->is_unix &&
+	    (l->proto == MOAT_PROTO_TRANSPARENT ||
+	    l->proto == MOAT_PROTO_DNS))
+		config_err(x, f[LSN_ADDRESS].pos, "a %s listener cannot be a "
+		    "unix socket: give it IP:PORT", config_protos[l->proto]);
+	if (addr_ok && l->is_unix)
+		l->mode = (int)config_default("listen", "mode")->def;
+	if (f[LSN_MODE].v != NULL) {
+		old = config_push_key(x, "mode");
+		if (addr_ok && !l->is_unix)
+			config_err(x, f[LSN_MODE].pos, "a mode applies to "
+			    "unix socket listeners only");
+		else
+			(void)config_mode(x, f[LSN_MODE].v, f[LSN_MODE].pos,
+			    &l->mode);
+		config_pop(x, old);
+	}
+	if (f[LSN_SANDBOX].v != NULL) {
+		old = config_push_key(x, "sandbox");
+		if (config_want(x, f[LSN_SANDBOX].v, f[LSN_SANDBOX].pos,
+		    JSON_STRING, "a string")) {
+			s = json_string_value(f[LSN_SANDBOX].v);
+			n = json_string_length(f[LSN_SANDBOX].v);
+			if (!config_ident(s, n, CONFIG_IDENT_MAX, "._-"))
+				config_err(x, f[LSN_SANDBOX].pos, "%s is not "
+				    "a sandbox name (1-64 of A-Z a-z 0-9 . _ "
+				    "-)", config_q(x, s, n));
+			else
+				l->sandbox = config_strdup(x, s);
+		}
+		config_pop(x, old);
+	}
+	if (l->sandbox == NULL)
+		l->sandbox = config_strdup(x,
+		    config_default("listen", "sandbox")->sdef);
+	if (f[LSN_AUTH].v != NULL) {
+		old = config_push_key(x, "auth");
+		if (proto_ok && (l->proto == MOAT_PROTO_TRANSPARENT ||
+		    l->proto == MOAT_PROTO_DNS))
+			config_err(x, f[LSN_AUTH].pos, "a %s listener has no "
+			    "way to log in: remove \"auth\"",
+			    config_protos[l->proto]);
+		else
+			config_refs(x, f[LSN_AUTH].v, f[LSN_AUTH].pos, false,
+			    &l->auth, &l->nauth);
+		config_pop(x, old);
+	}
+}
+
+/*
+ * "IP:PORT", "[V6]:PORT" or "unix:/PATH" (only the last if unix_only).
+ * Nothing resolves at bind time, so host names are refused.
+ */
+static bool
+config_bind(struct config_ctx *x, json_t *v, size_t pos, bool unix_only,
+    struct moat_listen *l)
+{
+	const char	*s, *close, *colon, *path;
+	size_t		 n, i, plen, alen;
+	bool		 br = false;
+
+	if (!config_want(x, v, pos, JSON_STRING, "a string"))
+		return false;
+	s = json_string_value(v);
+	n = json_string_length(v);
+	if (n >= 5 && memcmp(s, "unix:", 5) == 0) {
+		path = s + 5;
+		plen = n - 5;
+		if (plen == 0 || path[0] != '/') {
+			config_err(x, pos, "%s: a unix socket path must be "
+			    "absolute (unix:/PATH)", config_q(x, s, n));
+			return false;
+		}
+		if (plen > CONFIG_UNIX_PATH_MAX) {
+			config_err(x, pos, "unix socket path is %zu bytes "
+			    "long; the most a socket can have is %d", plen,
+			    CONFIG_UNIX_PATH_MAX);
+			return false;
+		}
+		for (i = 0; i < plen; i++)
+			if ((unsigned char)path[i] < 0x20 || path[i] == 0x7f) {
+				config_err(x, pos, "control byte in unix "
+				    "socket path %s", config_q(x, s, n));
+				return false;
+			}
+		l->is_unix = true;
+		l->address = config_strdup(x, s);
+		l->path = config_strdup(x, path);
+		return l->address != NULL && l->path != NULL;
+	}
+	if (unix_only) {
+		config_err(x, pos, "%s is not unix:/PATH", config_q(x, s, n));
+		return false;
+	}
+	if (n > 0 && s[0] == '[') {
+		close = memchr(s, ']', n);
+		colon = close != NULL && close + 1 < s + n && close[1] == ':' ?
+		    close + 1 : NULL;
+		br = true;
+	} else {
+		colon = memchr(s, ':', n);
+		if (colon != NULL && memchr(colon + 1, ':',
+		    n - (size_t)(colon + 1 - s)) != NULL)
+			colon = NULL;
+	}
+	alen = colon != NULL ? (size_t)(colon - s) : 0;
+	if (colon == NULL || addr_parse_strict(s, alen, br,
+	    &l->host.addr) == -1 || (!br && l->host.addr.family != AF_INET)) {
+		config_err(x, pos, "%s is not IP:PORT, [IPv6]:PORT or "
+		    "unix:/PATH (host names are not allowed: nothing is "
+		    "resolved at bind time)", config_q(x, s, n));
+		return false;
+	}
+	if (host_port_parse(colon + 1, n - alen - 1, &l->port) == -1) {
+		config_err(x, pos, "%s: bad port (1-65535)",
+		    config_q(x, s, n));
+		return false;
+	}
+	l->host.kind = POLICY_HOST_ADDR;
+	policy_addr_format(&l->host.addr, l->host.name, sizeof(l->host.name));
+	l->address = config_strdup(x, s);
+	return l->address != NULL;
+}
+
+/* The same socket twice is an error, whatever spelling. */
+static void
+config_check_addresses(struct config_ctx *x)
+{
+	struct moat_config	*c = x->c;
+	struct moat_listen	*a, *b;
+	size_t			 i, j;
+	char			 pa[CONFIG_UNIX_PATH_MAX + ADDR_TEXT_MAX];
+
+	for (i = 0; i < c->nlisten; i++) {
+		a = &c->listen[i];
+		if (a->address == NULL)
+			continue;
+		for (j = 0; j < i; j++) {
+			b = &c->listen[j];
+			if (b->address == NULL || a->is_unix != b->is_unix)
+				continue;
+			if (a->is_unix ? strcmp(a->path, b->path) != 0 :
+			    (a->port != b->port ||
+			    strcmp(a->host.name, b->host.name) != 0))
+				continue;
+			if (a->is_unix)
+				snprintf(pa, sizeof(pa), "unix:%s", a->path);
+			else
+				snprintf(pa, sizeof(pa), a->host.addr.family ==
+				    AF_INET ? "%s:%u" : "[%s]:%u", a->host.name,
+				    a->port);
+			diag_add(x->d, POLICY_DIAG_ERROR, a->line, a->column,
+			    "listen[%zu]: address %s is already used by "
+			    "listen[%zu] (line %d)", i, pa, j, b->line);
+			break;
+		}
+		if (a->is_unix && c->admin_address != NULL &&
+		    strcmp(c->admin_address + 5, a->path) == 0)
+			diag_add(x->d, POLICY_DIAG_ERROR, a->line, a->column,
+			    "listen[%zu]: %s is also the admin socket", i,
+			    a->path);
+	}
+}
+
+/*
+ * A rule that checks methods or paths needs to see requests: plain http://
+ * ones it always does; inside a tunnel (CONNECT, SOCKS5, transparent) only
+ * with TLS interception.  Without a CA, say so once per rule: such tunnels
+ * are refused (an allow rule's, and, so that a deny rule cannot be
+ * bypassed by encryption, those to hosts a deny rule matches).
+ */
+static void
+config_check_inspection(struct config_ctx *x)
+{
+	const struct policy_rule	*r;
+	size_t				 i;
+
+	if (x->c->tls.ca_cert != NULL)
+		return;
+	for (i = 0; i < x->p->nrules; i++) {
+		r = &x->p->rules[i];
+		if ((r->flags & POLICY_F_INSPECT) == 0 ||
+		    (r->flags & POLICY_F_OPAQUE) != 0)
+			continue;
+		if (r->nmethods == 0 && r->npaths == 0)
+			diag_add(x->d, POLICY_DIAG_WARNING, r->line,
+			    r->column, "policy.rules[%zu]: rule %s asks for "
+			    "TLS interception: set tls.ca_cert and tls.ca_key, "
+			    "or the tunnels it allows are refused", i, r->name);
+		else
+			diag_add(x->d, POLICY_DIAG_WARNING, r->line,
+			    r->column, "policy.rules[%zu]: rule %s checks "
+			    "methods or paths, which inside a tunnel needs TLS "
+			    "interception: set tls.ca_cert and tls.ca_key, or "
+			    "tunnels %s are refused", i, r->name,
+			    r->action == POLICY_ALLOW ? "it allows" :
+			    "to the hosts it matches");
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* auth and secrets: NAME -> {"file": PATH} | {"env": VAR}             */
+/* ------------------------------------------------------------------ */
+
+static void
+config_refs(struct config_ctx *x, json_t *v, size_t pos, bool secrets,
+    struct moat_secret_ref **out, size_t *nout)
+{
+	struct moat_secret_ref	*r;
+	const char		*key;
+	json_t			*m;
+	size_t			 n, k = 0, ci, old, i;
+
+	if (!config_want(x, v, pos, JSON_OBJECT, "an object"))
+		return;
+	if ((n = json_object_size(v)) == 0) {
+		if (!secrets)
+			config_err(x, pos, "no identities: add NAME: "
+			    "{\"env\": VAR} or remove \"auth\"");
+		return;
+	}
+	if ((r = calloc(n, sizeof(*r))) == NULL) {
+		config_oom(x);
+		return;
+	}
+	*out = r;
+	ci = pos + 1;
+	json_object_foreach(v, key, m) {
+		size_t	kl = strlen(key);
+		bool	good;
+
+		good = secrets ? config_ident(key, kl, CONFIG_SECRET_MAX, "_")
+		    && !(key[0] >= '0' && key[0] <= '9') :
+		    config_ident(key, kl, CONFIG_IDENT_MAX, "._-");
+		if (!good)
+			config_err_key(x, ci, "%s: %s is not a valid %s",
+			    config_where(x), config_q(x, key, kl), secrets ?
+			    "secret name ([A-Za-z_][A-Za-z0-9_]{0,63})" :
+			    "identity (1-64 of A-Z a-z 0-9 . _ -)");
+		old = config_push_key(x, key);
+		if (config_ref(x, m, ci, secrets, &r[k]) && good) {
+			r[k].line = (int)x->jp->v[ci].kline;
+			r[k].column = (int)x->jp->v[ci].kcol;
+			/* A secret's sandbox variable defaults to its name. */
+			if ((r[k].name = config_strdup(x, key)) != NULL &&
+			    (!secrets || r[k].placeholder_env != NULL ||
+			    (r[k].placeholder_env = config_strdup(x, key)) !=
+			    NULL))
+				k++;
+			else
+				config_free_refs(&r[k], 1);
+		} else
+			config_free_refs(&r[k], 1);
+		config_pop(x, old);
+		ci = jsonpos_next(x->jp, ci);
+	}
+	*nout = k;
+	/* Two secrets may not hand the sandbox the same variable. */
+	for (i = 0; secrets && i < k; i++)
+		for (n = 0; n < i; n++)
+			if (strcmp(r[i].placeholder_env,
+			    r[n].placeholder_env) == 0) {
+				diag_add(x->d, POLICY_DIAG_ERROR, r[i].line,
+				    r[i].column, "secrets: %s and %s both "
+				    "use the sandbox variable %s: set "
+				    "\"sandbox_env\" on one", r[n].name,
+				    r[i].name, r[i].placeholder_env);
+				break;
+			}
+}
+
+enum { REF_FILE = 0, REF_ENV, REF_SANDBOX_ENV, REF__COUNT };
+
+static bool
+config_ref(struct config_ctx *x, json_t *v, size_t pos, bool secrets,
+    struct moat_secret_ref *r)
+{
+	struct config_field	f[REF__COUNT] = {
+		[REF_FILE] = { "file", NULL, 0 },
+		[REF_ENV] = { "env", NULL, 0 },
+		[REF_SANDBOX_ENV] = { "sandbox_env", NULL, 0 },
+	};
+	const char		*s;
+	size_t			 n, old;
+	int			 i;
+	bool			 ok = true;
+
+	memset(r, 0, sizeof(*r));
+	if (!config_fields(x, v, pos, f, secrets ? REF__COUNT : REF_ENV + 1))
+		return false;
+	if ((f[REF_FILE].v != NULL) == (f[REF_ENV].v != NULL)) {
+		config_err(x, pos, "give exactly one of \"file\" and \"env\"");
+		return false;
+	}
+	if (f[REF_FILE].v != NULL) {
+		old = config_push_key(x, "file");
+		ok = config_file(x, f[REF_FILE].v, f[REF_FILE].pos, &r->file);
+		config_pop(x, old);
+	}
+	for (i = REF_ENV; i < (secrets ? REF__COUNT : REF_ENV + 1); i++) {
+		if (f[i].v == NULL)
+			continue;
+		old = config_push_key(x, f[i].key);
+		if (!config_want(x, f[i].v, f[i].pos, JSON_STRING,
+		    "a variable name")) {
+			ok = false;
+		} else {
+			s = json_string_value(f[i].v);
+			n = json_string_length(f[i].v);
+			if (!config_envname(s, n)) {
+				config_err(x, f[i].pos, "%s is not an "
+				    "environment variable name "
+				    "([A-Za-z_][A-Za-z0-9_]*)",
+				    config_q(x, s, n));
+				ok = false;
+			} else if (i == REF_ENV)
+				ok = (r->env = config_strdup(x, s)) != NULL &&
+				    ok;
+			else
+				ok = (r->placeholder_env =
+				    config_strdup(x, s)) != NULL && ok;
+		}
+		config_pop(x, old);
+	}
+	return ok;
+}
+
+/* ------------------------------------------------------------------ */
+/* policy                                                               */
+/* ------------------------------------------------------------------ */
+
+enum { POL_DEFAULT = 0, POL_RULES, POL_ALLOW_PRIVATE, POL__COUNT };
+
+static void
+config_policy(struct config_ctx *x, json_t *v, size_t pos)
+{
+	struct config_field	f[POL__COUNT] = {
+		[POL_DEFAULT] = { "default", NULL, 0 },
+		[POL_RULES] = { "rules", NULL, 0 },
+		[POL_ALLOW_PRIVATE] = { "allow_private", NULL, 0 },
+	};
+	json_t			*rules;
+	size_t			 old, n, i, ci;
+
+	if (!config_fields(x, v, pos, f, POL__COUNT))
+		return;
+	if (f[POL_DEFAULT].v != NULL) {
+		old = config_push_key(x, "default");
+		if (!json_is_string(f[POL_DEFAULT].v) ||
+		    strcmp(json_string_value(f[POL_DEFAULT].v), "deny") != 0)
+			config_err(x, f[POL_DEFAULT].pos, "only \"deny\" is "
+			    "accepted: moat allows only what a rule allows "
+			    "(write an allow rule, such as {\"action\": "
+			    "\"allow\", \"hosts\": [\"*\"]}, instead)");
+		config_pop(x, old);
+	}
+	/* Before the rules, so their warnings know what is lifted. */
+	if (f[POL_ALLOW_PRIVATE].v != NULL) {
+		old = config_push_key(x, "allow_private");
+		config_allow_private(x, f[POL_ALLOW_PRIVATE].v,
+		    f[POL_ALLOW_PRIVATE].pos);
+		config_pop(x, old);
+	}
+	if ((rules = f[POL_RULES].v) == NULL) {
+		config_warn(x, pos, "no \"rules\": every connection will be "
+		    "denied");
+		return;
+	}
+	old = config_push_key(x, "rules");
+	if (config_want(x, rules, f[POL_RULES].pos, JSON_ARRAY, "an array")) {
+		n = json_array_size(rules);
+		if (n == 0)
+			config_warn(x, f[POL_RULES].pos, "no rules: every "
+			    "connection will be denied");
+		for (i = 0, ci = f[POL_RULES].pos + 1; i < n;
+		    i++, ci = jsonpos_next(x->jp, ci)) {
+			size_t	o2 = config_push_index(x, i);
+
+			config_rule(x, json_array_get(rules, i), ci, i);
+			config_pop(x, o2);
+		}
+	}
+	config_pop(x, old);
+}
+
+static void
+config_allow_private(struct config_ctx *x, json_t *v, size_t pos)
+{
+	struct addr_cidr	c;
+	char			buf[ADDR_TEXT_MAX];
+	size_t			i, ci, old;
+
+	if (!config_want(x, v, pos, JSON_ARRAY, "an array of CIDRs"))
+		return;
+	for (i = 0, ci = pos + 1; i < json_array_size(v);
+	    i++, ci = jsonpos_next(x->jp, ci)) {
+		old = config_push_index(x, i);
+		if (config_cidr(x, json_array_get(v, i), ci, &c)) {
+			if (policy_add_allow_private(x->p, &c) == -1)
+				config_oom(x);
+			else if (!deny_cidr_overlaps(x->p, &c))
+				config_warn(x, ci, "%s overlaps no built-in "
+				    "denied range: it has no effect",
+				    addr_cidr_format(&c, buf, sizeof(buf)));
+		}
+		config_pop(x, old);
+	}
+}
+
+static bool
+config_cidr(struct config_ctx *x, json_t *v, size_t pos, struct addr_cidr *c)
+{
+	struct addr_cidr	 fixed;
+	const char		*s, *err = NULL;
+	char			 buf[ADDR_TEXT_MAX];
+	size_t			 n;
+	int			 rc;
+
+	if (!config_want(x, v, pos, JSON_STRING, "a CIDR string"))
+		return false;
+	s = json_string_value(v);
+	n = json_string_length(v);
+	rc = addr_cidr_parse(s, n, c, &fixed, &err);
+	if (rc == -2) {
+		config_err(x, pos, "%.*s has host bits set; did you mean %s?",
+		    (int)n, s, addr_cidr_format(&fixed, buf, sizeof(buf)));
+		return false;
+	}
+	if (rc == -1) {
+		config_err(x, pos, "%s is not a CIDR: %s", config_q(x, s, n),
+		    err);
+		return false;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* rules                                                                */
+/* ------------------------------------------------------------------ */
+
+enum {
+	RULE_NAME = 0, RULE_ACTION, RULE_HOSTS, RULE_CIDRS, RULE_PORTS,
+	RULE_METHODS, RULE_PATHS, RULE_INTERCEPT, RULE_RATE, RULE__COUNT
+};
+
+static void
+config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
+{
+	struct config_field	 f[RULE__COUNT] = {
+		[RULE_NAME] = { "name", NULL, 0 },
+		[RULE_ACTION] = { "action", NULL, 0 },
+		[RULE_HOSTS] = { "hosts", NULL, 0 },
+		[RULE_CIDRS] = { "cidrs", NULL, 0 },
+		[RULE_PORTS] = { "ports", NULL, 0 },
+		[RULE_METHODS] = { "methods", NULL, 0 },
+		[RULE_PATHS] = { "paths", NULL, 0 },
+		[RULE_INTERCEPT] = { "intercept", NULL, 0 },
+		[RULE_RATE] = { "rate", NULL, 0 },
+	};
+	struct policy_rule	 r;
+	const char		*s;
+	size_t			 old;
+	uint32_t		 idx;
+	bool			 ok = true;
+
+	memset(&r, 0, sizeof(r));
+	r.line = (int)x->jp->v[pos].vline;
+	r.column = (int)x->jp->v[pos].vcol;
+	if (!config_fields(x, v, pos, f, RULE__COUNT))
+		return;
+
+	if (f[RULE_ACTION].v == NULL) {
+		config_err(x, pos, "missing \"action\" (\"allow\" or "
+		    "\"deny\")");
+		ok = false;
+	} else {
+		old = config_push_key(x, "action");
+		s = json_is_string(f[RULE_ACTION].v) ?
+		    json_string_value(f[RULE_ACTION].v) : "";
+		if (strcmp(s, "allow") == 0)
+			r.action = POLICY_ALLOW;
+		else if (strcmp(s, "deny") == 0)
+			r.action = POLICY_DENY;
+		else {
+			config_err(x, f[RULE_ACTION].pos, "must be \"allow\" "
+			    "or \"deny\"");
+			ok = false;
+		}
+		config_pop(x, old);
+	}
+	if (f[RULE_HOSTS].v == NULL && f[RULE_CIDRS].v == NULL) {
+		config_err(x, pos, "a rule needs \"hosts\" or \"cidrs\" to say "
+		    "what it applies to");
+		ok = false;
+	}
+	ok &= config_rule_name(x, f, pos, index, &r);
+	if (r.name == NULL) {
+		/* Reported; messages below still need a name to show. */
+		char	def[32];
+
+		snprintf(def, sizeof(def), "rule-%zu", index);
+		if ((r.name = config_strdup(x, def)) == NULL)
+			return;
+	}
+	if (f[RULE_PORTS].v != NULL) {
+		old = config_push_key(x, "ports");
+		ok &= config_ports(x, f[RULE_PORTS].v, f[RULE_PORTS].pos, &r);
+		config_pop(x, old);
+	} else if (r.action == POLICY_ALLOW) {
+		r.ports = config_allow_ports;
+		r.nports = sizeof(config_allow_ports) /
+		    sizeof(config_allow_ports[0]);
+	}
+	if (f[RULE_METHODS].v != NULL) {
+		old = config_push_key(x, "methods");
+		ok &= config_methods(x, f[RULE_METHODS].v,
+		    f[RULE_METHODS].pos, &r);
+		config_pop(x, old);
+	}
+	if (f[RULE_PATHS].v != NULL) {
+		old = config_push_key(x, "paths");
+		ok &= config_paths(x, f[RULE_PATHS].v, f[RULE_PATHS].pos, &r);
+		config_pop(x, old);
+	}
+	if (r.nmethods > 0 || r.npaths > 0)
+		r.flags |= POLICY_F_INSPECT;
+	if (f[RULE_INTERCEPT].v != NULL) {
+		old = config_push_key(x, "intercept");
+		if (!json_is_boolean(f[RULE_INTERCEPT].v)) {
+			config_err(x, f[RULE_INTERCEPT].pos, "expected a "
+			    "boolean, got %s",
+			    config_typename(f[RULE_INTERCEPT].v));
+			ok = false;
+		} else if (json_is_true(f[RULE_INTERCEPT].v))
+			r.flags |= POLICY_F_INSPECT;
+		else {
+			r.flags |= POLICY_F_OPAQUE;
+			if (r.nmethods > 0 || r.npaths > 0)
+				config_warn(x, f[RULE_INTERCEPT].pos, "rule "
+				    "%s checks methods or paths but never "
+				    "intercepts TLS: its HTTPS requests "
+				    "cannot be checked", r.name);
+		}
+		config_pop(x, old);
+	}
+	if (f[RULE_RATE].v != NULL) {
+		old = config_push_key(x, "rate");
+		ok &= config_rate(x, f[RULE_RATE].v, f[RULE_RATE].pos, &r);
+		config_pop(x, old);
+	}
+
+	if ((idx = policy_add_rule(x->p, &r)) == POLICY_NONE) {
+		config_oom(x);
+		return;
+	}
+	if (f[RULE_HOSTS].v != NULL) {
+		old = config_push_key(x, "hosts");
+		config_hosts(x, f[RULE_HOSTS].v, f[RULE_HOSTS].pos, idx);
+		config_pop(x, old);
+	}
+	if (f[RULE_CIDRS].v != NULL) {
+		old = config_push_key(x, "cidrs");
+		config_cidrs(x, f[RULE_CIDRS].v, f[RULE_CIDRS].pos, idx);
+		config_pop(x, old);
+	}
+	if (!ok)
+		return;
+}
+
+/* "name", or "rule-N"; unique either way. */
+static bool
+config_rule_name(struct config_ctx *x, struct config_field *f, size_t pos,
+    size_t index, struct policy_rule *r)
+{
+	const char	*s;
+	char		 def[32];
+	size_t		 n, npos = pos, old;
+	uint32_t	*slot;
+	bool		 given = f[RULE_NAME].v != NULL;
+
+	if (given) {
+		npos = f[RULE_NAME].pos;
+		old = config_push_key(x, "name");
+		if (!config_want(x, f[RULE_NAME].v, npos, JSON_STRING,
+		    "a string")) {
+			config_pop(x, old);
+			return false;
+		}
+		s = json_string_value(f[RULE_NAME].v);
+		n = json_string_length(f[RULE_NAME].v);
+		if (!config_ident(s, n, CONFIG_IDENT_MAX, "._:-")) {
+			config_err(x, npos, "%s is not a rule name (1-64 of "
+			    "A-Z a-z 0-9 . _ : -)", config_q(x, s, n));
+			config_pop(x, old);
+			return false;
+		}
+		config_pop(x, old);
+	} else {
+		snprintf(def, sizeof(def), "rule-%zu", index);
+		s = def;
+		n = strlen(def);
+	}
+	if ((slot = domain_insert(&x->rule_names, s, n)) == NULL) {
+		config_oom(x);
+		return false;
+	}
+	if (*slot != POLICY_NONE) {
+		if (given) {
+			old = config_push_key(x, "name");
+			config_err(x, npos, "rule name %s is already used by "
+			    "policy.rules[%u]", config_q(x, s, n), *slot);
+			config_pop(x, old);
+		} else
+			config_err(x, pos, "this rule's default name %s is "
+			    "already used by policy.rules[%u]: give this "
+			    "rule a \"name\"", config_q(x, s, n), *slot);
+		return false;
+	}
+	*slot = (uint32_t)index;
+	return (r->name = config_strdup(x, s)) != NULL;
+}
+
+static int
+config_range_cmp(const void *a, const void *b)
+{
+	const struct policy_port_range	*x = a, *y = b;
+
+	return (int)x->lo - (int)y->lo;
+}
+
+static bool
+config_ports(struct config_ctx *x, json_t *v, size_t pos,
+    struct policy_rule *r)
+{
+	struct policy_port_range	*pr;
+	const char			*s, *dash;
+	json_t				*e;
+	size_t				 n, i, k = 0, m, ci, old, len;
+	uint16_t			 lo, hi;
+	long long			 num;
+	bool				 all = false, ok = true;
+
+	if (!config_array(x, v, pos, "port, \"LOW-HIGH\" range or \"*\""))
+		return false;
+	n = json_array_size(v);
+	if ((pr = calloc(n, sizeof(*pr))) == NULL) {
+		config_oom(x);
+		return false;
+	}
+	for (i = 0, ci = pos + 1; i < n; i++, ci = jsonpos_next(x->jp, ci)) {
+		e = json_array_get(v, i);
+		old = config_push_index(x, i);
+		if (json_is_integer(e)) {
+			num = json_integer_value(e);
+			if (num < 1 || num > 65535) {
+				config_err(x, ci, "%lld is not a port "
+				    "(1-65535)", num);
+				ok = false;
+			} else {
+				pr[k].lo = pr[k].hi = (uint16_t)num;
+				k++;
+			}
+		} else if (json_is_string(e)) {
+			s = json_string_value(e);
+			len = json_string_length(e);
+			dash = memchr(s, '-', len);
+			if (len == 1 && s[0] == '*')
+				all = true;
+			else if (dash == NULL ||
+			    host_port_parse(s, (size_t)(dash - s), &lo) == -1 ||
+			    host_port_parse(dash + 1,
+			    len - (size_t)(dash + 1 - s), &hi) == -1) {
+				config_err(x, ci, "%s is not a port: write an "
+				    "integer (1-65535), a range \"LOW-HIGH\" "
+				    "or \"*\"", config_q(x, s, len));
+				ok = false;
+			} else if (lo > hi) {
+				config_err(x, ci, "range %s is backwards "
+				    "(write \"%u-%u\")", config_q(x, s, len),
+				    hi, lo);
+				ok = false;
+			} else {
+				pr[k].lo = lo;
+				pr[k].hi = hi;
+				k++;
+			}
+		} else {
+			config_err(x, ci, "expected a port (integer), a range "
+			    "\"LOW-HIGH\" or \"*\", got %s",
+			    config_typename(e));
+			ok = false;
+		}
+		config_pop(x, old);
+	}
+	if (!ok || all) {
+		free(pr);
+		r->nports = 0;	/* all ports */
+		return ok;
+	}
+	qsort(pr, k, sizeof(*pr), config_range_cmp);
+	for (i = 1, m = 0; i < k; i++) {
+		if ((unsigned)pr[i].lo <= (unsigned)pr[m].hi + 1) {
+			if (pr[i].hi > pr[m].hi)
+				pr[m].hi = pr[i].hi;
+		} else
+			pr[++m] = pr[i];
+	}
+	r->ports = pr;
+	r->nports = (uint16_t)(m + 1);
+	r->own_ports = 1;
+	return true;
+}
+
+static bool
+config_methods(struct config_ctx *x, json_t *v, size_t pos,
+    struct policy_rule *r)
+{
+	json_t		*e;
+	const char	*s;
+	char		*m;
+	size_t		 n, i, j, ci, old, len;
+	bool		 ok = true;
+
+	if (!config_array(x, v, pos, "method"))
+		return false;
+	n = json_array_size(v);
+	if ((r->methods = calloc(n, sizeof(*r->methods))) == NULL) {
+		config_oom(x);
+		return false;
+	}
+	for (i = 0, ci = pos + 1; i < n; i++, ci = jsonpos_next(x->jp, ci)) {
+		e = json_array_get(v, i);
+		old = config_push_index(x, i);
+		if (!config_want(x, e, ci, JSON_STRING, "a method (string)")) {
+			ok = false;
+			config_pop(x, old);
+			continue;
+		}
+		s = json_string_value(e);
+		len = json_string_length(e);
+		for (j = 0; j < len; j++)
+			if (!host_is_tchar((unsigned char)s[j]))
+				break;
+		if (len == 0 || len > CONFIG_METHOD_MAX || j < len) {
+			config_err(x, ci, "%s is not an HTTP method token",
+			    config_q(x, s, len));
+			ok = false;
+		} else if ((m = config_strdup(x, s)) == NULL)
+			ok = false;
+		else {
+			for (j = 0; j < len; j++)
+				if (m[j] >= 'a' && m[j] <= 'z')
+					m[j] = (char)(m[j] - 'a' + 'A');
+			r->methods[r->nmethods++] = m;
+		}
+		config_pop(x, old);
+	}
+	return ok;
+}
+
+static bool
+config_paths(struct config_ctx *x, json_t *v, size_t pos,
+    struct policy_rule *r)
+{
+	json_t		*e;
+	const char	*s, *err;
+	char		*out;
+	size_t		 n, i, ci, old, len, olen;
+	bool		 ok = true;
+
+	if (!config_array(x, v, pos, "path"))
+		return false;
+	n = json_array_size(v);
+	if ((r->paths = calloc(n, sizeof(*r->paths))) == NULL) {
+		config_oom(x);
+		return false;
+	}
+	for (i = 0, ci = pos + 1; i < n; i++, ci = jsonpos_next(x->jp, ci)) {
+		e = json_array_get(v, i);
+		old = config_push_index(x, i);
+		if (!config_want(x, e, ci, JSON_STRING, "a path (string)")) {
+			ok = false;
+			config_pop(x, old);
+			continue;
+		}
+		s = json_string_value(e);
+		len = json_string_length(e);
+		if ((out = malloc(len + 1)) == NULL) {
+			config_oom(x);
+			ok = false;
+		} else if (memchr(s, '\0', len) != NULL ||
+		    path_normalise(s, len, true, out, &olen, &err) == -1) {
+			config_err(x, ci, "%s: %s", config_q(x, s, len),
+			    memchr(s, '\0', len) != NULL ? "NUL in path" :
+			    err);
+			free(out);
+			ok = false;
+		} else
+			r->paths[r->npaths++] = out;
+		config_pop(x, old);
+	}
+	return ok;
+}
+
+enum { RATE_REQUESTS = 0, RATE_PER_SECONDS, RATE__COUNT };
+
+static bool
+config_rate(struct config_ctx *x, json_t *v, size_t pos,
+    struct policy_rule *r)
+{
+	struct config_field	f[RATE__COUNT] = {
+		[RATE_REQUESTS] = { "requests", NULL, 0 },
+		[RATE_PER_SECONDS] = { "per_seconds", NULL, 0 },
+	};
+	long long		n[RATE__COUNT] = { 0, 0 };
+	size_t			old;
+	int			i;
+	bool			ok = true;
+
+	if (!config_fields(x, v, pos, f, RATE__COUNT))
+		return false;
+	for (i = 0; i < RATE__COUNT; i++) {
+		if (f[i].v == NULL) {
+			config_err(x, pos, "missing \"%s\" (a rate is "
+			    "{\"requests\": N, \"per_seconds\": S})",
+			    f[i].key);
+			ok = false;
+			continue;
+		}
+		old = config_push_key(x, f[i].key);
+		ok &= config_number(x, f[i].v, f[i].pos,
+		    config_default("rate", f[i].key), &n[i]);
+		config_pop(x, old);
+	}
+	if (ok) {
+		r->rate_requests = (unsigned)n[RATE_REQUESTS];
+		r->rate_per_seconds = (unsigned)n[RATE_PER_SECONDS];
+	}
+	return ok;
+}
+
+static void
+config_hosts(struct config_ctx *x, json_t *v, size_t pos, uint32_t rule)
+{
+	size_t	i, ci, old;
+
+	if (!config_array(x, v, pos, "host"))
+		return;
+	for (i = 0, ci = pos + 1; i < json_array_size(v);
+	    i++, ci = jsonpos_next(x->jp, ci)) {
+		old = config_push_index(x, i);
+		config_host(x, json_array_get(v, i), ci, rule);
+		config_pop(x, old);
+	}
+}
+
+static void
+config_host(struct config_ctx *x, json_t *v, size_t pos, uint32_t rule)
+{
+	const struct policy_rule	*r = &x->p->rules[rule];
+	struct policy_host		 h;
+	struct addr_cidr		 c;
+	const char			*s, *err = NULL, *what;
+	size_t				 n;
+	bool				 wild;
+	int				 rc;
+	enum policy_reason		 dr;
+
+	if (!config_want(x, v, pos, JSON_STRING, "a host (string)"))
+		return;
+	s = json_string_value(v);
+	n = json_string_length(v);
+	if (n == 1 && s[0] == '*') {
+		if (policy_add_star(x->p, rule) == -1)
+			config_oom(x);
+		return;
+	}
+	wild = n >= 2 && s[0] == '*' && s[1] == '.';
+	if (memchr(wild ? s + 1 : s, '*', wild ? n - 1 : n) != NULL) {
+		config_err(x, pos, "%s: \"*\" is allowed only as the whole "
+		    "host (\"*\") or as the first label (\"*.example.com\")",
+		    config_q(x, s, n));
+		return;
+	}
+	if (policy_host_normalise(wild ? s + 2 : s, wild ? n - 2 : n, &h,
+	    &err) == -1) {
+		config_err(x, pos, "%s is not a valid host: %s",
+		    config_q(x, s, n), err);
+		return;
+	}
+	if (wild && h.kind == POLICY_HOST_ADDR) {
+		config_err(x, pos, "%s: a wildcard needs a name after "
+		    "\"*.\", not an address", config_q(x, s, n));
+		return;
+	}
+	if (h.kind == POLICY_HOST_ADDR) {
+		c.addr = h.addr;
+		c.plen = addr_bits(h.addr.family);
+		if (policy_add_cidr(x->p, rule, &c) == -1)
+			config_oom(x);
+		else if (r->action == POLICY_ALLOW)
+			config_warn_denied(x, pos, r, &c);
+		return;
+	}
+	rc = wild ? policy_add_suffix(x->p, rule, h.name) :
+	    policy_add_name(x->p, rule, h.name);
+	if (rc == -1) {
+		config_oom(x);
+		return;
+	}
+	if (r->action == POLICY_ALLOW &&
+	    (dr = deny_name(h.name)) != POLICY_R_ALLOWED) {
+		what = dr == POLICY_R_METADATA ? "a cloud metadata name" :
+		    "a loopback name";
+		config_warn(x, pos, "rule %s allows %s%s, %s: moat always "
+		    "denies it", r->name, wild ? "*." : "", h.name, what);
+	}
+}
+
+static void
+config_cidrs(struct config_ctx *x, json_t *v, size_t pos, uint32_t rule)
+{
+	struct addr_cidr	c;
+	size_t			i, ci, old;
+
+	if (!config_array(x, v, pos, "CIDR"))
+		return;
+	for (i = 0, ci = pos + 1; i < json_array_size(v);
+	    i++, ci = jsonpos_next(x->jp, ci)) {
+		old = config_push_index(x, i);
+		if (config_cidr(x, json_array_get(v, i), ci, &c)) {
+			if (policy_add_cidr(x->p, rule, &c) == -1)
+				config_oom(x);
+			else if (x->p->rules[rule].action == POLICY_ALLOW)
+				config_warn_denied(x, ci, &x->p->rules[rule],
+				    &c);
+		}
+		config_pop(x, old);
+	}
+}
+
+/* An allow rule opening what a built-in set keeps shut says so. */
+static void
+config_warn_denied(struct config_ctx *x, size_t pos,
+    const struct policy_rule *r, const struct addr_cidr *c)
+{
+	char			buf[ADDR_TEXT_MAX];
+	bool			lifted;
+	enum policy_reason	reason;
+
+	if (!deny_cidr_inside(x->p, c, &lifted, &reason) || lifted)
+		return;
+	addr_cidr_format(c, buf, sizeof(buf));
+	if (reason == POLICY_R_METADATA)
+		config_warn(x, pos, "rule %s allows %s, a cloud metadata "
+		    "address: moat denies it unless policy.allow_private "
+		    "lists exactly that address", r->name, buf);
+	else
+		config_warn(x, pos, "rule %s allows %s, a built-in denied "
+		    "range: add it to policy.allow_private to open it",
+		    r->name, buf);
+}
+
+/* ------------------------------------------------------------------ */
+/* audit, resolver, tls, admin, workers, user                          */
+/* ------------------------------------------------------------------ */
+
+static void
+config_audit(struct config_ctx *x, json_t *v, size_t pos)
+{
+	struct config_field	f[1] = { { "path", NULL, 0 } };
+	size_t			old;
+
+	if (!config_fields(x, v, pos, f, 1) || f[0].v == NULL)
+		return;
+	old = config_push_key(x, "path");
+	free(x->c->audit_path);
+	x->c->audit_path = NULL;
+	(void)config_file(x, f[0].v, f[0].pos, &x->c->audit_path);
+	config_pop(x, old);
+}
+
+enum { RES_SERVERS = 0, RES_TRIES, RES__COUNT };
+
+static void
+config_resolver(struct config_ctx *x, json_t *v, size_t pos)
+{
+	struct config_field	 f[RES__COUNT] = {
+		[RES_SERVERS] = { "servers", NULL, 0 },
+		[RES_TRIES] = { "tries", NULL, 0 },
+	};
+	long long		 n;
+	size_t			 i, k = 0, ci, old, cnt;
+	char			**list;
+
+	if (!config_fields(x, v, pos, f, RES__COUNT))
+		return;
+	if (f[RES_TRIES].v != NULL) {
+		old = config_push_key(x, "tries");
+		if (config_number(x, f[RES_TRIES].v, f[RES_TRIES].pos,
+		    config_default("resolver", "tries"), &n))
+			x->c->resolver_tries = (unsigned)n;
+		config_pop(x, old);
+	}
+	if (f[RES_SERVERS].v == NULL)
+		return;
+	old = config_push_key(x, "servers");
+	if (!config_array(x, f[RES_SERVERS].v, f[RES_SERVERS].pos,
+	    "server (IP or IP:PORT)")) {
+		config_pop(x, old);
+		return;
+	}
+	cnt = json_array_size(f[RES_SERVERS].v);
+	if ((list = calloc(cnt + 1, sizeof(*list))) == NULL) {
+		config_oom(x);
+		config_pop(x, old);
+		return;
+	}
+	x->c->resolver_servers = list;
+	for (i = 0, ci = f[RES_SERVERS].pos + 1; i < cnt;
+	    i++, ci = jsonpos_next(x->jp, ci)) {
+		size_t	o2 = config_push_index(x, i);
+
+		if (config_server(x, json_array_get(f[RES_SERVERS].v, i), ci,
+		    &list[k]))
+			k++;
+		config_pop(x, o2);
+	}
+	config_pop(x, old);
+}
+
+/* "IP", "IP:PORT", "[V6]:PORT" or a bare IPv6: kept as "IP:PORT". */
+static bool
+config_server(struct config_ctx *x, json_t *v, size_t pos, char **out)
+{
+	struct policy_addr	 a;
+	const char		*s, *colon = NULL, *close;
+	char			 text[INET6_ADDRSTRLEN], *r;
+	size_t			 n, alen;
+	uint16_t		 port;
+	bool			 br = false;
+	int			 len;
+
+	if (!config_want(x, v, pos, JSON_STRING, "a string"))
+		return false;
+	s = json_string_value(v);
+	n = json_string_length(v);
+	port = (uint16_t)config_default("resolver", "port")->def;
+	alen = n;
+	if (n > 0 && s[0] == '[') {
+		br = true;
+		if ((close = memchr(s, ']', n)) == NULL)
+			goto bad;
+		alen = (size_t)(close - s) + 1;
+		if (alen < n) {
+			if (s[alen] != ':')
+				goto bad;
+			colon = s + alen;
+		}
+	} else if ((colon = memchr(s, ':', n)) != NULL &&
+	    memchr(colon + 1, ':', n - (size_t)(colon + 1 - s)) != NULL)
+		colon = NULL;	/* a bare IPv6 address */
+	else if (colon != NULL)
+		alen = (size_t)(colon - s);
+	if (addr_parse_strict(s, alen, br, &a) == -1)
+		goto bad;
+	if (colon != NULL && host_port_parse(colon + 1, n - alen - 1,
+	    &port) == -1)
+		goto bad;
+	policy_addr_format(&a, text, sizeof(text));
+	len = a.family == AF_INET6 ? asprintf(&r, "[%s]:%u", text, port) :
+	    asprintf(&r, "%s:%u", text, port);
+	if (len == -1) {
+		config_oom(x);
+		return false;
+	}
+	*out = r;
+	return true;
+ bad:
+	config_err(x, pos, "%s is not a server address: write IP, IP:PORT "
+	    "or [IPv6]:PORT (no host names)", config_q(x, s, n));
+	return false;
+}
+
+enum {
+	TLS_CA_CERT = 0, TLS_CA_KEY, TLS_UPSTREAM, TLS_EXTRA, TLS_LEAF,
+	TLS__COUNT
+};
+
+static void
+config_tls(struct config_ctx *x, json_t *v, size_t pos)
+{
+	struct config_field	f[TLS__COUNT] = {
+		[TLS_CA_CERT] = { "ca_cert", NULL, 0 },
+		[TLS_CA_KEY] = { "ca_key", NULL, 0 },
+		[TLS_UPSTREAM] = { "upstream_ca_files", NULL, 0 },
+		[TLS_EXTRA] = { "extra_ca_files", NULL, 0 },
+		[TLS_LEAF] = { "leaf_cache_entries", NULL, 0 },
+	};
+	struct moat_tls		*t = &x->c->tls;
+	long long		 n;
+	size_t			 old;
+	int			 i, have = -1;
+
+	if (!config_fields(x, v, pos, f, TLS__COUNT))
+		return;
+	if ((f[TLS_CA_CERT].v == NULL) != (f[TLS_CA_KEY].v == NULL)) {
+		have = f[TLS_CA_CERT].v != NULL ? TLS_CA_CERT : TLS_CA_KEY;
+		old = config_push_key(x, f[have].key);
+		config_err(x, f[have].pos, "tls.%s is given without tls.%s: "
+		    "give both or neither", f[have].key,
+		    f[have == TLS_CA_CERT ? TLS_CA_KEY : TLS_CA_CERT].key);
+		config_pop(x, old);
+	}
+	for (i = TLS_CA_CERT; i <= TLS_CA_KEY; i++) {
+		if (f[i].v == NULL || i == have)
+			continue;
+		old = config_push_key(x, f[i].key);
+		(void)config_file(x, f[i].v, f[i].pos,
+		    i == TLS_CA_CERT ? &t->ca_cert : &t->ca_key);
+		config_pop(x, old);
+	}
+	for (i = TLS_UPSTREAM; i <= TLS_EXTRA; i++) {
+		if (f[i].v == NULL)
+			continue;
+		old = config_push_key(x, f[i].key);
+		config_file_list(x, f[i].v, f[i].pos, i == TLS_UPSTREAM ?
+		    &t->upstream_ca_files : &t->extra_ca_files);
+		config_pop(x, old);
+	}
+	if (f[TLS_LEAF].v != NULL) {
+		old = config_push_key(x, "leaf_cache_entries");
+		if (config_number(x, f[TLS_LEAF].v, f[TLS_LEAF].pos,
+		    config_default("tls", "leaf_cache_entries"), &n))
+			t->leaf_cache_entries = (size_t)n;
+		config_pop(x, old);
+	}
+}
+
+static void
+config_file_list(struct config_ctx *x, json_t *v, size_t pos, char ***out)
+{
+	char	**list;
+	size_t	  n, i, k = 0, ci, old;
+
+	if (!config_array(x, v, pos, "file"))
+		return;
+	n = json_array_size(v);
+	if ((list = calloc(n + 1, sizeof(*list))) == NULL) {
+		config_oom(x);
+		return;
+	}
+	*out = list;
+	for (i = 0, ci = pos + 1; i < n; i++, ci = jsonpos_next(x->jp, ci)) {
+		old = config_push_index(x, i);
+		if (config_file(x, json_array_get(v, i), ci, &list[k]))
+			k++;
+		config_pop(x, old);
+	}
+}
+
+enum { ADM_ADDRESS = 0, ADM_MODE, ADM__COUNT };
+
+static void
+config_admin(struct config_ctx *x, json_t *v, size_t pos)
+{
+	struct config_field	f[ADM__COUNT] = {
+		[ADM_ADDRESS] = { "address", NULL, 0 },
+		[ADM_MODE] = { "mode", NULL, 0 },
+	};
+	struct moat_listen	l;
+	size_t			old;
+
+	if (!config_fields(x, v, pos, f, ADM__COUNT))
+		return;
+	if (f[ADM_ADDRESS].v == NULL)
+		config_err(x, pos, "missing \"address\" (unix:/PATH)");
+	else {
+		memset(&l, 0, sizeof(l));
+		old = config_push_key(x, "address");
+		if (config_bind(x, f[ADM_ADDRESS].v, f[ADM_ADDRESS].pos, true,
+		    &l)) {
+			x->c->admin_address = l.address;
+			l.address = NULL;
+		}
+		free(l.address);
+		free(l.path);
+		config_pop(x, old);
+	}
+	if (f[ADM_MODE].v != NULL) {
+		old = config_push_key(x, "mode");
+		(void)config_mode(x, f[ADM_MODE].v, f[ADM_MODE].pos,
+		    &x->c->admin_mode);
+		config_pop(x, old);
+	}
+}
+
+static void
+config_workers(struct config_ctx *x, json_t *v, size_t pos)
+{
+	long long	n;
+
+	if (json_is_string(v)) {
+		if (strcmp(json_string_value(v), "auto") == 0)
+			x->c->workers = 0;
+		else
+			config_err(x, pos, "expected an integer (1-256) or "
+			    "\"auto\"");
+		return;
+	}
+	if (config_number(x, v, pos, config_default(NULL, "workers"), &n))
+		x->c->workers = (unsigned)n;
+}
+
+static void
+config_user(struct config_ctx *x, json_t *v, size_t pos)
+{
+	const char	*s;
+	size_t		 n;
+
+	if (!config_want(x, v, pos, JSON_STRING, "a user name (string)"))
+		return;
+	s = json_string_value(v);
+	n = json_string_length(v);
+	if (!config_ident(s, n, CONFIG_USER_MAX, "._-") || s[0] == '-') {
+		config_err(x, pos, "%s is not a user name (1-32 of A-Z a-z "
+		    "0-9 . _ -, not starting with -)", config_q(x, s, n));
+		return;
+	}
+	x->c->user = config_strdup(x, s);
+}
+
+/* ------------------------------------------------------------------ */
+/* Load                                                                 */
+/* ------------------------------------------------------------------ */
+
+/* jansson stopped at a syntax error: one diagnostic, at the token. */
+static void
+config_syntax(struct policy_diags *d, const char *buf, size_t len,
+    const json_error_t *je)
+{
+	const char	*near, *end;
+	size_t		 off;
+	int		 line, col;
+
+	off = je->position > 0 ? (size_t)je->position - 1 : 0;
+	if (strstr(je->text, "near end of file") != NULL)
+		off = len;
+	if (strncmp(je->text, "duplicate object key", 20) == 0 &&
+	    off < len && buf[off] == '"') {
+		/* Point at the opening quote of the repeated key. */
+		size_t	j = off;
+
+		while (j > 0) {
+			size_t	bs = 0;
+
+			j--;
+			while (j >= bs + 1 && buf[j - bs - 1] == '\\')
+				bs++;
+			if (buf[j] == '"' && bs % 2 == 0)
+				break;
+		}
+		off = j;
+	}
+	jsonpos_locate(buf, len, off, &line, &col);
+	near = strstr(je->text, "near '");
+	if (strncmp(je->text, "duplicate object key", 20) == 0 &&
+	    near != NULL && (end = strrchr(near, '\'')) > near + 6)
+		diag_add(d, POLICY_DIAG_ERROR, line, col, "duplicate key "
+		    "%.*s: a key may appear only once in an object",
+		    (int)(end - near - 6), near + 6);
+	else
+		diag_add(d, POLICY_DIAG_ERROR, line, col, "invalid JSON: %s",
+		    je->text);
+}
+
+/*
+ * Sorts the diagnostics from index from by position, so they read in file
+ * order.  A merge sort: stable, so problems found at one position keep the
+ * order they were found in.  If memory is short they stay unsorted.
+ */
+static void
+config_sort(struct policy_diags *d, size_t from)
+{
+	struct policy_diag	*v, *tmp;
+	size_t			 n = d->n - from, w, i, l, r, le, re, k;
+
+	if (n < 2 || (tmp = reallocarray(NULL, n, sizeof(*tmp))) == NULL)
+		return;
+	v = d->v + from;
+	for (w = 1; w < n; w *= 2) {
+		for (i = 0; i < n; i += 2 * w) {
+			l = i;
+			le = i + w < n ? i + w : n;
+			r = le;
+			re = i + 2 * w < n ? i + 2 * w : n;
+			k = i;
+			while (l < le && r < re) {
+				if (v[r].line < v[l].line ||
+				    (v[r].line == v[l].line &&
+				    v[r].column < v[l].column))
+					tmp[k++] = v[r++];
+				else
+					tmp[k++] = v[l++];
+			}
+			while (l < le)
+				tmp[k++] = v[l++];
+			while (r < re)
+				tmp[k++] = v[r++];
+		}
+		memcpy(v, tmp, n * sizeof(*v));
+	}
+	free(tmp);
+}
+
+static void
+config_apply_defaults(struct moat_config *c)
+{
+	const struct config_default	*d;
+	size_t				 i;
+
+	for (i = 0; i < CONFIG_NDEFAULTS; i++) {
+		d = &config_defaults[i];
+		if (d->off == CONFIG_NOOFF)
+			continue;
+		if (d->type == CONFIG_T_UINT)
+			*(unsigned *)((char *)c + d->off) = (unsigned)d->def;
+		else if (d->type == CONFIG_T_SIZE)
+			*(size_t *)((char *)c + d->off) = (size_t)d->def;
+	}
+	c->admin_mode = (int)config_default("admin", "mode")->def;
+}
+
+struct moat_config *
+policy_config_load(const char *name, const char *buf, size_t len,
+    struct policy_diags *diags)
+{
+	struct config_ctx	 x;
+	struct jsonpos		 jp;
+	struct moat_config	*c = NULL;
+	json_t			*root = NULL;
+	json_error_t		 je;
+	const char		*nul;
+	size_t			 nerr0 = diags->nerrors, first = diags->n;
+	int			 line, col;
+
+	memset(&x, 0, sizeof(x));
+	memset(&jp, 0, sizeof(jp));
+	free(diags->file);
+	if ((diags->file = strdup(name != NULL ? name : "config")) == NULL)
+		goto oom;
+	if (buf == NULL)
+		len = 0;
+	/*
+	 * JSON text never holds a raw NUL, and jansson stops a number at
+	 * one ("[1\0]" loads as [1]): refuse it rather than parse around it.
+	 */
+	if (len > 0 && (nul = memchr(buf, '\0', len)) != NULL) {
+		jsonpos_locate(buf, len, (size_t)(nul - buf), &line, &col);
+		diag_add(diags, POLICY_DIAG_ERROR, line, col, "NUL byte in the "
+		    "config (JSON text cannot contain one)");
+		goto out;
+	}
+	root = json_loadb(buf != NULL ? buf : "", len, JSON_REJECT_DUPLICATES,
+	    &je);
+	if (root == NULL) {
+		config_syntax(diags, buf != NULL ? buf : "", len, &je);
+		goto out;
+	}
+	if (!json_is_object(root)) {
+		diag_add(diags, POLICY_DIAG_ERROR, 1, 1, "the config must be "
+		    "a JSON object ({ ... })");
+		goto out;
+	}
+	if (jsonpos_scan(buf, len, &jp) == -1)
+		goto oom;
+	if ((c = calloc(1, sizeof(*c))) == NULL ||
+	    (c->policy = policy_new()) == NULL ||
+	    (c->file = strdup(diags->file)) == NULL)
+		goto oom;
+	c->refcnt = 1;
+	config_apply_defaults(c);
+	x.d = diags;
+	x.jp = &jp;
+	x.c = c;
+	x.p = c->policy;
+	domain_init(&x.rule_names);
+	config_top(&x, root);
+	if (diags->nerrors == nerr0)
+		config_check_inspection(&x);
+	if (c->audit_path == NULL && (c->audit_path =
+	    strdup(config_default("audit", "path")->sdef)) == NULL)
+		goto oom;
+	goto out;
+ oom:
+	diag_add(diags, POLICY_DIAG_ERROR, 0, 0, "out of memory");
+ out:
+	domain_free(&x.rule_names);
+	jsonpos_free(&jp);
+	json_decref(root);
+	config_sort(diags, first);
+	if (diags->nerrors > nerr0) {
+		config_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* ------------------------------------------------------------------ */
+/* Ownership                                                            */
+/* ------------------------------------------------------------------ */
+
+static void
+config_free_refs(struct moat_secret_ref *v, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; v != NULL && i < n; i++) {
+		free(v[i].name);
+		free(v[i].file);
+		free(v[i].env);
+		free(v[i].placeholder_env);
+		memset(&v[i], 0, sizeof(v[i]));
+	}
+}
+
+static void
+config_free_list(char **v)
+{
+	size_t	i;
+
+	for (i = 0; v != NULL && v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void
+config_free(struct moat_config *c)
+{
+	size_t	i;
+
+	if (c == NULL)
+		return;
+	for (i = 0; i < c->nlisten; i++) {
+		free(c->listen[i].address);
+		free(c->listen[i].path);
+		free(c->listen[i].sandbox);
+		config_free_refs(c->listen[i].auth, c->listen[i].nauth);
+		free(c->listen[i].auth);
+	}
+	free(c->listen);
+	policy_free(c->policy);
+	config_free_refs(c->secrets, c->nsecrets);
+	free(c->secrets);
+	free(c->audit_path);
+	config_free_list(c->resolver_servers);
+	free(c->tls.ca_cert);
+	free(c->tls.ca_key);
+	config_free_list(c->tls.upstream_ca_files);
+	config_free_list(c->tls.extra_ca_files);
+	free(c->admin_address);
+	free(c->user);
+	free(c->file);
+	free(c);
+}
+
+struct moat_config *
+policy_config_ref(struct moat_config *c)
+{
+	__atomic_add_fetch(&c->refcnt, 1, __ATOMIC_RELAXED);
+	return c;
+}
+
+void
+policy_config_unref(struct moat_config *c)
+{
+	if (c == NULL)
+		return;
+	if (__atomic_sub_fetch(&c->refcnt, 1, __ATOMIC_ACQ_REL) == 0)
+		config_free(c);
+}
+
+int
+policy_config_allow_private(struct moat_config *c, const char *cidr,
+    const char **err)
+{
+	struct addr_cidr	a;
+	const char		*dummy;
+
+	if (err == NULL)
+		err = &dummy;
+	if (c == NULL || c->policy == NULL || cidr == NULL) {
+		*err = "no config";
+		return -1;
+	}
+	if (addr_cidr_parse(cidr, strlen(cidr), &a, NULL, err) != 0)
+		return -1;
+	if (policy_add_allow_private(c->policy, &a) == -1) {
+		*err = "out of memory";
+		return -1;
+	}
+	return 0;
+}
+
+const char *
+policy_proto_str(enum moat_listen_proto p)
+{
+	if ((unsigned)p >= CONFIG_NPROTOS)
+		return "?";
+	return config_protos[p];
+}

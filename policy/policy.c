@@ -1,0 +1,547 @@
+/*
+ * policy.c - the compiled policy and the decision on a target.
+ *
+ * What it is: the matchers a config compiles to (an exact-name hash, a
+ * wildcard-suffix hash, a "*" list, one CIDR trie per family, each
+ * pointing at lists of rules) and policy_decide(), which gathers the rules
+ * whose hosts or cidrs match a target and picks the verdict.  The work per
+ * decision is one hash probe per label of the name and one trie walk per
+ * address, plus the rules that actually match: adding unrelated rules
+ * does not slow it down.
+ *
+ * What it is not: the config parser (config.c) or the deny sets (deny.c).
+ * It does no I/O and allocates only for paths too long for the stack.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/policy_int.h"
+
+#define POLICY_FIRST_RULES	16	/* initial room for rules */
+#define POLICY_FIRST_REFS	32	/* initial room for rule links */
+#define POLICY_PORTS		65536	/* bits in the cidr-allow port map */
+
+/* Result of checking one candidate rule against a target. */
+enum policy_check {
+	POLICY_CHK_APPLIES = 0,	/* ports, methods, paths all match */
+	POLICY_CHK_PORT,	/* host matched, port did not */
+	POLICY_CHK_METHOD,	/* ... method did not */
+	POLICY_CHK_PATH,	/* ... path did not */
+	POLICY_CHK_LATER	/* deny rule that needs the request to tell */
+};
+
+/*
+ * What a decision has gathered so far: the first applying deny and allow
+ * rules, the first allow rule that matched the host but failed (with its
+ * reason), whether a deny rule needs the request to tell (later), and the
+ * target's path, normalised on first use (path_state 0 not yet, 1 done,
+ * -1 unsafe), on the heap only if longer than the stack buffer.
+ */
+struct policy_eval {
+	const struct policy_target	*t;
+	uint32_t			 deny;
+	uint32_t			 allow;
+	uint32_t			 partial;
+	enum policy_reason		 partial_reason;
+	bool				 later;
+	int				 path_state;
+	char				*path;
+	size_t				 pathlen;
+	char				*heap;
+	char				 stack[PATH_STACK_BYTES];
+};
+
+static const char *const	policy_reasons[POLICY_R__COUNT] = {
+	[POLICY_R_ALLOWED] = "allowed",
+	[POLICY_R_NO_RULE] = "no-rule",
+	[POLICY_R_DENIED_BY_RULE] = "denied-by-rule",
+	[POLICY_R_PORT] = "port",
+	[POLICY_R_METHOD] = "method",
+	[POLICY_R_PATH] = "path",
+	[POLICY_R_PRIVATE_ADDRESS] = "private-address",
+	[POLICY_R_METADATA] = "metadata",
+	[POLICY_R_BAD_REQUEST] = "bad-request",
+	[POLICY_R_DNS_FAILURE] = "dns-failure",
+	[POLICY_R_UPSTREAM_UNREACHABLE] = "upstream-unreachable",
+	[POLICY_R_TIMEOUT] = "timeout",
+	[POLICY_R_LIMIT] = "limit",
+	[POLICY_R_NEEDS_INSPECTION] = "needs-inspection",
+	[POLICY_R_AUTH] = "auth",
+	[POLICY_R_DNS_DENIED] = "dns-denied",
+	[POLICY_R_SECRET_LEAK] = "secret-leak",
+	[POLICY_R_TLS] = "tls",
+	[POLICY_R_RATE] = "rate",
+	[POLICY_R_SHUTDOWN] = "shutdown",
+	[POLICY_R_INTERNAL] = "internal",
+};
+
+static void	policy_rule_clear(struct policy_rule *r);
+static int	policy_ref_push(struct policy *p, uint32_t *head,
+		    uint32_t rule);
+static void	policy_ports_mark(struct policy *p,
+		    const struct policy_rule *r);
+static bool	policy_port_ok(const struct policy_rule *r, uint16_t port);
+static bool	policy_method_ok(const struct policy_rule *r, const char *m);
+static const char	*policy_eval_path(struct policy_eval *ev);
+static enum policy_check	policy_check(const struct policy_rule *r,
+				    struct policy_eval *ev);
+static void	policy_eval_rule(struct policy_eval *ev,
+		    const struct policy_rule *r);
+static void	policy_eval_list(const struct policy *p,
+		    struct policy_eval *ev, uint32_t head);
+
+const char *
+policy_reason_str(enum policy_reason r)
+{
+	if ((unsigned)r >= POLICY_R__COUNT)
+		return "internal";
+	return policy_reasons[r];
+}
+
+struct policy *
+policy_new(void)
+{
+	struct policy	*p;
+
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return NULL;
+	domain_init(&p->exact);
+	domain_init(&p->wild);
+	p->star = POLICY_NONE;
+	trie_init(&p->cidr4, ADDR_V4_BITS);
+	trie_init(&p->cidr6, ADDR_V6_BITS);
+	trie_init(&p->deny4, ADDR_V4_BITS);
+	trie_init(&p->deny6, ADDR_V6_BITS);
+	trie_init(&p->ap4, ADDR_V4_BITS);
+	trie_init(&p->ap6, ADDR_V6_BITS);
+	if (deny_build(p) == -1) {
+		policy_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void
+policy_rule_clear(struct policy_rule *r)
+{
+	size_t	i;
+
+	free(r->name);
+	for (i = 0; i < r->nmethods; i++)
+		free(r->methods[i]);
+	free(r->methods);
+	for (i = 0; i < r->npaths; i++)
+		free(r->paths[i]);
+	free(r->paths);
+	if (r->own_ports)
+		free((void *)r->ports);
+	memset(r, 0, sizeof(*r));
+}
+
+void
+policy_free(struct policy *p)
+{
+	size_t	i;
+
+	if (p == NULL)
+		return;
+	for (i = 0; i < p->nrules; i++)
+		policy_rule_clear(&p->rules[i]);
+	free(p->rules);
+	free(p->refs);
+	domain_free(&p->exact);
+	domain_free(&p->wild);
+	trie_free(&p->cidr4);
+	trie_free(&p->cidr6);
+	trie_free(&p->deny4);
+	trie_free(&p->deny6);
+	trie_free(&p->ap4);
+	trie_free(&p->ap6);
+	free(p);
+}
+
+uint32_t
+policy_add_rule(struct policy *p, const struct policy_rule *r)
+{
+	struct policy_rule	*nr, tmp;
+
+	if (p->nrules == p->caprules) {
+		size_t	ncap = p->caprules ? p->caprules * 2 :
+		    POLICY_FIRST_RULES;
+
+		if (ncap >= POLICY_NONE ||
+		    (nr = reallocarray(p->rules, ncap, sizeof(*nr))) == NULL) {
+			tmp = *r;
+			policy_rule_clear(&tmp);
+			return POLICY_NONE;
+		}
+		p->rules = nr;
+		p->caprules = ncap;
+	}
+	nr = &p->rules[p->nrules];
+	*nr = *r;
+	nr->index = (uint32_t)p->nrules;
+	return (uint32_t)p->nrules++;
+}
+
+static int
+policy_ref_push(struct policy *p, uint32_t *head, uint32_t rule)
+{
+	struct policy_ref	*nr;
+
+	/* The same rule naming one host twice needs one link. */
+	if (*head != POLICY_NONE && p->refs[*head].rule == rule)
+		return 0;
+	if (p->nrefs == p->caprefs) {
+		size_t	ncap = p->caprefs ? p->caprefs * 2 : POLICY_FIRST_REFS;
+
+		if (ncap >= POLICY_NONE ||
+		    (nr = reallocarray(p->refs, ncap, sizeof(*nr))) == NULL)
+			return -1;
+		p->refs = nr;
+		p->caprefs = ncap;
+	}
+	p->refs[p->nrefs].rule = rule;
+	p->refs[p->nrefs].next = *head;
+	*head = (uint32_t)p->nrefs++;
+	return 0;
+}
+
+int
+policy_add_name(struct policy *p, uint32_t rule, const char *name)
+{
+	uint32_t	*head;
+
+	if ((head = domain_insert(&p->exact, name, strlen(name))) == NULL)
+		return -1;
+	return policy_ref_push(p, head, rule);
+}
+
+int
+policy_add_suffix(struct policy *p, uint32_t rule, const char *suffix)
+{
+	uint32_t	*head;
+
+	if ((head = domain_insert(&p->wild, suffix, strlen(suffix))) == NULL)
+		return -1;
+	return policy_ref_push(p, head, rule);
+}
+
+int
+policy_add_star(struct policy *p, uint32_t rule)
+{
+	return policy_ref_push(p, &p->star, rule);
+}
+
+/* Records the ports of an allow rule with cidrs (for addr == NULL). */
+static void
+policy_ports_mark(struct policy *p, const struct policy_rule *r)
+{
+	size_t		i;
+	unsigned	lo, hi, b;
+
+	p->cidr_allow = true;
+	p->cidr_allow_flags |= r->flags;
+	if (r->nports == 0) {
+		memset(p->cidr_allow_ports, 0xff, sizeof(p->cidr_allow_ports));
+		return;
+	}
+	for (i = 0; i < r->nports; i++) {
+		lo = r->ports[i].lo;
+		hi = r->ports[i].hi;
+		for (b = lo; b <= hi && b % 8 != 0; b++)
+			p->cidr_allow_ports[b / 8] |= (uint8_t)(1 << (b % 8));
+		if (b + 8 <= hi + 1) {
+			memset(&p->cidr_allow_ports[b / 8], 0xff,
+			    (hi + 1 - b) / 8);
+			b += (hi + 1 - b) / 8 * 8;
+		}
+		for (; b <= hi; b++)
+			p->cidr_allow_ports[b / 8] |= (uint8_t)(1 << (b % 8));
+	}
+}
+
+int
+policy_add_cidr(struct policy *p, uint32_t rule, const struct addr_cidr *c)
+{
+	struct policy_rule	*r = &p->rules[rule];
+	uint32_t		*head;
+
+	head = trie_insert(c->addr.family == AF_INET ? &p->cidr4 : &p->cidr6,
+	    addr_bytes(&c->addr), c->plen);
+	if (head == NULL || policy_ref_push(p, head, rule) == -1)
+		return -1;
+	if (!r->has_cidrs && r->action == POLICY_ALLOW)
+		policy_ports_mark(p, r);
+	r->has_cidrs = 1;
+	return 0;
+}
+
+int
+policy_add_allow_private(struct policy *p, const struct addr_cidr *c)
+{
+	uint32_t	*v;
+
+	v = trie_insert(c->addr.family == AF_INET ? &p->ap4 : &p->ap6,
+	    addr_bytes(&c->addr), c->plen);
+	if (v == NULL)
+		return -1;
+	*v = 1;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+static bool
+policy_port_ok(const struct policy_rule *r, uint16_t port)
+{
+	size_t	lo = 0, hi = r->nports, mid;
+
+	if (r->nports == 0)
+		return port != 0;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (port < r->ports[mid].lo)
+			hi = mid;
+		else if (port > r->ports[mid].hi)
+			lo = mid + 1;
+		else
+			return true;
+	}
+	return false;
+}
+
+static bool
+policy_method_ok(const struct policy_rule *r, const char *m)
+{
+	size_t	i;
+
+	for (i = 0; i < r->nmethods; i++)
+		if (strcmp(r->methods[i], m) == 0)
+			return true;
+	return false;
+}
+
+/* The target's normalised path, or NULL if it has none or is unsafe. */
+static const char *
+policy_eval_path(struct policy_eval *ev)
+{
+	const char	*err, *in = ev->t->path;
+	size_t		 len;
+
+	if (ev->path_state != 0)
+		return ev->path_state == 1 ? ev->path : NULL;
+	ev->path_state = -1;
+	if (in == NULL)
+		return NULL;
+	len = strlen(in);
+	if (len + 1 <= sizeof(ev->stack))
+		ev->path = ev->stack;
+	else if ((ev->path = ev->heap = malloc(len + 1)) == NULL)
+		return NULL;
+	if (path_normalise(in, len, false, ev->path, &ev->pathlen, &err) == -1)
+		return NULL;
+	ev->path_state = 1;
+	return ev->path;
+}
+
+static enum policy_check
+policy_check(const struct policy_rule *r, struct policy_eval *ev)
+{
+	const struct policy_target	*t = ev->t;
+	const char			*path;
+	size_t				 i;
+
+	if (!policy_port_ok(r, t->port))
+		return POLICY_CHK_PORT;
+	if (r->nmethods == 0 && r->npaths == 0)
+		return POLICY_CHK_APPLIES;
+	/*
+	 * A tunnel: the request is not known yet.  An allow rule applies
+	 * (its POLICY_F_INSPECT flag tells the proxy to look inside); a deny
+	 * rule neither applies nor is ruled out, so whatever allows the
+	 * tunnel must inspect it.
+	 */
+	if (t->method == NULL)
+		return r->action == POLICY_DENY ? POLICY_CHK_LATER :
+		    POLICY_CHK_APPLIES;
+	if (r->nmethods > 0 && !policy_method_ok(r, t->method))
+		return POLICY_CHK_METHOD;
+	if (r->npaths == 0)
+		return POLICY_CHK_APPLIES;
+	/*
+	 * A path that cannot be normalised safely matches no allow rule,
+	 * and every deny rule that has paths: fail closed both ways.
+	 */
+	if ((path = policy_eval_path(ev)) == NULL)
+		return r->action == POLICY_DENY ? POLICY_CHK_APPLIES :
+		    POLICY_CHK_PATH;
+	for (i = 0; i < r->npaths; i++)
+		if (path_match(r->paths[i], path, ev->pathlen))
+			return POLICY_CHK_APPLIES;
+	return POLICY_CHK_PATH;
+}
+
+static void
+policy_eval_rule(struct policy_eval *ev, const struct policy_rule *r)
+{
+	enum policy_check	c = policy_check(r, ev);
+
+	if (r->action == POLICY_DENY) {
+		if (c == POLICY_CHK_APPLIES && r->index < ev->deny)
+			ev->deny = r->index;
+		else if (c == POLICY_CHK_LATER)
+			ev->later = true;
+		return;
+	}
+	if (c == POLICY_CHK_APPLIES) {
+		if (r->index < ev->allow)
+			ev->allow = r->index;
+		return;
+	}
+	if (r->index < ev->partial) {
+		ev->partial = r->index;
+		ev->partial_reason = c == POLICY_CHK_PORT ? POLICY_R_PORT :
+		    c == POLICY_CHK_METHOD ? POLICY_R_METHOD : POLICY_R_PATH;
+	}
+}
+
+static void
+policy_eval_list(const struct policy *p, struct policy_eval *ev,
+    uint32_t head)
+{
+	uint32_t	i;
+
+	for (i = head; i != POLICY_NONE; i = p->refs[i].next)
+		policy_eval_rule(ev, &p->rules[p->refs[i].rule]);
+}
+
+enum policy_verdict
+policy_decide(const struct policy *p, const struct policy_target *t,
+    struct policy_decision *out)
+{
+	struct policy_eval	 ev;
+	const struct trie	*tr;
+	const struct policy_rule *r;
+	const char		*name, *s, *dot;
+	uint32_t		 vals[TRIE_MATCH_MAX];
+	size_t			 len, k, i;
+	enum policy_reason	 deny;
+
+	memset(out, 0, sizeof(*out));
+	out->verdict = POLICY_DENY;
+	out->reason = POLICY_R_NO_RULE;
+	if (p == NULL || t == NULL) {
+		out->reason = POLICY_R_INTERNAL;
+		return out->verdict;
+	}
+	name = t->name != NULL && t->name[0] != '\0' ? t->name : NULL;
+
+	/* 1. Built-in deny sets, before any rule. */
+	if (name != NULL && (deny = deny_name(name)) != POLICY_R_ALLOWED) {
+		out->reason = deny;
+		return out->verdict;
+	}
+	if (t->addr != NULL && (deny = deny_addr(p, t->addr)) !=
+	    POLICY_R_ALLOWED) {
+		out->reason = deny;
+		return out->verdict;
+	}
+
+	/* 2. Candidates: rules whose hosts or cidrs match. */
+	ev.t = t;
+	ev.deny = ev.allow = ev.partial = POLICY_NONE;
+	ev.partial_reason = POLICY_R_NO_RULE;
+	ev.later = false;
+	ev.path_state = 0;
+	ev.path = ev.heap = NULL;
+	ev.pathlen = 0;
+	if (name != NULL) {
+		len = strlen(name);
+		policy_eval_list(p, &ev, domain_lookup(&p->exact, name, len));
+		/* "*.example.com" needs one more label: skip the full name. */
+		for (s = name; (dot = strchr(s, '.')) != NULL; s = dot + 1)
+			policy_eval_list(p, &ev, domain_lookup(&p->wild,
+			    dot + 1, len - (size_t)(dot + 1 - name)));
+		policy_eval_list(p, &ev, p->star);
+	}
+	if (t->addr != NULL) {
+		tr = t->addr->family == AF_INET ? &p->cidr4 : &p->cidr6;
+		k = trie_match(tr, addr_bytes(t->addr),
+		    addr_bits(t->addr->family), vals, NULL);
+		for (i = 0; i < k; i++)
+			policy_eval_list(p, &ev, vals[i]);
+	}
+	free(ev.heap);
+
+	/* 3. The verdict. */
+	if (ev.deny != POLICY_NONE) {
+		r = &p->rules[ev.deny];
+		out->reason = POLICY_R_DENIED_BY_RULE;
+	} else if (ev.allow != POLICY_NONE) {
+		r = &p->rules[ev.allow];
+		out->verdict = POLICY_ALLOW;
+		out->reason = POLICY_R_ALLOWED;
+		out->flags = r->flags | (ev.later ? POLICY_F_INSPECT : 0);
+	} else if (t->addr == NULL && name != NULL && p->cidr_allow &&
+	    (p->cidr_allow_ports[t->port / 8] & (1 << (t->port % 8))) != 0) {
+		/* No name rule allows it; a cidr rule may allow an address. */
+		out->verdict = POLICY_ALLOW;
+		out->reason = POLICY_R_ALLOWED;
+		out->flags = p->cidr_allow_flags |
+		    (ev.later ? POLICY_F_INSPECT : 0);
+		return out->verdict;
+	} else if (ev.partial != POLICY_NONE) {
+		r = &p->rules[ev.partial];
+		out->reason = ev.partial_reason;
+	} else
+		return out->verdict;
+	out->rule = r;
+	out->rule_name = r->name;
+	return out->verdict;
+}
+
+/* ------------------------------------------------------------------ */
+
+const char *
+policy_rule_name(const struct policy_rule *r)
+{
+	return r->name;
+}
+
+int
+policy_rule_line(const struct policy_rule *r)
+{
+	return r->line;
+}
+
+int
+policy_rule_column(const struct policy_rule *r)
+{
+	return r->column;
+}
+
+size_t
+policy_rule_index(const struct policy_rule *r)
+{
+	return r->index;
+}
+
+size_t
+policy_rule_count(const struct policy *p)
+{
+	return p != NULL ? p->nrules : 0;
+}
+
+int
+policy_rule_rate(const struct policy_rule *r, unsigned *requests,
+    unsigned *per_seconds)
+{
+	if (r->rate_requests == 0)
+		return 0;
+	*requests = r->rate_requests;
+	*per_seconds = r->rate_per_seconds;
+	return 1;
+}

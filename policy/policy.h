@@ -1,0 +1,416 @@
+/*
+ * policy.h - moat's configuration and policy library.
+ *
+ * What it is: the parser and validator of moat's JSON configuration, the
+ * compiler of its rules into matchers, the normaliser of host names and
+ * addresses, and the function that turns a target into a decision
+ * {verdict, rule, reason}.  moatd, the moat CLI (explain, --check), the unit
+ * tests and the fuzzers all link it.
+ *
+ * What it is not: it does no I/O.  It reads no files (the caller hands it
+ * the bytes of the config and its name), opens no sockets, reads no clock,
+ * writes no logs.  Everything it reports goes into return values and
+ * diagnostics lists owned by the caller.
+ *
+ * Threading: a compiled struct moat_config is immutable once
+ * policy_config_load() returns it, so any number of threads may read it and
+ * call the decision functions concurrently.  Reference counts are atomic.
+ */
+#ifndef MOAT_POLICY_H
+#define MOAT_POLICY_H
+
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------ */
+/* Diagnostics                                                          */
+/* ------------------------------------------------------------------ */
+
+enum policy_diag_level {
+	POLICY_DIAG_ERROR = 0,
+	POLICY_DIAG_WARNING
+};
+
+struct policy_diag {
+	enum policy_diag_level	 level;
+	int			 line;	/* 1-based; 0 if unknown */
+	int			 column;	/* 1-based, in bytes; 0 if unknown */
+	char			*msg;	/* owned; no file prefix, no newline */
+};
+
+struct policy_diags {
+	char			*file;	/* owned copy of the name given to the loader */
+	struct policy_diag	*v;
+	size_t			 n;
+	size_t			 cap;
+	size_t			 nerrors;
+	size_t			 nwarnings;
+};
+
+/* Zeroes *d.  Never fails. */
+void	policy_diags_init(struct policy_diags *d);
+/* Frees everything *d owns and zeroes it.  NULL is accepted. */
+void	policy_diags_clear(struct policy_diags *d);
+/*
+ * Formats diagnostic i as "FILE:LINE:COLUMN: message" (errors) or
+ * "FILE:LINE:COLUMN: warning: message" into buf (NUL-terminated, truncated
+ * to len).  Returns buf.
+ */
+char	*policy_diag_format(const struct policy_diags *d, size_t i, char *buf,
+	    size_t len);
+
+/* ------------------------------------------------------------------ */
+/* Addresses and host names                                             */
+/* ------------------------------------------------------------------ */
+
+/* An IP address, IPv4 kept as IPv4 (never as v4-mapped IPv6). */
+struct policy_addr {
+	int		family;		/* AF_INET or AF_INET6 */
+	union {
+		struct in_addr	v4;
+		struct in6_addr	v6;
+	} u;
+};
+
+enum policy_host_kind {
+	POLICY_HOST_NAME = 0,	/* a DNS name: name[] holds its canonical form */
+	POLICY_HOST_ADDR	/* an IP literal: addr holds it */
+};
+
+#define POLICY_NAME_MAX	253	/* longest canonical DNS name, no final dot */
+
+struct policy_host {
+	enum policy_host_kind	kind;
+	char			name[POLICY_NAME_MAX + 1]; /* NAME: canonical name;
+					   ADDR: the address as inet_ntop text */
+	struct policy_addr	addr;	/* ADDR only */
+};
+
+/*
+ * Normalises a host as written by a client or a config into its single
+ * canonical form.  in need not be NUL-terminated; len is its length.
+ *
+ * Accepted spellings and their canonical form:
+ *  - IPv4 in every form inet_aton(3) and the WHATWG URL standard accept:
+ *    decimal (2130706433), octal (0177.0.0.1), hex (0x7f.0.0.1, 0x7f000001),
+ *    short (127.1, 127.0.1), with a trailing dot  -> POLICY_HOST_ADDR v4
+ *  - IPv6, bare or bracketed ([::1]), with a zone ID (fe80::1%eth0, also
+ *    percent-encoded %25eth0) which is dropped, and IPv4-mapped forms
+ *    (::ffff:127.0.0.1, ::ffff:7f00:1), which become the IPv4 address
+ *    -> POLICY_HOST_ADDR
+ *  - names: percent-decoded, IDNA (UTS #46, non-transitional) to A-labels,
+ *    lower case, trailing dot removed -> POLICY_HOST_NAME
+ * A name whose last label is numeric (decimal, 0x.., 0..) is parsed as IPv4
+ * and fails if it is not a valid one (1.2.3.4.5 is an error, as in WHATWG).
+ * Refused: empty hosts and labels, leading or trailing whitespace, control
+ * bytes (also percent-encoded), "@", "/", ":" outside IPv6, "*", labels
+ * over 63 bytes, names over 253 bytes, input over 1024 bytes, bad
+ * percent-escapes, invalid UTF-8, punycode or IDNA.  Canonical names hold
+ * only [a-z0-9_-] labels.  The result is idempotent: normalising name[]
+ * again gives the same host.
+ *
+ * Returns 0 and fills *out, or -1 with *err set to a static English message
+ * saying what is wrong with the host ("empty host", "label longer than 63
+ * bytes", ...).  err may be NULL.  Thread-safe; allocates nothing that
+ * outlives the call.
+ */
+int	policy_host_normalise(const char *in, size_t len, struct policy_host *out,
+	    const char **err);
+
+/*
+ * Parses "HOST:PORT", "[V6]:PORT", or (when default_port is non-zero) a
+ * HOST alone (a bare IPv6 address included), normalising HOST as above.
+ * PORT is 1-5 digits, 1..65535.  Returns 0 or -1 with *err set (err may be
+ * NULL).
+ */
+int	policy_hostport_parse(const char *in, size_t len, uint16_t default_port,
+	    struct policy_host *host, uint16_t *port, const char **err);
+
+/* Formats addr as text (inet_ntop form, no brackets) into buf. Returns buf. */
+char	*policy_addr_format(const struct policy_addr *addr, char *buf, size_t len);
+/* Converts a sockaddr (AF_INET/AF_INET6) to a policy_addr, unmapping
+ * v4-mapped IPv6.  Returns 0, or -1 for another family. */
+int	policy_addr_from_sockaddr(const struct sockaddr *sa,
+	    struct policy_addr *out);
+
+/* ------------------------------------------------------------------ */
+/* Decisions                                                            */
+/* ------------------------------------------------------------------ */
+
+enum policy_verdict {
+	POLICY_DENY = 0,
+	POLICY_ALLOW
+};
+
+/*
+ * The fixed set of reason codes.  Their text (policy_reason_str) is part
+ * of the product's contract: audit lines, X-Moat-Reason headers and docs
+ * use it.  Append only.
+ */
+enum policy_reason {
+	POLICY_R_ALLOWED = 0,		/* "allowed": a rule allowed it */
+	POLICY_R_NO_RULE,		/* "no-rule": no rule allows this target */
+	POLICY_R_DENIED_BY_RULE,	/* "denied-by-rule": a deny rule matched */
+	POLICY_R_PORT,			/* "port": host allowed, not on this port */
+	POLICY_R_METHOD,		/* "method": method not allowed by the rule */
+	POLICY_R_PATH,			/* "path": path not allowed by the rule */
+	POLICY_R_PRIVATE_ADDRESS,	/* "private-address": special-purpose range */
+	POLICY_R_METADATA,		/* "metadata": cloud metadata endpoint */
+	POLICY_R_BAD_REQUEST,		/* "bad-request": malformed request */
+	POLICY_R_DNS_FAILURE,		/* "dns-failure": name did not resolve */
+	POLICY_R_UPSTREAM_UNREACHABLE,	/* "upstream-unreachable": every address failed */
+	POLICY_R_TIMEOUT,		/* "timeout": a phase timed out */
+	POLICY_R_LIMIT,			/* "limit": a size or count limit was hit */
+	POLICY_R_NEEDS_INSPECTION,	/* "needs-inspection": rule needs to see inside a tunnel */
+	POLICY_R_AUTH,			/* "auth": proxy authentication failed */
+	POLICY_R_DNS_DENIED,		/* "dns-denied": DNS query for a denied name */
+	POLICY_R_SECRET_LEAK,		/* "secret-leak": secret sent to a host not bound to it */
+	POLICY_R_TLS,			/* "tls": upstream TLS failed (verification, handshake) */
+	POLICY_R_RATE,			/* "rate": rate limit exceeded */
+	POLICY_R_SHUTDOWN,		/* "shutdown": moatd is draining */
+	POLICY_R_INTERNAL,		/* "internal": moatd fault (out of memory, ...) */
+	POLICY_R__COUNT
+};
+
+/* Returns the reason's fixed text ("no-rule", ...).  Never NULL. */
+const char	*policy_reason_str(enum policy_reason r);
+
+struct policy_rule;	/* opaque; owned by the compiled policy */
+
+/* Flags a decision carries for the proxy. */
+#define POLICY_F_INSPECT	0x01	/* the rule must see HTTP inside a tunnel
+					   (methods, paths, inject, git, intercept) */
+#define POLICY_F_OPAQUE		0x02	/* "intercept": false: never terminate TLS */
+
+struct policy_decision {
+	enum policy_verdict		 verdict;
+	enum policy_reason		 reason;
+	const struct policy_rule	*rule;	/* borrowed from the policy; NULL if none */
+	const char			*rule_name; /* borrowed; NULL if no rule */
+	unsigned			 flags;	/* POLICY_F_* */
+};
+
+/* What is known of a target when a decision is asked for. */
+struct policy_target {
+	const char			*name;	/* canonical DNS name, or NULL for an IP literal */
+	const struct policy_addr	*addr;	/* the address to dial, or NULL before resolution */
+	uint16_t			 port;
+	const char			*method; /* HTTP method, NULL for a tunnel */
+	const char			*path;	/* HTTP path+query, NULL for a tunnel */
+};
+
+struct policy;	/* compiled, immutable policy; part of struct moat_config */
+
+/*
+ * Decides on a target.  Order, for every call:
+ *  1. built-in deny sets: a metadata name (metadata.google.internal, ...)
+ *     -> metadata; if addr is set: metadata addresses -> metadata, special
+ *     purpose ranges -> private-address, unless allow_private names them
+ *     (a metadata address only by an entry naming exactly that address);
+ *  2. rules: the rules whose hosts match name, or whose cidrs contain addr,
+ *     are the candidates; a candidate applies if its ports, methods and
+ *     paths match (methods and paths are not checked when target->method
+ *     is NULL: then POLICY_F_INSPECT tells the caller the rule needs to see
+ *     inside); a deny rule that applies wins over any allow rule, whatever
+ *     their order; otherwise the first allow rule in file order that applies;
+ *  3. nothing applies -> deny, reason port / method / path if an allow
+ *     candidate matched the host but not that part (the first such rule in
+ *     file order is named), else no-rule.
+ * Cost depends on the number of labels of name and bits of addr, not on
+ * the number of rules.
+ *
+ * Host patterns: "*" matches every name but never an IP literal target
+ * (name NULL): addresses are opened by cidrs only.  "*.example.com" needs
+ * at least one more label.  Paths: the target's path is normalised (query
+ * dropped, unreserved escapes decoded, dot segments removed, "//"
+ * collapsed); a path that cannot be normalised safely ("%2e%2e", "..%2F",
+ * "\", NUL, ...) matches no allow rule and every deny rule that has paths.
+ * A pattern without "*" is a prefix ending at a segment boundary ("/v1"
+ * matches "/v1" and "/v1/x", not "/v1beta"); with "*" it is a glob over
+ * the whole path, "*" matching any run of bytes including "/".
+ * With method NULL (a tunnel), a deny rule with methods or paths can
+ * neither apply nor be ruled out: an allow verdict then carries
+ * POLICY_F_INSPECT so the proxy decides again per request.
+ *
+ * With addr NULL (name known, not yet resolved) an allow verdict means
+ * "allowed if an address passes"; the caller must call again with each
+ * resolved address before dialling it.  If no host rule allows the name
+ * but an allow rule with cidrs has the port, the verdict is allow with
+ * rule NULL (its addresses decide).  A deny verdict with addr NULL is
+ * final: the name need not be resolved.  p NULL or t NULL: deny, internal.
+ *
+ * Fills *out and returns out->verdict.  Never fails.
+ */
+enum policy_verdict	policy_decide(const struct policy *p,
+			    const struct policy_target *t,
+			    struct policy_decision *out);
+
+/* Rule accessors, for audit and explain.  r must not be NULL. */
+const char	*policy_rule_name(const struct policy_rule *r);
+int		 policy_rule_line(const struct policy_rule *r);	/* config line, 0 if none */
+int		 policy_rule_column(const struct policy_rule *r);
+size_t		 policy_rule_index(const struct policy_rule *r);	/* in policy.rules */
+size_t		 policy_rule_count(const struct policy *p);
+/*
+ * The rule's "rate": {"requests": N, "per_seconds": S}, or 0 if it has none.
+ * The policy keeps no state: the proxy keeps one token bucket per rule index
+ * (and sandbox) and denies with POLICY_R_RATE when it is empty.
+ */
+int		 policy_rule_rate(const struct policy_rule *r, unsigned *requests,
+		    unsigned *per_seconds);
+
+/* ------------------------------------------------------------------ */
+/* Configuration                                                        */
+/* ------------------------------------------------------------------ */
+
+/* Where a secret (or a token) comes from. */
+struct moat_secret_ref {
+	char		*name;		/* [A-Za-z_][A-Za-z0-9_]{0,63} */
+	char		*file;		/* path, or NULL */
+	char		*env;		/* environment variable, or NULL */
+	char		*placeholder_env; /* variable name the sandbox gets; default = name */
+	int		 line, column;
+};
+
+enum moat_listen_proto {
+	MOAT_PROTO_HTTP = 0,	/* HTTP/1.1 forward proxy + CONNECT */
+	MOAT_PROTO_SOCKS5,	/* SOCKS5 (RFC 1928/1929) */
+	MOAT_PROTO_MIXED,	/* "http+socks5": first byte tells them apart */
+	MOAT_PROTO_TRANSPARENT,	/* redirected TCP (SO_ORIGINAL_DST) */
+	MOAT_PROTO_DNS		/* DNS over UDP and TCP */
+};
+
+/* Returns "http", "socks5", "http+socks5", "transparent" or "dns". */
+const char	*policy_proto_str(enum moat_listen_proto p);
+
+struct moat_listen {
+	enum moat_listen_proto	 proto;
+	char			*address;	/* as written: "HOST:PORT" or "unix:PATH" */
+	bool			 is_unix;
+	char			*path;		/* unix socket path, or NULL */
+	struct policy_host	 host;		/* TCP: the address to bind (always an IP) */
+	uint16_t		 port;
+	int			 mode;		/* unix socket mode, default 0660; -1 if not unix */
+	char			*sandbox;	/* identity in audit lines; default "default" */
+	struct moat_secret_ref	*auth;		/* "auth": identities that may log in, or NULL */
+	size_t			 nauth;		/* 0: no authentication asked */
+	int			 line, column;	/* of this listener in the config */
+};
+
+/* Named timeouts, all in milliseconds.  Defaults in policy/config.c. */
+struct moat_timeouts {
+	unsigned	request_head_ms;	/* client must send a whole request head */
+	unsigned	idle_client_ms;		/* keep-alive client between requests */
+	unsigned	dns_ms;			/* one name resolution */
+	unsigned	connect_ms;		/* one upstream connect attempt */
+	unsigned	response_head_ms;	/* upstream's response head after request */
+	unsigned	idle_tunnel_ms;		/* tunnel with no byte either way */
+	unsigned	idle_upstream_ms;	/* pooled idle upstream connection */
+	unsigned	tls_handshake_ms;	/* either TLS handshake */
+	unsigned	drain_ms;		/* SIGTERM: deadline for open connections */
+};
+
+/* Size and count limits.  Defaults in policy/config.c. */
+struct moat_limits {
+	size_t		request_line_bytes;
+	size_t		header_bytes;		/* whole request or response head */
+	size_t		header_count;
+	size_t		connections;		/* open client connections, all workers */
+	size_t		body_inspect_bytes;	/* request body scanned for secrets */
+	size_t		dns_cache_entries;	/* per worker */
+};
+
+struct moat_tls {
+	char		*ca_cert;		/* PEM file, or NULL: no interception */
+	char		*ca_key;
+	char		**upstream_ca_files;	/* NULL-terminated, may be NULL */
+	char		**extra_ca_files;	/* added to the sandbox trust bundle */
+	size_t		 leaf_cache_entries;
+};
+
+struct moat_config {
+	struct moat_listen	*listen;
+	size_t			 nlisten;
+	struct policy		*policy;	/* compiled; owned */
+	struct moat_secret_ref	*secrets;
+	size_t			 nsecrets;
+	char			*audit_path;	/* file, "-" for stderr, NULL: none */
+	char			**resolver_servers; /* "HOST:PORT" strings, NULL-terminated, or NULL: system */
+	unsigned		 resolver_tries;
+	struct moat_tls		 tls;
+	char			*admin_address;	/* "unix:PATH" or NULL */
+	int			 admin_mode;
+	struct moat_timeouts	 timeouts;
+	struct moat_limits	 limits;
+	unsigned		 workers;	/* 0 = one per CPU in the affinity mask */
+	char			*user;		/* drop to this user after binding, or NULL */
+	char			*file;		/* name given to the loader */
+	/* private: */
+	int			 refcnt;
+};
+
+/*
+ * Loads, validates and compiles a config.  name is what diagnostics call
+ * the file; buf/len its bytes (need not be NUL-terminated).
+ *
+ * Every problem is reported, not only the first: JSON syntax, duplicate
+ * keys, unknown keys, wrong types, bad values, semantic conflicts, each as
+ * a diagnostic with the line and column of the offending key or value.
+ * Warnings (legal but suspicious configs) do not fail the load.
+ *
+ * Returns a config with a reference count of 1, or NULL if any error was
+ * reported (or memory ran out: then a diagnostic says so).  The caller
+ * owns diags and frees it with policy_diags_clear().
+ */
+struct moat_config	*policy_config_load(const char *name, const char *buf,
+			    size_t len, struct policy_diags *diags);
+
+/* Adds a reference.  Returns c.  c must not be NULL. */
+struct moat_config	*policy_config_ref(struct moat_config *c);
+/* Drops a reference; frees at zero.  NULL is accepted. */
+void			 policy_config_unref(struct moat_config *c);
+
+/*
+ * Adds extra allow_private CIDRs (from a command line) to a loaded config's
+ * policy.  cidr is "ADDR/LEN" or a bare address (strict dotted quad or
+ * IPv6; host bits must be clear; IPv4-mapped prefixes are refused).
+ * Returns 0, or -1 with *err set for a bad CIDR.  Only before the config
+ * is shared with other threads.
+ */
+int	policy_config_allow_private(struct moat_config *c, const char *cidr,
+	    const char **err);
+
+/* The embedded default config (conf/default.json), NUL-terminated. */
+extern const char	moat_default_config[];
+extern const size_t	moat_default_config_len;
+
+/* ------------------------------------------------------------------ */
+/* Explain                                                              */
+/* ------------------------------------------------------------------ */
+
+struct policy_explain_target {
+	struct policy_host	host;
+	struct policy_target	t;	/* points into this struct: do not copy */
+	char			*buf;	/* owned storage for t's strings */
+};
+
+/*
+ * Parses a target as given to `moat explain`: a URL (http://, https://,
+ * ws://, wss://; port from the scheme if absent; path and query kept, the
+ * fragment dropped, "/" if there is none; user info refused), "HOST:PORT",
+ * or "[V6]:PORT"; optionally "METHOD URL", or the method in method (not
+ * both).  A URL target gets method "GET" unless one is given; a HOST:PORT
+ * target is a tunnel (method and path NULL) and takes no method.  Fills
+ * *out: t.name points at host.name for a name, t.addr at host.addr for an
+ * IP literal; method and path live in buf, which the caller frees with
+ * free() (also on error: it is then NULL).  Returns 0, or -1 with *err set
+ * (err may be NULL).
+ */
+int	policy_explain_parse(const char *arg, const char *method,
+	    struct policy_explain_target *out, const char **err);
+
+#endif /* MOAT_POLICY_H */

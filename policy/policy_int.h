@@ -1,0 +1,322 @@
+/*
+ * policy_int.h - private structures and helpers of the policy library.
+ *
+ * Nothing here is visible to moatd or the CLI: they use policy.h.  Each
+ * section names the file that implements it; every external symbol carries
+ * the prefix of its file (diag_, addr_, host_, path_, trie_, domain_,
+ * deny_, jsonpos_, policy_, config_).
+ */
+#ifndef MOAT_POLICY_INT_H
+#define MOAT_POLICY_INT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/policy.h"
+
+#define POLICY_NONE	UINT32_MAX	/* "no index" in every uint32 link */
+
+/* ------------------------------------------------------------------ */
+/* diag.c                                                               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Appends a diagnostic.  line/column 0 mean unknown.  If memory runs out
+ * the diagnostic is counted (so an error still fails the load) and an
+ * "out of memory" message replaces it where possible.  Never fails.
+ */
+void	diag_add(struct policy_diags *d, enum policy_diag_level level,
+	    int line, int column, const char *fmt, ...)
+	    __attribute__((format(printf, 5, 6)));
+void	diag_vadd(struct policy_diags *d, enum policy_diag_level level,
+	    int line, int column, const char *fmt, va_list ap)
+	    __attribute__((format(printf, 5, 0)));
+
+/* ------------------------------------------------------------------ */
+/* addr.c: addresses and CIDR prefixes                                 */
+/* ------------------------------------------------------------------ */
+
+#define ADDR_V4_BITS	32
+#define ADDR_V6_BITS	128
+#define ADDR_TEXT_MAX	64	/* "[v6]/128" with room to spare */
+
+/* A prefix: addr with every bit past plen zero. */
+struct addr_cidr {
+	struct policy_addr	addr;
+	unsigned		plen;
+};
+
+/* Number of bits in an address of this family (32 or 128). */
+unsigned	addr_bits(int family);
+/* The address bytes in network order (4 or 16 of them). */
+const uint8_t	*addr_bytes(const struct policy_addr *a);
+/* Bit i (0 = most significant) of the bytes p. */
+int		addr_bit(const uint8_t *p, unsigned i);
+/* Zeroes every bit from plen on.  Returns true if one was set. */
+bool		addr_mask(struct policy_addr *a, unsigned plen);
+/* True if a (of either family) lies in c. */
+bool		addr_in_cidr(const struct policy_addr *a,
+		    const struct addr_cidr *c);
+/* Formats "ADDR/PLEN" into buf.  Returns buf. */
+char		*addr_cidr_format(const struct addr_cidr *c, char *buf,
+		    size_t len);
+/*
+ * Parses "ADDR/PLEN" or a bare ADDR (= /32 or /128).  ADDR is a strict
+ * IPv4 dotted quad or an IPv6 address (inet_pton, brackets allowed); an
+ * IPv4-mapped prefix (::ffff:0:0/96 or longer) is refused.  Returns 0,
+ * or -1 with *err set to a static message.  If the only problem is host
+ * bits set past the prefix length, returns -2 and stores the fixed
+ * network in *fixed (so the caller can suggest it).
+ */
+int		addr_cidr_parse(const char *in, size_t len,
+		    struct addr_cidr *out, struct addr_cidr *fixed,
+		    const char **err);
+/*
+ * Parses a strict IP literal: dotted quad, or IPv6 (bare or bracketed when
+ * brackets is true).  Returns 0 or -1.
+ */
+int		addr_parse_strict(const char *in, size_t len, bool brackets,
+		    struct policy_addr *out);
+
+/* ------------------------------------------------------------------ */
+/* host.c                                                               */
+/* ------------------------------------------------------------------ */
+
+/* True for an RFC 9110 tchar (token character). */
+bool	host_is_tchar(unsigned char c);
+/* Parses 1..65535 from exactly len decimal digits.  Returns 0 or -1. */
+int	host_port_parse(const char *in, size_t len, uint16_t *port);
+
+/* ------------------------------------------------------------------ */
+/* path.c: request path normalisation and matching                     */
+/* ------------------------------------------------------------------ */
+
+#define PATH_STACK_BYTES	4096	/* longer paths are normalised on the heap */
+
+/*
+ * Normalises a path for matching: the query (from "?") is dropped,
+ * percent-escapes of unreserved characters are decoded and the others
+ * kept with upper-case hex, dot segments are removed and repeated "/"
+ * collapsed.  out must have room for len + 1 bytes (the result is never
+ * longer than the input); it is NUL-terminated and *outlen set.
+ *
+ * Returns 0, or -1 with *err set when the path cannot be normalised
+ * safely: it does not start with "/", it has a bad or NUL escape, a
+ * control byte, space, "\", "#", a byte >= 0x80, a dot segment spelt with
+ * escapes ("%2e%2e"), or a dot segment hidden behind an escaped separator
+ * ("..%2F").  With pattern true, a "?" is an error too (patterns never
+ * carry a query).
+ */
+int	path_normalise(const char *in, size_t len, bool pattern, char *out,
+	    size_t *outlen, const char **err);
+/*
+ * Matches a normalised path against a normalised pattern: a glob if the
+ * pattern has "*" (any run of bytes, "/" included; anchored at both ends),
+ * otherwise a prefix that ends at a segment boundary ("/v1" matches "/v1"
+ * and "/v1/x", not "/v1beta"; "/v1/" matches "/v1/" and below).
+ */
+bool	path_match(const char *pattern, const char *path, size_t pathlen);
+
+/* ------------------------------------------------------------------ */
+/* trie.c: path-compressed binary tries of prefixes                    */
+/* ------------------------------------------------------------------ */
+
+struct trie_node {
+	uint8_t		key[16];	/* prefix, bits past plen zero */
+	uint32_t	child[2];	/* POLICY_NONE if absent */
+	uint32_t	value;		/* POLICY_NONE for a glue node */
+	uint8_t		plen;
+};
+
+struct trie {
+	struct trie_node	*v;
+	size_t			 n, cap;
+	uint32_t		 root;
+	unsigned		 bits;	/* 32 or 128 */
+};
+
+#define TRIE_MATCH_MAX	129	/* most prefixes that can contain one key */
+
+void	trie_init(struct trie *t, unsigned bits);
+void	trie_free(struct trie *t);
+/*
+ * Finds or creates the node of exactly key/plen and returns a pointer to
+ * its value (POLICY_NONE if new), valid until the next insert; NULL if
+ * memory ran out.
+ */
+uint32_t	*trie_insert(struct trie *t, const uint8_t *key, unsigned plen);
+/*
+ * Stores in vals[]/plens[] the value of every node whose prefix contains
+ * key/plen, shortest first.  Returns their number (<= TRIE_MATCH_MAX).
+ * plens may be NULL.
+ */
+size_t	trie_match(const struct trie *t, const uint8_t *key, unsigned plen,
+	    uint32_t *vals, unsigned *plens);
+/* True if a node with a value contains key/plen or lies inside it. */
+bool	trie_overlaps(const struct trie *t, const uint8_t *key, unsigned plen);
+
+/* ------------------------------------------------------------------ */
+/* domain.c: hash table keyed by canonical names                       */
+/* ------------------------------------------------------------------ */
+
+struct domain_slot {
+	uint32_t	hash;
+	uint32_t	key;	/* offset in the arena, POLICY_NONE if free */
+	uint32_t	value;
+};
+
+struct domain_table {
+	struct domain_slot	*slots;
+	size_t			 cap;	/* a power of two, or 0 */
+	size_t			 n;
+	char			*arena;	/* NUL-terminated keys */
+	size_t			 alen, acap;
+};
+
+void	domain_init(struct domain_table *t);
+void	domain_free(struct domain_table *t);
+/*
+ * Finds or adds name (len bytes) and returns a pointer to its value
+ * (POLICY_NONE if new), valid until the next insert; NULL if out of
+ * memory.
+ */
+uint32_t	*domain_insert(struct domain_table *t, const char *name,
+		    size_t len);
+/* Returns the value stored for name, or POLICY_NONE. */
+uint32_t	domain_lookup(const struct domain_table *t, const char *name,
+		    size_t len);
+
+/* ------------------------------------------------------------------ */
+/* deny.c: built-in deny sets                                          */
+/* ------------------------------------------------------------------ */
+
+/* Fills the deny tries of p from the built-in tables.  Returns 0 or -1. */
+int	deny_build(struct policy *p);
+/*
+ * If name is a built-in denied name, returns its reason (metadata or
+ * private-address); else POLICY_R_ALLOWED.
+ */
+enum policy_reason	deny_name(const char *name);
+/*
+ * If addr is denied by a built-in set that allow_private does not lift,
+ * returns the reason (metadata or private-address); else POLICY_R_ALLOWED.
+ * IPv6 forms that embed an IPv4 address (NAT64, 6to4, Teredo, mapped,
+ * compatible) are denied as such; if allow_private lifts that range, the
+ * embedded IPv4 address is checked as well.
+ */
+enum policy_reason	deny_addr(const struct policy *p,
+			    const struct policy_addr *addr);
+/*
+ * For config warnings.  Returns true if c lies wholly inside a built-in
+ * denied range; *lifted tells whether allow_private opens all of c, and
+ * *reason the range's reason.
+ */
+bool	deny_cidr_inside(const struct policy *p, const struct addr_cidr *c,
+	    bool *lifted, enum policy_reason *reason);
+/* True if c overlaps some built-in denied range (contains or inside). */
+bool	deny_cidr_overlaps(const struct policy *p, const struct addr_cidr *c);
+
+/* ------------------------------------------------------------------ */
+/* jsonpos.c: line:column of every key and value of a JSON text        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * One entry per JSON value, in document (pre-)order, which is also the
+ * order in which jansson iterates a loaded tree (objects keep insertion
+ * order).  The children of entry i start at i + 1; the next sibling of i
+ * is at i + 1 + nsub.
+ */
+struct jsonpos_ent {
+	uint32_t	kline, kcol;	/* of the member's key; 0 if not a member */
+	uint32_t	vline, vcol;	/* of the value's first byte */
+	uint32_t	nsub;		/* number of entries below this one */
+};
+
+struct jsonpos {
+	struct jsonpos_ent	*v;
+	size_t			 n, cap;
+};
+
+/*
+ * Scans buf, which jansson has already accepted as JSON.  Returns 0, or -1
+ * if memory ran out or the text is not the JSON it should be.  Free with
+ * jsonpos_free().
+ */
+int	jsonpos_scan(const char *buf, size_t len, struct jsonpos *out);
+void	jsonpos_free(struct jsonpos *jp);
+/* Entry index of the sibling after entry i. */
+size_t	jsonpos_next(const struct jsonpos *jp, size_t i);
+/*
+ * Line and 1-based byte column of offset off in buf (for jansson's syntax
+ * errors).
+ */
+void	jsonpos_locate(const char *buf, size_t len, size_t off, int *line,
+	    int *column);
+
+/* ------------------------------------------------------------------ */
+/* policy.c: the compiled policy                                        */
+/* ------------------------------------------------------------------ */
+
+struct policy_port_range {
+	uint16_t	lo, hi;
+};
+
+struct policy_rule {
+	char				*name;
+	const struct policy_port_range	*ports;	/* sorted, merged */
+	char				**methods;
+	char				**paths;	/* normalised patterns */
+	uint32_t			 index;
+	int				 line, column;
+	unsigned			 rate_requests, rate_per_seconds;
+	uint16_t			 nports;
+	uint16_t			 nmethods, npaths;
+	uint8_t				 action;	/* POLICY_ALLOW or POLICY_DENY */
+	uint8_t				 flags;		/* POLICY_F_* */
+	uint8_t				 own_ports;	/* ports is malloc'd */
+	uint8_t				 has_cidrs;
+};
+
+/* A link of the list of rules attached to a name, suffix or prefix. */
+struct policy_ref {
+	uint32_t	rule;
+	uint32_t	next;
+};
+
+struct policy {
+	struct policy_rule	*rules;
+	size_t			 nrules, caprules;
+	struct policy_ref	*refs;
+	size_t			 nrefs, caprefs;
+	struct domain_table	 exact;		/* "api.example.com" */
+	struct domain_table	 wild;		/* "*.example.com", keyed "example.com" */
+	uint32_t		 star;		/* rules with "*" */
+	struct trie		 cidr4, cidr6;	/* rule cidrs and IP hosts */
+	struct trie		 deny4, deny6;	/* built-in sets; value = deny index */
+	struct trie		 ap4, ap6;	/* allow_private */
+	uint8_t			 cidr_allow_ports[65536 / 8];
+	unsigned		 cidr_allow_flags;
+	bool			 cidr_allow;	/* some allow rule has cidrs */
+};
+
+struct policy	*policy_new(void);
+void		 policy_free(struct policy *p);
+/*
+ * Appends a rule (fields copied; name, methods, paths, ports ownership
+ * moves to the policy) and returns its index, or POLICY_NONE if out of
+ * memory (ownership still moves: they are freed).
+ */
+uint32_t	policy_add_rule(struct policy *p, const struct policy_rule *r);
+/* Attaches rule to an exact name, a "*." suffix, "*" or a prefix.
+ * Each returns 0 or -1 (out of memory). */
+int	policy_add_name(struct policy *p, uint32_t rule, const char *name);
+int	policy_add_suffix(struct policy *p, uint32_t rule, const char *suffix);
+int	policy_add_star(struct policy *p, uint32_t rule);
+int	policy_add_cidr(struct policy *p, uint32_t rule,
+	    const struct addr_cidr *c);
+/* Adds an allow_private prefix.  Returns 0 or -1. */
+int	policy_add_allow_private(struct policy *p, const struct addr_cidr *c);
+
+#endif /* MOAT_POLICY_INT_H */

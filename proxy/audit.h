@@ -1,0 +1,77 @@
+/*
+ * audit.h - the audit log: one JSON object per line, per decision.
+ *
+ * Workers format a record and queue the line; one writer thread writes
+ * the queue to the file (or stderr), so a slow disk never blocks an event
+ * loop.  The queue is bounded (AUDIT_QUEUE_MAX_BYTES): past it, lines are
+ * dropped and counted, and the count is written as an audit line of its
+ * own ("event": "audit-dropped") as soon as there is room, so a gap is
+ * never silent.
+ *
+ * Fields (DESIGN.md): ts, sandbox, proto, host, port, ip, verdict, reason,
+ * rule, and where known method, path, status, bytes_up, bytes_down,
+ * duration_ms, injected (secret NAMES only).  moat adds event, id (the
+ * connection), client, detail and end.  No secret value ever reaches a
+ * record: callers pass names only.
+ */
+#ifndef MOAT_AUDIT_H
+#define MOAT_AUDIT_H
+
+#include <stdint.h>
+
+#include "policy/policy.h"
+
+#define AUDIT_QUEUE_MAX_BYTES	(8u << 20)
+#define AUDIT_PATH_MAX_BYTES	1024	/* longer paths are cut, with "..." */
+
+struct audit_rec {
+	const char		*event;		/* "request", "open", "close", "dns" */
+	uint64_t		 id;		/* connection id */
+	const char		*sandbox;
+	const char		*proto;		/* "http", "connect", "socks5", ... */
+	const char		*client;	/* peer address, or NULL */
+	const char		*host;		/* name or address as judged */
+	int			 port;		/* -1: absent */
+	const char		*ip;		/* address dialled, or NULL */
+	enum policy_verdict	 verdict;
+	enum policy_reason	 reason;
+	const char		*rule;		/* NULL: no rule */
+	const char		*method;	/* NULL: absent */
+	const char		*path;
+	int			 status;	/* HTTP status, 0: absent */
+	int64_t			 bytes_up;	/* -1: absent */
+	int64_t			 bytes_down;
+	int64_t			 duration_ms;
+	const char		*detail;	/* short human text, or NULL */
+	const char		*end;		/* close events: how it ended */
+	const char *const	*injected;	/* NULL-terminated secret names */
+};
+
+/* Fills *r with "absent" values (port, bytes, duration -1). */
+void	audit_rec_init(struct audit_rec *r);
+
+/*
+ * Opens the audit destination (a file opened for appending, created 0640,
+ * or "-" for stderr, or NULL for none) and starts the writer thread.
+ * Returns 0, or -1 with errno (the file could not be opened).
+ */
+int	audit_start(const char *path);
+/*
+ * Changes the destination (reload).  The old file is closed once the
+ * writer has moved to the new one.  Returns 0 or -1 with errno; on failure
+ * the old destination stays.
+ */
+int	audit_set_path(const char *path);
+/* Asks the writer to reopen its file (SIGUSR1, log rotation).  Async. */
+void	audit_reopen(void);
+/* Queues one line.  Never blocks on I/O.  Thread-safe. */
+void	audit_emit(const struct audit_rec *r);
+/*
+ * Formats r as one JSON line (ending in "\n") into buf.  Returns its
+ * length, or 0 if it does not fit.  For tests.
+ */
+size_t	audit_format_line(const struct audit_rec *r, char *buf, size_t cap);
+/* Writes what is queued, stops the writer thread, closes the file. */
+void	audit_stop(void);
+
+#endif /* MOAT_AUDIT_H */

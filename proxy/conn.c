@@ -1,0 +1,505 @@
+/*
+ * conn.c - life cycle of a client connection: accept, protocol sniffing,
+ * routing (policy on the name, resolution, policy on every address,
+ * connect), deadlines, audit records and the single close path.
+ *
+ * Not here: the HTTP and SOCKS5 protocol states (http.c, socks5.c) and
+ * the byte pumping of allowed tunnels (tunnel.c).
+ */
+#include "config.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "policy/policy.h"
+#include "proxy/audit.h"
+#include "proxy/conn.h"
+#include "proxy/io.h"
+#include "proxy/listener.h"
+#include "proxy/log.h"
+#include "proxy/resolver.h"
+#include "proxy/tunnel.h"
+#include "proxy/upstream.h"
+#include "proxy/util.h"
+#include "proxy/worker.h"
+
+static void	conn_sniff_event(struct io *io, int ev, void *arg);
+static void	conn_timer_cb(evutil_socket_t fd, short what, void *arg);
+static void	conn_resolved_cb(const struct resolver_result *res, void *arg);
+static void	conn_resolved(struct conn *c, const struct resolver_result *res);
+static void	conn_connect(struct conn *c);
+static void	conn_connected_cb(int fd, size_t idx, int err, void *arg);
+static void	conn_fail(struct conn *c, enum policy_reason reason,
+		    const char *detail);
+static void	conn_format_peer(const struct sockaddr *sa, socklen_t salen,
+		    char *buf, size_t len);
+
+static const char *const conn_state_names[CONN_ST__COUNT] = {
+	[CONN_ST_SNIFF] = "sniff",
+	[CONN_ST_HTTP_HEAD] = "http-head",
+	[CONN_ST_SOCKS_GREETING] = "socks-greeting",
+	[CONN_ST_SOCKS_AUTH] = "socks-auth",
+	[CONN_ST_SOCKS_REQUEST] = "socks-request",
+	[CONN_ST_RESOLVING] = "resolving",
+	[CONN_ST_CONNECTING] = "connecting",
+	[CONN_ST_HTTP_EXCHANGE] = "http-exchange",
+	[CONN_ST_FLUSH_CLOSE] = "flush-close",
+};
+
+static void
+conn_format_peer(const struct sockaddr *sa, socklen_t salen, char *buf,
+    size_t len)
+{
+	char	addr[INET6_ADDRSTRLEN];
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)sa;
+
+		inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof(addr));
+		snprintf(buf, len, "%s:%u", addr, ntohs(sin->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const void *)sa;
+
+		inet_ntop(AF_INET6, &sin6->sin6_addr, addr, sizeof(addr));
+		snprintf(buf, len, "[%s]:%u", addr, ntohs(sin6->sin6_port));
+	} else
+		snprintf(buf, len, "unix");
+}
+
+void
+conn_accept(struct worker *w, struct listener *l, int fd,
+    const struct sockaddr *sa, socklen_t salen)
+{
+	struct conn	*c;
+	int		 one = 1;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		log_warnx("accept: out of memory, connection dropped");
+		close(fd);
+		return;
+	}
+	c->id = atomic_fetch_add(&worker_next_id, 1) + 1;
+	c->w = w;
+	c->l = l;
+	c->cfg = policy_config_ref(w->cfg);
+	c->cfg_gen = w->cfg_gen;
+	c->sandbox = l->sandbox;
+	conn_format_peer(sa, salen, c->client, sizeof(c->client));
+	if (sa->sa_family != AF_UNIX)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		    sizeof(one));
+	c->timer = evtimer_new(w->base, conn_timer_cb, c);
+	c->cio = io_new(w->base, fd, conn_sniff_event, c);
+	if (c->timer == NULL || c->cio == NULL) {
+		log_warnx("accept: out of memory, connection dropped");
+		if (c->cio == NULL)
+			close(fd);
+		io_free(c->cio);
+		if (c->timer != NULL)
+			event_free(c->timer);
+		policy_config_unref(c->cfg);
+		free(c);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&w->conns, c, link);
+	w->nconns++;
+	atomic_fetch_add(&worker_conns_open, 1);
+	log_debug("conn=%llu accepted from %s on %s", (unsigned long long)c->id,
+	    c->client, l->address);
+
+	switch (l->proto) {
+	case MOAT_PROTO_HTTP:
+		http_start(c);
+		break;
+	case MOAT_PROTO_SOCKS5:
+		socks5_start(c);
+		break;
+	case MOAT_PROTO_MIXED:
+		conn_enter_state(c, CONN_ST_SNIFF);
+		conn_set_deadline(c, c->cfg->timeouts.request_head_ms);
+		io_read(c->cio, 1);
+		break;
+	default:
+		conn_close(c, POLICY_R_INTERNAL, "listener kind not served here");
+		break;
+	}
+}
+
+/*
+ * http+socks5 listener: the first byte tells the protocols apart.  SOCKS5
+ * starts with its version, 5; no HTTP method starts with a control byte.
+ */
+static void
+conn_sniff_event(struct io *io, int ev, void *arg)
+{
+	struct conn	*c = arg;
+	unsigned char	 b;
+
+	if (!(ev & IO_EV_READ)) {
+		conn_close(c, POLICY_R_BAD_REQUEST, NULL);
+		return;
+	}
+	if (evbuffer_copyout(io_in(io), &b, 1) != 1)
+		return;
+	if (b == 0x05) {
+		socks5_start(c);
+		return;
+	}
+	if (b == 0x04) {
+		log_info("conn=%llu from %s: SOCKS4 is not supported, use "
+		    "SOCKS5", (unsigned long long)c->id, c->client);
+		conn_close(c, POLICY_R_BAD_REQUEST, "SOCKS4 is not supported");
+		return;
+	}
+	http_start(c);
+}
+
+void
+conn_enter_state(struct conn *c, enum conn_state st)
+{
+	if (log_debug_enabled() && c->state != st)
+		log_debug("conn=%llu %s -> %s", (unsigned long long)c->id,
+		    conn_state_names[c->state], conn_state_names[st]);
+	c->state = st;
+}
+
+void
+conn_set_deadline(struct conn *c, unsigned ms)
+{
+	struct timeval	tv;
+
+	if (ms == 0) {
+		event_del(c->timer);
+		return;
+	}
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	event_add(c->timer, &tv);
+}
+
+void
+conn_refresh_config(struct conn *c)
+{
+	if (c->cfg_gen == c->w->cfg_gen)
+		return;
+	policy_config_unref(c->cfg);
+	c->cfg = policy_config_ref(c->w->cfg);
+	c->cfg_gen = c->w->cfg_gen;
+}
+
+const char *
+conn_proto(const struct conn *c)
+{
+	switch (c->kind) {
+	case CONN_KIND_CONNECT:
+		return "connect";
+	case CONN_KIND_SOCKS5:
+		return "socks5";
+	default:
+		return "http";
+	}
+}
+
+void
+conn_audit(struct conn *c, const char *event, enum policy_verdict v,
+    enum policy_reason reason, const char *detail)
+{
+	struct audit_rec	r;
+
+	audit_rec_init(&r);
+	r.event = event;
+	r.id = c->id;
+	r.sandbox = c->sandbox;
+	r.proto = conn_proto(c);
+	r.client = c->client;
+	r.host = c->host[0] ? c->host : NULL;
+	r.port = c->host[0] ? c->port : -1;
+	r.ip = c->ip[0] ? c->ip : NULL;
+	r.verdict = v;
+	r.reason = reason;
+	r.rule = c->dec.rule_name;
+	if (c->kind == CONN_KIND_HTTP && c->req.method != NULL) {
+		r.method = c->req.method;
+		r.path = c->req.path;
+	}
+	if (c->kind == CONN_KIND_HTTP) {
+		r.status = c->status;
+		r.bytes_up = (int64_t)c->bytes_up;
+		r.bytes_down = (int64_t)c->bytes_down;
+		r.duration_ms = (int64_t)(util_now_ms() - c->t_start);
+	}
+	r.detail = detail;
+	audit_emit(&r);
+}
+
+/*
+ * Routing, in the order DESIGN.md invariants 2 and 3 demand: judge the
+ * name (a denied name is never resolved), resolve it ourselves, judge
+ * every address of that one answer, and dial only addresses that passed.
+ */
+void
+conn_route(struct conn *c)
+{
+	struct policy_target	t;
+	struct resolver_result	res;
+	int			rc;
+
+	memset(&t, 0, sizeof(t));
+	if (c->target.kind == POLICY_HOST_NAME)
+		t.name = c->target.name;
+	else
+		t.addr = &c->target.addr;
+	t.port = c->port;
+	if (c->kind == CONN_KIND_HTTP) {
+		t.method = c->req.method;
+		t.path = c->req.path;
+	}
+	c->ip[0] = '\0';
+	c->naddrs = 0;
+	if (c->target.kind == POLICY_HOST_ADDR)
+		policy_addr_format(&c->target.addr, c->ip, sizeof(c->ip));
+	if (policy_decide(c->cfg->policy, &t, &c->dec) == POLICY_DENY) {
+		conn_fail(c, c->dec.reason, NULL);
+		return;
+	}
+	if (c->kind != CONN_KIND_HTTP && (c->dec.flags & POLICY_F_INSPECT)) {
+		conn_fail(c, POLICY_R_NEEDS_INSPECTION, "the rule that allows "
+		    "this host checks methods or paths, which needs TLS "
+		    "interception (not configured)");
+		return;
+	}
+	if (c->target.kind == POLICY_HOST_ADDR) {
+		c->addrs[0] = c->target.addr;
+		c->naddrs = 1;
+		conn_connect(c);
+		return;
+	}
+	conn_enter_state(c, CONN_ST_RESOLVING);
+	rc = resolver_lookup(c->w->res, c->target.name, conn_resolved_cb, c,
+	    &res, &c->rq);
+	if (rc == 1) {
+		conn_resolved(c, &res);
+		return;
+	}
+	if (rc == -1) {
+		conn_fail(c, POLICY_R_INTERNAL, "out of memory");
+		return;
+	}
+	conn_set_deadline(c, c->cfg->timeouts.dns_ms);
+}
+
+static void
+conn_resolved_cb(const struct resolver_result *res, void *arg)
+{
+	struct conn	*c = arg;
+
+	c->rq = NULL;
+	conn_resolved(c, res);
+}
+
+static void
+conn_resolved(struct conn *c, const struct resolver_result *res)
+{
+	struct policy_target	t;
+	struct policy_decision	d, first_deny, first_allow;
+	size_t			i;
+	bool			denied = false;
+
+	conn_set_deadline(c, 0);
+	if (res->status != RESOLVER_OK) {
+		conn_fail(c, POLICY_R_DNS_FAILURE, res->error);
+		return;
+	}
+	memset(&t, 0, sizeof(t));
+	t.name = c->target.name;
+	t.port = c->port;
+	if (c->kind == CONN_KIND_HTTP) {
+		t.method = c->req.method;
+		t.path = c->req.path;
+	}
+	c->naddrs = 0;
+	for (i = 0; i < res->naddrs; i++) {
+		t.addr = &res->addrs[i];
+		if (policy_decide(c->cfg->policy, &t, &d) == POLICY_ALLOW) {
+			if (c->naddrs == 0)
+				first_allow = d;
+			c->addrs[c->naddrs++] = res->addrs[i];
+		} else if (!denied) {
+			first_deny = d;
+			denied = true;
+			policy_addr_format(&res->addrs[i], c->ip, sizeof(c->ip));
+		}
+	}
+	if (c->naddrs == 0) {
+		/* Every address was refused: say why for the first one. */
+		c->dec = first_deny;
+		conn_fail(c, first_deny.reason, "the name resolves only to "
+		    "addresses the policy denies");
+		return;
+	}
+	c->ip[0] = '\0';
+	c->dec = first_allow;
+	if (c->kind != CONN_KIND_HTTP && (c->dec.flags & POLICY_F_INSPECT)) {
+		conn_fail(c, POLICY_R_NEEDS_INSPECTION, "the rule that allows "
+		    "this host checks methods or paths, which needs TLS "
+		    "interception (not configured)");
+		return;
+	}
+	conn_connect(c);
+}
+
+static void
+conn_connect(struct conn *c)
+{
+	conn_enter_state(c, CONN_ST_CONNECTING);
+	c->uc = upstream_connect_start(c->w->base, c->addrs, c->naddrs,
+	    c->port, c->cfg->timeouts.connect_ms, conn_connected_cb, c);
+	if (c->uc == NULL)
+		conn_fail(c, POLICY_R_INTERNAL, "out of memory");
+}
+
+static void
+conn_connected_cb(int fd, size_t idx, int err, void *arg)
+{
+	struct conn	*c = arg;
+	char		 detail[128];
+
+	c->uc = NULL;
+	policy_addr_format(&c->addrs[idx < c->naddrs ? idx : 0], c->ip,
+	    sizeof(c->ip));
+	if (fd == -1) {
+		snprintf(detail, sizeof(detail), "%s: %s%s", c->ip,
+		    strerror(err), c->naddrs > 1 ? " (and every other "
+		    "allowed address failed too)" : "");
+		conn_fail(c, err == ETIMEDOUT ? POLICY_R_TIMEOUT :
+		    POLICY_R_UPSTREAM_UNREACHABLE, detail);
+		return;
+	}
+	c->up_addr = c->addrs[idx < c->naddrs ? idx : 0];
+	if (c->kind == CONN_KIND_SOCKS5)
+		socks5_connected(c, fd);
+	else
+		http_connected(c, fd);
+}
+
+static void
+conn_fail(struct conn *c, enum policy_reason reason, const char *detail)
+{
+	if (c->kind == CONN_KIND_SOCKS5)
+		socks5_denied(c, reason, detail);
+	else
+		http_denied(c, reason, detail);
+}
+
+static void
+conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn	*c = arg;
+
+	switch (c->state) {
+	case CONN_ST_RESOLVING:
+		resolver_cancel(c->rq);
+		c->rq = NULL;
+		conn_fail(c, POLICY_R_TIMEOUT, "DNS lookup timed out");
+		return;
+	case CONN_ST_HTTP_HEAD:
+		if (io_in_len(c->cio) == 0) {
+			/* Idle keep-alive connection: nothing to report. */
+			conn_close(c, POLICY_R_TIMEOUT, NULL);
+			return;
+		}
+		http_denied(c, POLICY_R_TIMEOUT, "the request head did not "
+		    "arrive in time");
+		return;
+	case CONN_ST_HTTP_EXCHANGE:
+		http_denied(c, POLICY_R_TIMEOUT, "the upstream did not answer "
+		    "in time");
+		return;
+	default:
+		log_debug("conn=%llu timeout in state %s",
+		    (unsigned long long)c->id, conn_state_names[c->state]);
+		conn_close(c, POLICY_R_TIMEOUT, NULL);
+		return;
+	}
+}
+
+void
+conn_to_tunnel(struct conn *c, int ufd)
+{
+	struct tunnel_meta	m;
+	struct evbuffer		*to_up = io_in(c->cio);
+	struct evbuffer		*to_client = io_out(c->cio);
+	struct worker		*w = c->w;
+	int			 cfd;
+
+	memset(&m, 0, sizeof(m));
+	m.id = c->id;
+	m.sandbox = c->sandbox;
+	m.proto = conn_proto(c);
+	m.client = c->client;
+	m.host = c->host;
+	m.port = c->port;
+	m.ip = c->ip;
+	m.rule = c->dec.rule_name;
+	m.t_start = c->t_start;
+	/* The tunnel takes the buffered bytes and both sockets. */
+	cfd = io_fd(c->cio);
+	/* A live tunnel counts as an open connection, as c did. */
+	if (tunnel_start(w, cfd, ufd, to_up, to_client, &m,
+	    c->cfg->timeouts.idle_tunnel_ms) == 0)
+		atomic_fetch_add(&worker_conns_open, 1);
+	(void)io_release(c->cio);
+	c->cio = NULL;
+	conn_close(c, POLICY_R_ALLOWED, NULL);
+}
+
+void
+conn_drain(struct conn *c)
+{
+	if (c->state == CONN_ST_HTTP_HEAD && io_in_len(c->cio) == 0)
+		conn_close(c, POLICY_R_SHUTDOWN, NULL);
+}
+
+void
+conn_abort(struct conn *c)
+{
+	if (c->state == CONN_ST_HTTP_EXCHANGE && c->kind == CONN_KIND_HTTP)
+		conn_audit(c, "request", POLICY_ALLOW, POLICY_R_SHUTDOWN,
+		    "moatd shut down before the response was complete");
+	conn_close(c, POLICY_R_SHUTDOWN, NULL);
+}
+
+void
+conn_close(struct conn *c, enum policy_reason reason, const char *detail)
+{
+	struct worker	*w = c->w;
+
+	if (detail != NULL)
+		log_debug("conn=%llu closed: %s: %s", (unsigned long long)c->id,
+		    policy_reason_str(reason), detail);
+	resolver_cancel(c->rq);
+	upstream_connect_cancel(c->uc);
+	if (c->timer != NULL)
+		event_free(c->timer);
+	io_free(c->cio);
+	io_free(c->uio);
+	free(c->up_host);
+	http_free_request(c);
+	policy_config_unref(c->cfg);
+	TAILQ_REMOVE(&w->conns, c, link);
+	w->nconns--;
+	free(c);
+	worker_conn_closed(w);
+}

@@ -1,0 +1,162 @@
+/*
+ * conn.h - a client connection of moatd, from accept to close or to the
+ * hand-over to a spliced tunnel.  Private to proxy/: conn.c owns the life
+ * cycle and the common close path; http.c and socks5.c drive the
+ * protocol states.
+ *
+ * Life of a connection (see ARCHITECTURE.md):
+ *   accept -> [SNIFF] -> HTTP_HEAD | SOCKS_GREETING -> ... -> target known
+ *   -> policy on the name -> RESOLVING -> policy on each address
+ *   -> CONNECTING -> CONNECT/SOCKS5: reply, hand over to tunnel.c
+ *                 -> forward HTTP: HTTP_EXCHANGE -> back to HTTP_HEAD
+ *                    (keep-alive) or close
+ * Any failure goes through conn_close(c, reason), which audits once,
+ * logs once and frees everything.
+ */
+#ifndef MOAT_CONN_H
+#define MOAT_CONN_H
+
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/policy.h"
+#include "proxy/http_parse.h"
+#include "proxy/resolver.h"
+
+struct event;
+struct io;
+struct listener;
+struct upstream_connect;
+struct worker;
+
+enum conn_state {
+	CONN_ST_SNIFF = 0,	/* http+socks5 listener: waiting for the first byte */
+	CONN_ST_HTTP_HEAD,	/* reading a request head */
+	CONN_ST_SOCKS_GREETING,	/* reading the SOCKS5 method list */
+	CONN_ST_SOCKS_AUTH,	/* reading RFC 1929 username/password */
+	CONN_ST_SOCKS_REQUEST,	/* reading the SOCKS5 request */
+	CONN_ST_RESOLVING,	/* waiting for DNS */
+	CONN_ST_CONNECTING,	/* upstream connect under way */
+	CONN_ST_HTTP_EXCHANGE,	/* forwarding a request and its response */
+	CONN_ST_FLUSH_CLOSE,	/* writing a last reply, then close */
+	CONN_ST__COUNT
+};
+
+enum conn_kind {
+	CONN_KIND_NONE = 0,
+	CONN_KIND_HTTP,		/* absolute-form forward request */
+	CONN_KIND_CONNECT,	/* HTTP CONNECT tunnel */
+	CONN_KIND_SOCKS5	/* SOCKS5 CONNECT tunnel */
+};
+
+/* Where a request body or response body stands. */
+struct conn_body {
+	enum http_body_kind	kind;
+	uint64_t		left;		/* LENGTH: bytes still to move */
+	struct http_chunked	chunked;	/* CHUNKED: decoder state */
+	bool			done;
+};
+
+struct conn {
+	uint64_t		 id;
+	struct worker		*w;
+	const struct listener	*l;
+	struct moat_config	*cfg;		/* reference; refreshed per request */
+	uint64_t		 cfg_gen;
+	enum conn_state		 state;
+	enum conn_kind		 kind;
+	TAILQ_ENTRY(conn)	 link;
+
+	struct io		*cio;		/* client */
+	char			 client[64];	/* peer address for audit/logs */
+	const char		*sandbox;	/* listener's, or the auth identity */
+	struct event		*timer;		/* deadline of the current phase */
+	uint64_t		 t_start;	/* ms, start of request or tunnel */
+
+	/* Target of the current request or tunnel. */
+	struct policy_host	 target;	/* normalised host */
+	char			 host[POLICY_NAME_MAX + 1]; /* name or address text */
+	uint16_t		 port;
+	struct policy_decision	 dec;
+	struct resolver_query	*rq;
+	struct policy_addr	 addrs[RESOLVER_MAX_ADDRS];	/* allowed ones */
+	size_t			 naddrs;
+	char			 ip[64];	/* address dialled */
+	struct upstream_connect	*uc;
+
+	/* HTTP */
+	size_t			 scan_state;
+	struct http_request_head req;
+	struct io		*uio;		/* upstream */
+	char			*up_host;	/* host:port uio is connected to */
+	struct policy_addr	 up_addr;
+	bool			 up_reused;
+	size_t			 up_scan_state;
+	struct http_response_head resp;
+	bool			 resp_head_done;
+	bool			 sent_100;
+	struct conn_body	 reqb;
+	struct conn_body	 respb;
+	bool			 client_keepalive;
+	bool			 upstream_keepalive;
+	int			 status;
+	uint64_t		 bytes_up;
+	uint64_t		 bytes_down;
+	unsigned		 nrequests;
+
+	/* SOCKS5 */
+	uint8_t			 socks_method;
+};
+
+/* Called by the worker for each accepted socket. */
+void	conn_accept(struct worker *w, struct listener *l, int fd,
+	    const struct sockaddr *sa, socklen_t salen);
+/* Worker draining: close c if it is between requests. */
+void	conn_drain(struct conn *c);
+/* Ends c now (shutdown deadline), auditing it. */
+void	conn_abort(struct conn *c);
+
+/* --- used by http.c and socks5.c --------------------------------------- */
+
+/* Ends the connection: audits (if a target was judged), frees all. */
+void	conn_close(struct conn *c, enum policy_reason reason,
+	    const char *detail);
+/* Enters a state (logs old -> new at debug level). */
+void	conn_enter_state(struct conn *c, enum conn_state st);
+/* Arms the phase deadline (0: disarm). */
+void	conn_set_deadline(struct conn *c, unsigned ms);
+/*
+ * Judges c->target/c->port (method and path from the request for HTTP),
+ * then resolves and judges each address, then connects.  Calls
+ * c's protocol continuation (http_connected / socks5_connected) or its
+ * failure path (http_deny / socks5_deny).
+ */
+void	conn_route(struct conn *c);
+/* Makes sure c->cfg is the worker's current config (between requests). */
+void	conn_refresh_config(struct conn *c);
+/* Writes an audit record for the current request/tunnel. */
+void	conn_audit(struct conn *c, const char *event, enum policy_verdict v,
+	    enum policy_reason reason, const char *detail);
+/* Proto name for audit: "http", "connect", "socks5". */
+const char *conn_proto(const struct conn *c);
+/* Hands c's sockets to a spliced tunnel and frees c. */
+void	conn_to_tunnel(struct conn *c, int ufd);
+
+/* http.c */
+void	http_start(struct conn *c);		/* begin reading a request head */
+void	http_client_event(struct io *io, int ev, void *arg);
+void	http_denied(struct conn *c, enum policy_reason reason,
+	    const char *detail);
+void	http_connected(struct conn *c, int ufd);
+void	http_free_request(struct conn *c);
+
+/* socks5.c */
+void	socks5_start(struct conn *c);
+void	socks5_denied(struct conn *c, enum policy_reason reason,
+	    const char *detail);
+void	socks5_connected(struct conn *c, int ufd);
+
+#endif /* MOAT_CONN_H */

@@ -1,0 +1,1033 @@
+/*
+ * http.c - the HTTP/1.1 side of a client connection: request heads,
+ * CONNECT, absolute-form forwarding with keep-alive on both sides, body
+ * framing in both directions, and the replies moatd writes itself
+ * (400, 403, 407, 502, 504) with the reason an agent can act on.
+ *
+ * Messages are parsed by http_parse.c (strict, RFC 9112); this file
+ * decides what is forwarded.  Hop-by-hop fields are never forwarded, the
+ * upstream request is always rebuilt from the parsed head (origin-form,
+ * Host from the target), and bodies are re-framed: a chunked body is
+ * decoded and re-encoded, so nothing a second parser could read
+ * differently ever leaves moatd.
+ *
+ * Not here: policy decisions and connects (conn.c), tunnels (tunnel.c).
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "policy/policy.h"
+#include "proxy/audit.h"
+#include "proxy/conn.h"
+#include "proxy/http_parse.h"
+#include "proxy/io.h"
+#include "proxy/listener.h"
+#include "proxy/log.h"
+#include "proxy/util.h"
+#include "proxy/worker.h"
+
+/* Backpressure: stop reading one side while the other's output is above
+ * the high mark; resume when it falls to the low mark. */
+#define HTTP_BUF_HIGH_BYTES	(256u << 10)
+#define HTTP_BUF_LOW_BYTES	(64u << 10)
+#define HTTP_CHUNK_FRAME_BYTES	32	/* "%llx\r\n" */
+
+struct http_status_info {
+	int		 code;
+	const char	*phrase;
+};
+
+static void	http_read_head(struct conn *c);
+static void	http_handle_request(struct conn *c);
+static int	http_check_auth(struct conn *c);
+static void	http_upstream_event(struct io *io, int ev, void *arg);
+static void	http_send_request(struct conn *c);
+static void	http_pump_request(struct conn *c);
+static void	http_read_response(struct conn *c);
+static int	http_write_response_head(struct conn *c);
+static void	http_pump_response(struct conn *c);
+static void	http_finish(struct conn *c);
+static void	http_abort(struct conn *c, enum policy_reason reason,
+		    const char *detail);
+static void	http_upstream_lost(struct conn *c, const char *what);
+static void	http_reply(struct conn *c, int code, enum policy_reason reason,
+		    const char *detail, int keep_alive);
+static void	http_flush_close(struct conn *c);
+static int	http_move_body(struct conn *c, struct conn_body *b,
+		    struct evbuffer *in, struct evbuffer *out, uint64_t *count,
+		    const char **err);
+static int	http_is_hop_by_hop(const char *name, size_t len);
+static void	http_add_fields(struct evbuffer *out,
+		    const struct http_header *hv, size_t n);
+static struct http_status_info http_status_for(enum policy_reason r);
+static const char *http_reason_text(enum policy_reason r);
+
+/* evbuffer_add_printf costs a vfprintf per call: these are the hot-path
+ * replacements for strings and decimal numbers. */
+static void
+eb_str(struct evbuffer *b, const char *s)
+{
+	evbuffer_add(b, s, strlen(s));
+}
+
+static void
+eb_u64(struct evbuffer *b, uint64_t v)
+{
+	char	buf[24], *q = buf + sizeof(buf);
+
+	do {
+		*--q = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	evbuffer_add(b, q, (size_t)(buf + sizeof(buf) - q));
+}
+
+static const struct http_limits *
+http_limits(struct conn *c, struct http_limits *lim)
+{
+	lim->line_max = c->cfg->limits.request_line_bytes;
+	lim->head_max = c->cfg->limits.header_bytes;
+	lim->header_count_max = c->cfg->limits.header_count;
+	return lim;
+}
+
+void
+http_free_request(struct conn *c)
+{
+	http_request_head_free(&c->req);
+	http_response_head_free(&c->resp);
+}
+
+/* Starts (or restarts, on a keep-alive connection) reading a request. */
+void
+http_start(struct conn *c)
+{
+	http_free_request(c);
+	conn_refresh_config(c);
+	c->kind = CONN_KIND_NONE;
+	c->scan_state = 0;
+	c->up_scan_state = 0;
+	c->resp_head_done = false;
+	c->sent_100 = false;
+	c->status = 0;
+	c->bytes_up = c->bytes_down = 0;
+	c->t_start = util_now_ms();
+	c->host[0] = '\0';
+	c->ip[0] = '\0';
+	memset(&c->dec, 0, sizeof(c->dec));
+	memset(&c->reqb, 0, sizeof(c->reqb));
+	memset(&c->respb, 0, sizeof(c->respb));
+	io_set_cb(c->cio, http_client_event, c);
+	conn_enter_state(c, CONN_ST_HTTP_HEAD);
+	conn_set_deadline(c, c->nrequests == 0 ?
+	    c->cfg->timeouts.request_head_ms : c->cfg->timeouts.idle_client_ms);
+	io_read(c->cio, 1);
+	if (io_in_len(c->cio) > 0)
+		http_read_head(c);	/* pipelined or sniffed bytes */
+}
+
+void
+http_client_event(struct io *io, int ev, void *arg)
+{
+	struct conn	*c = arg;
+
+	switch (c->state) {
+	case CONN_ST_HTTP_HEAD:
+		if (ev & IO_EV_READ) {
+			http_read_head(c);
+			return;
+		}
+		if (ev & IO_EV_DRAINED)
+			return;
+		/* EOF or error: quietly between requests, else a cut head. */
+		conn_close(c, POLICY_R_BAD_REQUEST, io_in_len(io) ?
+		    "client closed in the middle of a request head" : NULL);
+		return;
+	case CONN_ST_RESOLVING:
+	case CONN_ST_CONNECTING:
+		if (ev & (IO_EV_EOF | IO_EV_ERROR)) {
+			conn_audit(c, c->kind == CONN_KIND_CONNECT ? "open" :
+			    "request", POLICY_DENY, POLICY_R_BAD_REQUEST,
+			    "client closed before the upstream answered");
+			conn_close(c, POLICY_R_BAD_REQUEST, NULL);
+		}
+		return;
+	case CONN_ST_HTTP_EXCHANGE:
+		if (ev & IO_EV_READ) {
+			http_pump_request(c);
+			return;
+		}
+		if (ev & IO_EV_DRAINED) {
+			/* The client caught up: read the upstream again. */
+			if (c->uio != NULL && !c->respb.done)
+				io_read(c->uio, 1);
+			return;
+		}
+		if ((ev & IO_EV_EOF) && c->reqb.done) {
+			/* Half-close after a whole request: answer, then close. */
+			c->client_keepalive = false;
+			return;
+		}
+		http_abort(c, POLICY_R_BAD_REQUEST, ev & IO_EV_EOF ?
+		    "client closed before the exchange was complete" :
+		    "client connection failed");
+		return;
+	case CONN_ST_FLUSH_CLOSE:
+		if (ev & IO_EV_READ) {
+			/* Ignore whatever else the client sends. */
+			evbuffer_drain(io_in(io), io_in_len(io));
+			return;
+		}
+		conn_close(c, POLICY_R_ALLOWED, NULL);
+		return;
+	default:
+		conn_close(c, POLICY_R_INTERNAL, "http event in a foreign state");
+		return;
+	}
+}
+
+static void
+http_read_head(struct conn *c)
+{
+	struct evbuffer		*in = io_in(c->cio);
+	struct http_limits	 lim;
+	const char		*err = NULL;
+	size_t			 len = evbuffer_get_length(in), head_len = 0;
+	unsigned char		*p;
+	int			 rc;
+
+	http_limits(c, &lim);
+	if (len > lim.head_max + 1)
+		len = lim.head_max + 1;	/* enough to see "too long" */
+	if ((p = evbuffer_pullup(in, len)) == NULL) {
+		conn_close(c, POLICY_R_INTERNAL, "out of memory");
+		return;
+	}
+	rc = http_head_scan((const char *)p, len, &lim, &c->scan_state,
+	    &head_len, &err);
+	if (rc == HTTP_NEED_MORE)
+		return;
+	if (rc == HTTP_OK)
+		rc = http_request_head_parse((const char *)p, head_len, &lim,
+		    &c->req, &err);
+	if (rc != HTTP_OK) {
+		c->kind = CONN_KIND_HTTP;
+		http_denied(c, http_error_is_limit(err) ? POLICY_R_LIMIT :
+		    POLICY_R_BAD_REQUEST, err);
+		return;
+	}
+	evbuffer_drain(in, head_len);
+	io_read(c->cio, 0);	/* the body waits until the route is known */
+	c->nrequests++;
+	c->t_start = util_now_ms();
+	conn_set_deadline(c, 0);
+	http_handle_request(c);
+}
+
+static void
+http_handle_request(struct conn *c)
+{
+	struct http_request_head	*req = &c->req;
+	const char			*err = NULL;
+
+	c->kind = strcmp(req->method, "CONNECT") == 0 ? CONN_KIND_CONNECT :
+	    CONN_KIND_HTTP;
+	c->client_keepalive = req->keep_alive && !c->w->draining;
+	if (c->l->nauth > 0 && http_check_auth(c) == -1)
+		return;
+	switch (req->form) {
+	case HTTP_FORM_AUTHORITY:
+		if (req->port == 0) {
+			http_denied(c, POLICY_R_BAD_REQUEST,
+			    "CONNECT needs host:port");
+			return;
+		}
+		c->port = req->port;
+		break;
+	case HTTP_FORM_ABSOLUTE:
+		if (strcmp(req->scheme, "http") != 0 &&
+		    strcmp(req->scheme, "ws") != 0) {
+			http_denied(c, POLICY_R_BAD_REQUEST, "moat forwards "
+			    "plain http:// URLs; for https:// the client must "
+			    "use CONNECT (set HTTPS_PROXY)");
+			return;
+		}
+		c->port = req->port ? req->port : 80;
+		break;
+	case HTTP_FORM_ORIGIN:
+		http_denied(c, POLICY_R_BAD_REQUEST, "moat is a forward proxy: "
+		    "send absolute-form requests (GET http://host/path) or "
+		    "CONNECT host:port");
+		return;
+	default:
+		http_denied(c, POLICY_R_BAD_REQUEST, "asterisk-form requests "
+		    "are not forwarded");
+		return;
+	}
+	if (policy_host_normalise(req->host, strlen(req->host), &c->target,
+	    &err) == -1) {
+		snprintf(c->host, sizeof(c->host), "%s", "-");
+		http_denied(c, POLICY_R_BAD_REQUEST, err);
+		return;
+	}
+	if (c->target.kind == POLICY_HOST_NAME)
+		snprintf(c->host, sizeof(c->host), "%s", c->target.name);
+	else
+		policy_addr_format(&c->target.addr, c->host, sizeof(c->host));
+
+	if (c->kind == CONN_KIND_HTTP) {
+		c->reqb.kind = req->body;
+		c->reqb.left = req->content_length;
+		c->reqb.done = req->body == HTTP_BODY_NONE ||
+		    (req->body == HTTP_BODY_LENGTH && req->content_length == 0);
+		http_chunked_init(&c->reqb.chunked);
+	}
+
+	/* A kept upstream connection serves the same host:port again if the
+	 * (possibly reloaded) policy still allows that name and address. */
+	if (c->kind == CONN_KIND_HTTP && c->uio != NULL) {
+		char key[POLICY_NAME_MAX + 8];
+		struct policy_target t;
+
+		snprintf(key, sizeof(key), "%s:%u", c->host, c->port);
+		memset(&t, 0, sizeof(t));
+		t.name = c->target.kind == POLICY_HOST_NAME ?
+		    c->target.name : NULL;
+		t.addr = &c->up_addr;
+		t.port = c->port;
+		t.method = req->method;
+		t.path = req->path;
+		if (!io_eof(c->uio) && strcmp(key, c->up_host) == 0 &&
+		    policy_decide(c->cfg->policy, &t, &c->dec) == POLICY_ALLOW) {
+			policy_addr_format(&c->up_addr, c->ip, sizeof(c->ip));
+			c->up_reused = true;
+			http_send_request(c);
+			return;
+		}
+		io_free(c->uio);
+		c->uio = NULL;
+	}
+	conn_route(c);
+}
+
+/*
+ * Proxy-Authorization: Basic base64(user:token).  The identity becomes the
+ * sandbox name of the audit lines; the field itself is never forwarded.
+ */
+static int
+http_check_auth(struct conn *c)
+{
+	const struct listener_auth	*a;
+	int				 i, n;
+	const char			*v;
+	size_t				 vlen;
+	unsigned char			 dec[768];
+	char				*colon;
+
+	i = http_header_find(c->req.headers, c->req.nheaders, 0,
+	    "proxy-authorization");
+	if (i < 0)
+		goto fail;
+	v = c->req.headers[i].value;
+	vlen = c->req.headers[i].value_len;
+	if (vlen < 7 || strncasecmp(v, "basic ", 6) != 0)
+		goto fail;
+	v += 6;
+	vlen -= 6;
+	while (vlen > 0 && *v == ' ') {
+		v++;
+		vlen--;
+	}
+	if (vlen == 0 || vlen > 1000 || vlen % 4 != 0)
+		goto fail;
+	n = EVP_DecodeBlock(dec, (const unsigned char *)v, (int)vlen);
+	if (n <= 0)
+		goto fail;
+	while (n > 0 && v[vlen - 1] == '=') {	/* padding decodes to NULs */
+		n--;
+		vlen--;
+	}
+	dec[n] = '\0';
+	if (memchr(dec, '\0', (size_t)n) != NULL ||
+	    (colon = strchr((char *)dec, ':')) == NULL)
+		goto fail;
+	*colon = '\0';
+	a = listener_auth_find(c->l, (char *)dec);
+	if (a == NULL || !util_timingsafe_eq(colon + 1, strlen(colon + 1),
+	    a->token, a->token_len))
+		goto fail;
+	c->sandbox = a->user;
+	OPENSSL_cleanse(dec, sizeof(dec));
+	return 0;
+ fail:
+	OPENSSL_cleanse(dec, sizeof(dec));
+	http_denied(c, POLICY_R_AUTH, "this listener needs Proxy-Authorization"
+	    " (Basic, user = identity, password = its token)");
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Replies moatd writes itself                                          */
+/* ------------------------------------------------------------------ */
+
+static struct http_status_info
+http_status_for(enum policy_reason r)
+{
+	switch (r) {
+	case POLICY_R_BAD_REQUEST:
+		return (struct http_status_info){ 400, "Bad Request" };
+	case POLICY_R_AUTH:
+		return (struct http_status_info){ 407,
+		    "Proxy Authentication Required" };
+	case POLICY_R_LIMIT:
+		return (struct http_status_info){ 431,
+		    "Request Header Fields Too Large" };
+	case POLICY_R_DNS_FAILURE:
+	case POLICY_R_UPSTREAM_UNREACHABLE:
+	case POLICY_R_TLS:
+		return (struct http_status_info){ 502, "Bad Gateway" };
+	case POLICY_R_TIMEOUT:
+		return (struct http_status_info){ 504, "Gateway Timeout" };
+	case POLICY_R_SHUTDOWN:
+		return (struct http_status_info){ 503, "Service Unavailable" };
+	case POLICY_R_RATE:
+		return (struct http_status_info){ 429, "Too Many Requests" };
+	case POLICY_R_INTERNAL:
+		return (struct http_status_info){ 500,
+		    "Internal Server Error" };
+	default:
+		return (struct http_status_info){ 403, "Forbidden" };
+	}
+}
+
+/* One sentence per reason, for the body of moatd's own replies. */
+static const char *
+http_reason_text(enum policy_reason r)
+{
+	switch (r) {
+	case POLICY_R_NO_RULE:
+		return "no rule in moat's policy allows this host";
+	case POLICY_R_DENIED_BY_RULE:
+		return "a deny rule in moat's policy matches this host";
+	case POLICY_R_PORT:
+		return "the host is allowed, but not on this port";
+	case POLICY_R_METHOD:
+		return "the host is allowed, but not with this method";
+	case POLICY_R_PATH:
+		return "the host is allowed, but not this path";
+	case POLICY_R_PRIVATE_ADDRESS:
+		return "the address is loopback, private, link-local or "
+		    "another special-purpose range, which moat never opens "
+		    "unless its policy names it";
+	case POLICY_R_METADATA:
+		return "cloud metadata endpoints are always denied";
+	case POLICY_R_BAD_REQUEST:
+		return "the request is malformed or ambiguous";
+	case POLICY_R_DNS_FAILURE:
+		return "the name did not resolve";
+	case POLICY_R_UPSTREAM_UNREACHABLE:
+		return "no allowed address of the host accepted a connection";
+	case POLICY_R_TIMEOUT:
+		return "a step of the request took too long";
+	case POLICY_R_LIMIT:
+		return "the request exceeds one of moat's size limits";
+	case POLICY_R_NEEDS_INSPECTION:
+		return "the rule for this host must see inside the tunnel";
+	case POLICY_R_AUTH:
+		return "this proxy needs authentication";
+	case POLICY_R_RATE:
+		return "the rule's rate limit is exhausted";
+	case POLICY_R_SHUTDOWN:
+		return "moat is shutting down";
+	default:
+		return "moat could not serve the request";
+	}
+}
+
+/*
+ * Writes one of moatd's own replies.  The body names the target, the
+ * reason and the rule, and tells an agent that a policy decision will not
+ * change with another spelling, so it stops trying bypasses.
+ */
+static void
+http_reply(struct conn *c, int code, enum policy_reason reason,
+    const char *detail, int keep_alive)
+{
+	struct http_status_info	 si = http_status_for(reason);
+	struct evbuffer		*out = io_out(c->cio);
+	char			 body[1024], esc[512];
+	char			 target[POLICY_NAME_MAX + 16];
+	int			 n;
+	bool			 policy;
+
+	if (code == 0)
+		code = si.code;
+	else
+		si.code = code;
+	policy = code == 403;
+	if (c->host[0] != '\0')
+		snprintf(target, sizeof(target), "%s:%u", c->host, c->port);
+	else
+		snprintf(target, sizeof(target), "(not parsed)");
+	n = snprintf(body, sizeof(body),
+	    "moat %s this request.\n"
+	    "target: %s\n"
+	    "reason: %s: %s%s%s\n"
+	    "rule:   %s\n"
+	    "%s",
+	    policy ? "denied" : "could not complete", target,
+	    policy_reason_str(reason), http_reason_text(reason),
+	    detail ? "\n        " : "",
+	    detail ? log_escape(detail, strlen(detail), esc, sizeof(esc)) : "",
+	    c->dec.rule_name ? c->dec.rule_name : "(none)",
+	    policy ? "This is moat's policy, not a network error: other "
+	    "spellings, addresses or ports of this host are denied the same "
+	    "way. Ask the operator to change the policy if you need it.\n" :
+	    "");
+	if (n < 0 || (size_t)n >= sizeof(body))
+		n = (int)strlen(body);
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n"
+	    "Content-Type: text/plain; charset=utf-8\r\n"
+	    "Content-Length: %d\r\n"
+	    "Cache-Control: no-store\r\n"
+	    "X-Moat-Reason: %s\r\n", si.code, si.phrase, n,
+	    policy_reason_str(reason));
+	if (c->dec.rule_name != NULL)
+		evbuffer_add_printf(out, "X-Moat-Rule: %s\r\n",
+		    c->dec.rule_name);
+	if (code == 407)
+		evbuffer_add_printf(out, "Proxy-Authenticate: Basic "
+		    "realm=\"moat\"\r\n");
+	evbuffer_add_printf(out, "Connection: %s\r\n\r\n",
+	    keep_alive ? "keep-alive" : "close");
+	evbuffer_add(out, body, (size_t)n);
+}
+
+/*
+ * A request or CONNECT that will not go through: audit it, answer it, and
+ * keep the connection only for a denied bodyless forward request whose
+ * client wants keep-alive (pip and friends reuse their connections).
+ */
+void
+http_denied(struct conn *c, enum policy_reason reason, const char *detail)
+{
+	int	keep;
+
+	conn_set_deadline(c, 0);
+	c->status = http_status_for(reason).code;
+	if (c->host[0] != '\0' || reason != POLICY_R_TIMEOUT)
+		conn_audit(c, c->kind == CONN_KIND_CONNECT ? "open" : "request",
+		    POLICY_DENY, reason, detail);
+	if (reason != POLICY_R_BAD_REQUEST && reason != POLICY_R_LIMIT)
+		log_debug("conn=%llu %s %s:%u denied: %s",
+		    (unsigned long long)c->id, conn_proto(c), c->host, c->port,
+		    policy_reason_str(reason));
+	else {
+		char esc[256];
+
+		log_info("conn=%llu from %s: %s: %s", (unsigned long long)c->id,
+		    c->client, policy_reason_str(reason), detail ?
+		    log_escape(detail, strlen(detail), esc, sizeof(esc)) : "-");
+	}
+	keep = c->kind == CONN_KIND_HTTP && c->req.method != NULL &&
+	    c->client_keepalive && c->reqb.done && c->uio == NULL &&
+	    c->state != CONN_ST_HTTP_EXCHANGE &&
+	    http_status_for(reason).code == 403;
+	if (c->uio != NULL) {
+		io_free(c->uio);
+		c->uio = NULL;
+	}
+	http_reply(c, 0, reason, detail, keep);
+	if (io_flush(c->cio) == -1) {
+		conn_close(c, POLICY_R_ALLOWED, NULL);
+		return;
+	}
+	if (keep) {
+		http_start(c);
+		return;
+	}
+	http_flush_close(c);
+}
+
+/* Writes what is queued for the client, then closes. */
+static void
+http_flush_close(struct conn *c)
+{
+	io_read(c->cio, 1);	/* read (and drop) so a peer's EOF is seen */
+	if (c->uio != NULL) {
+		io_free(c->uio);
+		c->uio = NULL;
+	}
+	if (io_out_len(c->cio) == 0) {
+		conn_close(c, POLICY_R_ALLOWED, NULL);
+		return;
+	}
+	conn_enter_state(c, CONN_ST_FLUSH_CLOSE);
+	io_set_cb(c->cio, http_client_event, c);
+	io_want_drained(c->cio, 0);
+	conn_set_deadline(c, c->cfg->timeouts.idle_client_ms);
+}
+
+/* ------------------------------------------------------------------ */
+/* Upstream side                                                        */
+/* ------------------------------------------------------------------ */
+
+void
+http_connected(struct conn *c, int ufd)
+{
+	char	key[POLICY_NAME_MAX + 8];
+
+	if (c->kind == CONN_KIND_CONNECT) {
+		conn_audit(c, "open", POLICY_ALLOW, POLICY_R_ALLOWED, NULL);
+		evbuffer_add(io_out(c->cio),
+		    "HTTP/1.1 200 Connection established\r\n\r\n", 39);
+		conn_to_tunnel(c, ufd);
+		return;
+	}
+	if ((c->uio = io_new(c->w->base, ufd, http_upstream_event, c)) ==
+	    NULL) {
+		close(ufd);
+		http_denied(c, POLICY_R_INTERNAL, "out of memory");
+		return;
+	}
+	snprintf(key, sizeof(key), "%s:%u", c->host, c->port);
+	free(c->up_host);
+	c->up_host = strdup(key);
+	if (c->up_host == NULL) {
+		http_denied(c, POLICY_R_INTERNAL, "out of memory");
+		return;
+	}
+	c->up_reused = false;
+	http_send_request(c);
+}
+
+/* Appends the client's fields minus hop-by-hop ones. */
+static void
+http_add_fields(struct evbuffer *out, const struct http_header *hv, size_t n)
+{
+	int		 ci;
+	size_t		 i;
+	const char	*conn_val = NULL;
+	size_t		 conn_len = 0;
+
+	ci = http_header_find(hv, n, 0, "connection");
+	if (ci >= 0) {
+		conn_val = hv[ci].value;
+		conn_len = hv[ci].value_len;
+	}
+	for (i = 0; i < n; i++) {
+		char name[128];
+
+		if (http_is_hop_by_hop(hv[i].name, hv[i].name_len))
+			continue;
+		if (conn_val != NULL && hv[i].name_len < sizeof(name)) {
+			memcpy(name, hv[i].name, hv[i].name_len);
+			name[hv[i].name_len] = '\0';
+			if (http_list_has_token(conn_val, conn_len, name))
+				continue;
+		}
+		evbuffer_add(out, hv[i].name, hv[i].name_len);
+		evbuffer_add(out, ": ", 2);
+		evbuffer_add(out, hv[i].value, hv[i].value_len);
+		evbuffer_add(out, "\r\n", 2);
+	}
+}
+
+/*
+ * Fields that belong to one connection (RFC 9110 §7.6.1) and those moatd
+ * always rewrites itself (Host, framing, proxy credentials).
+ */
+static int
+http_is_hop_by_hop(const char *name, size_t len)
+{
+	static const char *const hop[] = {
+		"connection", "keep-alive", "proxy-connection",
+		"proxy-authorization", "proxy-authenticate", "te", "trailer",
+		"transfer-encoding", "upgrade", "host", "content-length", NULL
+	};
+	size_t	i;
+
+	for (i = 0; hop[i] != NULL; i++)
+		if (strlen(hop[i]) == len && strncasecmp(hop[i], name, len) == 0)
+			return 1;
+	return 0;
+}
+
+static void
+http_send_request(struct conn *c)
+{
+	struct http_request_head	*req = &c->req;
+	struct evbuffer			*out = io_out(c->uio);
+
+	io_set_cb(c->uio, http_upstream_event, c);
+	evbuffer_expand(out, req->head_len + 128);
+	eb_str(out, req->method);
+	evbuffer_add(out, " ", 1);
+	eb_str(out, req->path);
+	evbuffer_add(out, " HTTP/1.1\r\nHost: ", 17);
+	eb_str(out, req->authority);
+	evbuffer_add(out, "\r\n", 2);
+	http_add_fields(out, req->headers, req->nheaders);
+	if (req->body == HTTP_BODY_LENGTH) {
+		evbuffer_add(out, "Content-Length: ", 16);
+		eb_u64(out, req->content_length);
+		evbuffer_add(out, "\r\n", 2);
+	} else if (req->body == HTTP_BODY_CHUNKED)
+		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+	evbuffer_add(out, "Via: 1.1 moat\r\n\r\n", 17);
+
+	conn_enter_state(c, CONN_ST_HTTP_EXCHANGE);
+	conn_set_deadline(c, c->cfg->timeouts.response_head_ms);
+	c->up_scan_state = 0;
+	c->resp_head_done = false;
+	io_read(c->uio, 1);
+	http_pump_request(c);
+}
+
+/*
+ * Moves body bytes from in to out under b's framing.  A chunked body is
+ * decoded and re-encoded (extensions and trailers dropped).  Returns 0, or
+ * -1 with *err for a framing error.
+ */
+static int
+http_move_body(struct conn *c, struct conn_body *b, struct evbuffer *in,
+    struct evbuffer *out, uint64_t *count, const char **err)
+{
+	size_t	avail, used, n;
+	int	rc;
+
+	while (!b->done && (avail = evbuffer_get_length(in)) > 0) {
+		switch (b->kind) {
+		case HTTP_BODY_LENGTH:
+			n = avail < b->left ? avail : (size_t)b->left;
+			evbuffer_remove_buffer(in, out, n);
+			b->left -= n;
+			*count += n;
+			if (b->left == 0)
+				b->done = true;
+			break;
+		case HTTP_BODY_CLOSE:
+			evbuffer_remove_buffer(in, out, avail);
+			*count += avail;
+			break;
+		case HTTP_BODY_CHUNKED: {
+			uint64_t left = http_chunked_data_left(&b->chunked);
+			unsigned char *p;
+
+			if (left > 0) {
+				n = avail < left ? avail : (size_t)left;
+				evbuffer_add_printf(out, "%zx\r\n", n);
+				evbuffer_remove_buffer(in, out, n);
+				evbuffer_add(out, "\r\n", 2);
+				http_chunked_data_consumed(&b->chunked, n);
+				*count += n;
+				break;
+			}
+			/* Framing: feed a window; NEED_MORE eats all of it. */
+			n = avail < HTTP_CHUNK_LINE_MAX_BYTES + 2 ? avail :
+			    HTTP_CHUNK_LINE_MAX_BYTES + 2;
+			if ((p = evbuffer_pullup(in, n)) == NULL) {
+				*err = "out of memory";
+				return -1;
+			}
+			rc = http_chunked_feed(&b->chunked, (const char *)p, n,
+			    &used, err);
+			evbuffer_drain(in, used);
+			if (rc == HTTP_INVALID)
+				return -1;
+			if (rc == HTTP_CHUNKED_DONE) {
+				evbuffer_add(out, "0\r\n\r\n", 5);
+				b->done = true;
+			} else if (rc == HTTP_NEED_MORE && n == avail)
+				return 0;
+			break;
+		}
+		default:
+			b->done = true;
+			break;
+		}
+	}
+	return 0;
+}
+
+static void
+http_pump_request(struct conn *c)
+{
+	const char	*err = NULL;
+
+	if (!c->reqb.done && http_move_body(c, &c->reqb, io_in(c->cio),
+	    io_out(c->uio), &c->bytes_up, &err) == -1) {
+		http_abort(c, POLICY_R_BAD_REQUEST, err);
+		return;
+	}
+	if (io_flush(c->uio) == -1) {
+		http_upstream_lost(c, "writing the request failed");
+		return;
+	}
+	if (c->reqb.done) {
+		/* Leave later (pipelined) bytes for the next request. */
+		io_read(c->cio, 0);
+		if (c->respb.done && c->resp_head_done)
+			http_finish(c);
+		return;
+	}
+	if (io_out_len(c->uio) > HTTP_BUF_HIGH_BYTES) {
+		io_read(c->cio, 0);
+		io_want_drained(c->uio, HTTP_BUF_LOW_BYTES);
+	} else
+		io_read(c->cio, 1);
+}
+
+static void
+http_upstream_event(struct io *io, int ev, void *arg)
+{
+	struct conn	*c = arg;
+
+	if (c->state != CONN_ST_HTTP_EXCHANGE) {
+		/* An idle kept connection spoke or closed: drop it. */
+		io_free(c->uio);
+		c->uio = NULL;
+		return;
+	}
+	if (ev & IO_EV_READ) {
+		http_read_response(c);
+		return;
+	}
+	if (ev & IO_EV_DRAINED) {
+		if (!c->reqb.done)
+			io_read(c->cio, 1);
+		return;
+	}
+	if ((ev & IO_EV_EOF) && c->resp_head_done &&
+	    c->respb.kind == HTTP_BODY_CLOSE) {
+		/* End of a close-delimited body. */
+		c->respb.done = true;
+		c->upstream_keepalive = false;
+		c->client_keepalive = false;
+		io_read(c->uio, 0);
+		http_finish(c);
+		return;
+	}
+	http_upstream_lost(c, ev & IO_EV_EOF ? "upstream closed the "
+	    "connection" : "upstream connection failed");
+}
+
+/*
+ * The upstream went away mid-exchange.  A reused keep-alive connection
+ * that closed before answering a bodyless idempotent request is retried
+ * once on a new connection (RFC 9112 §9.3.1); otherwise the client gets a
+ * 502 if nothing of the response reached it yet, or is cut off.
+ */
+static void
+http_upstream_lost(struct conn *c, const char *what)
+{
+	const char	*m = c->req.method;
+
+	if (c->up_reused && !c->resp_head_done && c->up_scan_state == 0 &&
+	    c->req.body == HTTP_BODY_NONE && (strcmp(m, "GET") == 0 ||
+	    strcmp(m, "HEAD") == 0 || strcmp(m, "OPTIONS") == 0)) {
+		io_free(c->uio);
+		c->uio = NULL;
+		c->up_reused = false;
+		conn_route(c);
+		return;
+	}
+	if (!c->resp_head_done) {
+		http_denied(c, POLICY_R_UPSTREAM_UNREACHABLE, what);
+		return;
+	}
+	http_abort(c, POLICY_R_UPSTREAM_UNREACHABLE, what);
+}
+
+static void
+http_read_response(struct conn *c)
+{
+	struct evbuffer		*in = io_in(c->uio);
+	struct http_limits	 lim;
+	const char		*err = NULL;
+	size_t			 len, head_len;
+	unsigned char		*p;
+	int			 rc;
+
+	while (!c->resp_head_done) {
+		len = evbuffer_get_length(in);
+		if (len == 0)
+			return;
+		http_limits(c, &lim);
+		lim.line_max = lim.head_max;	/* long reason phrases happen */
+		if (len > lim.head_max + 1)
+			len = lim.head_max + 1;
+		if ((p = evbuffer_pullup(in, len)) == NULL) {
+			http_abort(c, POLICY_R_INTERNAL, "out of memory");
+			return;
+		}
+		rc = http_head_scan((const char *)p, len, &lim,
+		    &c->up_scan_state, &head_len, &err);
+		if (rc == HTTP_NEED_MORE)
+			return;
+		if (rc == HTTP_OK)
+			rc = http_response_head_parse((const char *)p, head_len,
+			    &lim, c->req.method, &c->resp, &err);
+		if (rc != HTTP_OK) {
+			char d[160];
+
+			snprintf(d, sizeof(d), "malformed response from "
+			    "upstream: %s", err ? err : "?");
+			c->upstream_keepalive = false;
+			http_denied(c, POLICY_R_UPSTREAM_UNREACHABLE, d);
+			return;
+		}
+		evbuffer_drain(in, head_len);
+		c->up_scan_state = 0;
+		if (c->resp.status >= 100 && c->resp.status < 200) {
+			if (c->resp.status == 101) {
+				http_response_head_free(&c->resp);
+				http_denied(c, POLICY_R_UPSTREAM_UNREACHABLE,
+				    "upstream switched protocols, which moat "
+				    "does not forward");
+				return;
+			}
+			/* Interim answers: pass on 100 Continue, drop the rest. */
+			if (c->resp.status == 100 && c->req.expect_continue &&
+			    !c->sent_100) {
+				evbuffer_add(io_out(c->cio),
+				    "HTTP/1.1 100 Continue\r\n\r\n", 25);
+				c->sent_100 = true;
+			}
+			http_response_head_free(&c->resp);
+			continue;
+		}
+		if (http_write_response_head(c) == -1)
+			return;
+	}
+	http_pump_response(c);
+}
+
+static int
+http_write_response_head(struct conn *c)
+{
+	struct http_response_head	*r = &c->resp;
+	struct evbuffer			*out = io_out(c->cio);
+
+	c->resp_head_done = true;
+	c->status = r->status;
+	conn_set_deadline(c, 0);
+	c->respb.kind = r->body;
+	c->respb.left = r->content_length;
+	c->respb.done = r->body == HTTP_BODY_NONE ||
+	    (r->body == HTTP_BODY_LENGTH && r->content_length == 0);
+	http_chunked_init(&c->respb.chunked);
+	c->upstream_keepalive = r->keep_alive && r->body != HTTP_BODY_CLOSE;
+	if (r->body == HTTP_BODY_CLOSE || !c->reqb.done)
+		c->client_keepalive = false;
+	if (c->w->draining)
+		c->client_keepalive = false;
+
+	evbuffer_expand(out, r->head_len + 64);
+	evbuffer_add(out, "HTTP/1.1 ", 9);
+	eb_u64(out, (uint64_t)r->status);
+	evbuffer_add(out, " ", 1);
+	eb_str(out, r->reason);
+	evbuffer_add(out, "\r\n", 2);
+	http_add_fields(out, r->headers, r->nheaders);
+	if (r->body == HTTP_BODY_LENGTH ||
+	    (r->body == HTTP_BODY_NONE && r->content_length > 0 &&
+	    strcmp(c->req.method, "HEAD") == 0)) {
+		evbuffer_add(out, "Content-Length: ", 16);
+		eb_u64(out, r->content_length);
+		evbuffer_add(out, "\r\n", 2);
+	} else if (r->body == HTTP_BODY_CHUNKED)
+		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+	if (!c->client_keepalive)
+		evbuffer_add(out, "Connection: close\r\n", 19);
+	else if (c->req.version_minor == 0)
+		evbuffer_add(out, "Connection: keep-alive\r\n", 24);
+	evbuffer_add(out, "\r\n", 2);
+	return 0;
+}
+
+static void
+http_pump_response(struct conn *c)
+{
+	const char	*err = NULL;
+
+	if (!c->respb.done && http_move_body(c, &c->respb, io_in(c->uio),
+	    io_out(c->cio), &c->bytes_down, &err) == -1) {
+		char d[160];
+
+		snprintf(d, sizeof(d), "malformed response body from "
+		    "upstream: %s", err ? err : "?");
+		http_abort(c, POLICY_R_UPSTREAM_UNREACHABLE, d);
+		return;
+	}
+	if (io_flush(c->cio) == -1) {
+		http_abort(c, POLICY_R_BAD_REQUEST, "writing to the client "
+		    "failed");
+		return;
+	}
+	if (c->respb.done) {
+		if (evbuffer_get_length(io_in(c->uio)) > 0)
+			c->upstream_keepalive = false;	/* junk after body */
+		if (c->reqb.done) {
+			http_finish(c);
+			return;
+		}
+		/* Early answer (e.g. 413) before the whole request body:
+		 * neither connection can be reused. */
+		c->upstream_keepalive = false;
+		c->client_keepalive = false;
+		http_finish(c);
+		return;
+	}
+	if (io_out_len(c->cio) > HTTP_BUF_HIGH_BYTES) {
+		io_read(c->uio, 0);
+		io_want_drained(c->cio, HTTP_BUF_LOW_BYTES);
+	}
+}
+
+/* The response is complete: audit, then keep or close each side. */
+static void
+http_finish(struct conn *c)
+{
+	conn_audit(c, "request", POLICY_ALLOW, POLICY_R_ALLOWED, NULL);
+	if (c->uio != NULL && (!c->upstream_keepalive || !c->reqb.done ||
+	    !c->client_keepalive)) {
+		io_free(c->uio);
+		c->uio = NULL;
+	}
+	if (c->uio != NULL)
+		io_read(c->uio, 1);	/* notice if the idle upstream closes */
+	if (c->client_keepalive && !io_eof(c->cio)) {
+		http_start(c);
+		return;
+	}
+	http_flush_close(c);
+}
+
+/*
+ * The exchange cannot continue.  Before any response byte reached the
+ * client it still gets a proper reply; after, the only honest signal is to
+ * cut the connection.
+ */
+static void
+http_abort(struct conn *c, enum policy_reason reason, const char *detail)
+{
+	if (!c->resp_head_done) {
+		http_denied(c, reason, detail);
+		return;
+	}
+	conn_audit(c, "request", POLICY_ALLOW, reason, detail);
+	conn_close(c, reason, detail);
+}

@@ -1,0 +1,579 @@
+/*
+ * moatd.c - the main thread of moatd: options, config, listeners,
+ * privilege drop, workers, signals (reload, drain, reopen).
+ *
+ * The main thread serves no connection.  It owns the config: on SIGHUP it
+ * loads and checks a new one and hands it to every worker; a config with
+ * errors is refused and the old one stays.
+ */
+#include "config.h"
+
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "policy/policy.h"
+#include "proxy/audit.h"
+#include "proxy/listener.h"
+#include "proxy/log.h"
+#include "proxy/secret.h"
+#include "proxy/worker.h"
+
+#define MOATD_CONFIG_MAX_BYTES	(64u << 20)	/* largest config file read */
+#define MOATD_MAX_WORKERS	256
+
+struct moatd {
+	const char		*config_path;	/* NULL: embedded default */
+	char			**allow_private;	/* from the command line */
+	size_t			 nallow_private;
+	struct moat_config	*cfg;
+	struct listener		*listeners;
+	struct worker		**workers;
+	size_t			 nworkers;
+	struct event_base	*base;
+	struct event		*drain_timer;
+	int			 draining;
+	int			 done_pipe[2];	/* workers -> main: "I stopped" */
+	size_t			 nstopped;
+};
+
+static void	usage(FILE *f);
+static char	*read_file(const char *path, size_t *len, char *err,
+		    size_t errlen);
+static struct moat_config *load_config(struct moatd *m, int quiet_ok,
+		    const char *what);
+static int	check_secrets(const struct moat_config *cfg);
+static size_t	count_cpus(void);
+static void	raise_nofile(void);
+static int	drop_privileges(const char *user);
+static void	on_sighup(evutil_socket_t fd, short what, void *arg);
+static void	on_sigterm(evutil_socket_t fd, short what, void *arg);
+static void	on_sigusr1(evutil_socket_t fd, short what, void *arg);
+static void	on_drain_deadline(evutil_socket_t fd, short what, void *arg);
+static void	on_worker_done(evutil_socket_t fd, short what, void *arg);
+static int	same_listeners(const struct moat_config *a,
+		    const struct moat_config *b);
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: moatd [-c FILE] [--check] [-d] [--ready-fd N]\n"
+	    "             [--allow-private CIDR]... [--print-default-config]\n"
+	    "\n"
+	    "moatd is the egress proxy of moat: the only network exit of a\n"
+	    "sandbox.  It serves HTTP forward proxy, CONNECT and SOCKS5 on the\n"
+	    "listeners of its config and allows only what the policy allows.\n"
+	    "\n"
+	    "  -c, --config FILE        config file (JSON); default: the embedded\n"
+	    "                           default config (see --print-default-config)\n"
+	    "  -t, --check              validate the config (and secret files),\n"
+	    "                           print FILE:LINE:COLUMN: message per error,\n"
+	    "                           exit 0 if valid, 1 if not\n"
+	    "  -d, --debug              debug logging on stderr\n"
+	    "  -q, --quiet              log warnings and errors only\n"
+	    "      --ready-fd N         write \"ready\\n\" to descriptor N once every\n"
+	    "                           listener is bound, then close it\n"
+	    "      --allow-private CIDR also open this special-purpose range\n"
+	    "                           (added to policy.allow_private; repeatable)\n"
+	    "      --print-default-config  print the embedded config and exit\n"
+	    "  -V, --version            print the version and exit\n"
+	    "  -h, --help               print this help and exit\n"
+	    "\n"
+	    "Signals: SIGHUP reloads the config (a bad one is refused), SIGTERM\n"
+	    "and SIGINT drain and exit, SIGUSR1 reopens the audit log.\n"
+	    "See moatd(8) and moat.json(5).\n");
+}
+
+static char *
+read_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+	struct stat	 st;
+	char		*buf;
+	size_t		 n = 0;
+	ssize_t		 r;
+	int		 fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size > MOATD_CONFIG_MAX_BYTES) {
+		snprintf(err, errlen, "%s: %s", path, errno ? strerror(errno) :
+		    !S_ISREG(st.st_mode) ? "not a regular file" :
+		    "larger than 64 MiB");
+		close(fd);
+		return NULL;
+	}
+	if ((buf = malloc((size_t)st.st_size + 1)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		close(fd);
+		return NULL;
+	}
+	while (n < (size_t)st.st_size) {
+		r = read(fd, buf + n, (size_t)st.st_size - n);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			free(buf);
+			close(fd);
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+/*
+ * Loads the config named on the command line (or the embedded one) and
+ * applies --allow-private.  Prints every diagnostic; returns NULL if there
+ * was an error.  what prefixes messages at reload ("reload refused").
+ */
+static struct moat_config *
+load_config(struct moatd *m, int print_warnings, const char *what)
+{
+	struct policy_diags	 d;
+	struct moat_config	*cfg;
+	char			*buf = NULL, err[512], line[1024];
+	const char		*name, *e = NULL;
+	size_t			 len, i;
+
+	if (m->config_path != NULL) {
+		if ((buf = read_file(m->config_path, &len, err,
+		    sizeof(err))) == NULL) {
+			log_warnx("%s%s", what, err);
+			return NULL;
+		}
+		name = m->config_path;
+	} else {
+		name = "(embedded default config)";
+		len = moat_default_config_len;
+	}
+	policy_diags_init(&d);
+	cfg = policy_config_load(name, buf ? buf : moat_default_config, len,
+	    &d);
+	free(buf);
+	for (i = 0; i < d.n; i++) {
+		if (d.v[i].level == POLICY_DIAG_WARNING && !print_warnings)
+			continue;
+		policy_diag_format(&d, i, line, sizeof(line));
+		fprintf(stderr, "%s%s\n", what, line);
+	}
+	policy_diags_clear(&d);
+	if (cfg == NULL)
+		return NULL;
+	for (i = 0; i < m->nallow_private; i++) {
+		if (policy_config_allow_private(cfg, m->allow_private[i],
+		    &e) == -1) {
+			fprintf(stderr, "%s--allow-private %s: %s\n", what,
+			    m->allow_private[i], e);
+			policy_config_unref(cfg);
+			return NULL;
+		}
+	}
+	return cfg;
+}
+
+/* Secret and token files must be readable and private: check them all. */
+static int
+check_secrets(const struct moat_config *cfg)
+{
+	char	 err[512], *v;
+	size_t	 i, j, len;
+	int	 bad = 0;
+
+	for (i = 0; i < cfg->nsecrets; i++) {
+		v = secret_read(&cfg->secrets[i], &len, err, sizeof(err));
+		if (v == NULL) {
+			fprintf(stderr, "%s:%d:%d: secrets.%s: %s\n", cfg->file,
+			    cfg->secrets[i].line, cfg->secrets[i].column,
+			    cfg->secrets[i].name, err);
+			bad = 1;
+		}
+		secret_free(v, len);
+	}
+	for (i = 0; i < cfg->nlisten; i++) {
+		for (j = 0; j < cfg->listen[i].nauth; j++) {
+			const struct moat_secret_ref *a = &cfg->listen[i].auth[j];
+
+			v = secret_read(a, &len, err, sizeof(err));
+			if (v == NULL) {
+				fprintf(stderr, "%s:%d:%d: listen[%zu].auth.%s: "
+				    "%s\n", cfg->file, a->line, a->column, i,
+				    a->name, err);
+				bad = 1;
+			}
+			secret_free(v, len);
+		}
+	}
+	return bad ? -1 : 0;
+}
+
+static size_t
+count_cpus(void)
+{
+	cpu_set_t	set;
+	int		n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 &&
+	    (n = CPU_COUNT(&set)) > 0)
+		return (size_t)n;
+	n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (size_t)n : 1;
+}
+
+static void
+raise_nofile(void)
+{
+	struct rlimit	rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
+			log_warn("cannot raise the descriptor limit");
+	}
+}
+
+/*
+ * After binding, moatd needs no privilege at all: switch to the
+ * configured user, groups first, and check that nothing can be regained.
+ */
+static int
+drop_privileges(const char *user)
+{
+	struct passwd	*pw;
+	uid_t		 r, e, s;
+
+	if ((pw = getpwnam(user)) == NULL) {
+		log_warnx("user \"%s\": no such user", user);
+		return -1;
+	}
+	if (geteuid() != 0) {
+		if (geteuid() == pw->pw_uid)
+			return 0;
+		log_warnx("user \"%s\": moatd is not root, cannot switch", user);
+		return -1;
+	}
+	if (setgroups(1, &pw->pw_gid) == -1 ||
+	    setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == -1 ||
+	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == -1) {
+		log_warn("cannot switch to user \"%s\"", user);
+		return -1;
+	}
+	if (getresuid(&r, &e, &s) == -1 || r != pw->pw_uid ||
+	    e != pw->pw_uid || s != pw->pw_uid || setuid(0) != -1) {
+		log_warnx("switching to user \"%s\" did not stick", user);
+		return -1;
+	}
+	/* setresuid cleared the capabilities; keep it unable to regain any. */
+	(void)prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	return 0;
+}
+
+static int
+same_listeners(const struct moat_config *a, const struct moat_config *b)
+{
+	size_t	i;
+
+	if (a->nlisten != b->nlisten)
+		return 0;
+	for (i = 0; i < a->nlisten; i++) {
+		const struct moat_listen *x = &a->listen[i], *y = &b->listen[i];
+
+		if (x->proto != y->proto || strcmp(x->address, y->address) ||
+		    x->mode != y->mode || x->nauth != y->nauth ||
+		    strcmp(x->sandbox ? x->sandbox : "",
+		    y->sandbox ? y->sandbox : ""))
+			return 0;
+	}
+	return 1;
+}
+
+static void
+on_sighup(evutil_socket_t fd, short what, void *arg)
+{
+	struct moatd		*m = arg;
+	struct moat_config	*cfg;
+	size_t			 i;
+
+	if (m->draining)
+		return;
+	log_info("SIGHUP: reloading %s", m->config_path ? m->config_path :
+	    "the embedded default config");
+	if ((cfg = load_config(m, 1, "reload refused: ")) == NULL) {
+		log_warnx("reload refused: the config has errors; the running "
+		    "config stays in force");
+		return;
+	}
+	if (check_secrets(cfg) == -1) {
+		log_warnx("reload refused: secrets or tokens cannot be read; "
+		    "the running config stays in force");
+		policy_config_unref(cfg);
+		return;
+	}
+	if (!same_listeners(m->cfg, cfg))
+		log_warnx("reload: changes to \"listen\" need a restart; the "
+		    "listeners stay as they are");
+	if (audit_set_path(cfg->audit_path) == -1)
+		log_warn("reload: cannot open the new audit log %s, keeping "
+		    "the old one", cfg->audit_path);
+	for (i = 0; i < m->nworkers; i++)
+		worker_post_config(m->workers[i], cfg);
+	policy_config_unref(m->cfg);
+	m->cfg = cfg;
+	log_info("reload done: new requests use the new policy");
+}
+
+static void
+on_sigterm(evutil_socket_t fd, short what, void *arg)
+{
+	struct moatd	*m = arg;
+	struct timeval	 tv;
+	size_t		 i;
+
+	if (m->draining) {
+		log_info("second signal: stopping now");
+		for (i = 0; i < m->nworkers; i++)
+			worker_post_stop(m->workers[i]);
+		return;
+	}
+	m->draining = 1;
+	log_info("draining: no new connections; open ones have %u ms",
+	    m->cfg->timeouts.drain_ms);
+	for (i = 0; i < m->nworkers; i++)
+		worker_post_drain(m->workers[i]);
+	tv.tv_sec = m->cfg->timeouts.drain_ms / 1000;
+	tv.tv_usec = (m->cfg->timeouts.drain_ms % 1000) * 1000;
+	evtimer_add(m->drain_timer, &tv);
+}
+
+static void
+on_drain_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct moatd	*m = arg;
+	size_t		 i;
+
+	log_info("drain deadline reached: closing what is still open");
+	for (i = 0; i < m->nworkers; i++)
+		worker_post_stop(m->workers[i]);
+}
+
+static void
+on_sigusr1(evutil_socket_t fd, short what, void *arg)
+{
+	log_info("SIGUSR1: reopening the audit log");
+	audit_reopen();
+}
+
+static void
+on_worker_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct moatd	*m = arg;
+	char		 b[64];
+	ssize_t		 n;
+
+	n = read(fd, b, sizeof(b));
+	if (n > 0)
+		m->nstopped += (size_t)n;
+	if (m->nstopped >= m->nworkers)
+		event_base_loopbreak(m->base);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check", no_argument, NULL, 't' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "ready-fd", required_argument, NULL, 'R' },
+		{ "allow-private", required_argument, NULL, 'P' },
+		{ "print-default-config", no_argument, NULL, 'D' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct moatd	 m;
+	struct event	*sig_hup, *sig_term, *sig_int, *sig_usr1, *done_ev;
+	char		 err[1024];
+	int		 ch, check = 0, ready_fd = -1;
+	enum log_level	 lvl = LOG_LVL_INFO;
+	size_t		 i;
+	long		 v;
+	char		*end;
+
+	memset(&m, 0, sizeof(m));
+	m.done_pipe[0] = m.done_pipe[1] = -1;
+	while ((ch = getopt_long(argc, argv, "c:tdqVh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			m.config_path = optarg;
+			break;
+		case 't':
+			check = 1;
+			break;
+		case 'd':
+			lvl = LOG_LVL_DEBUG;
+			break;
+		case 'q':
+			lvl = LOG_LVL_WARN;
+			break;
+		case 'R':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || *end != '\0' || v < 0 || v > INT_MAX) {
+				fprintf(stderr, "moatd: --ready-fd: \"%s\" is "
+				    "not a descriptor number\n", optarg);
+				return 2;
+			}
+			ready_fd = (int)v;
+			break;
+		case 'P':
+			m.allow_private = realloc(m.allow_private,
+			    (m.nallow_private + 1) * sizeof(char *));
+			if (m.allow_private == NULL)
+				fatalx("out of memory");
+			m.allow_private[m.nallow_private++] = optarg;
+			break;
+		case 'D':
+			fwrite(moat_default_config, 1, moat_default_config_len,
+			    stdout);
+			return 0;
+		case 'V':
+			printf("moatd %s\n", PACKAGE_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "moatd: unexpected argument \"%s\"\n",
+		    argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	log_init("moatd", lvl);
+
+	if ((m.cfg = load_config(&m, 1, "")) == NULL)
+		return 1;
+	if (check_secrets(m.cfg) == -1) {
+		policy_config_unref(m.cfg);
+		return 1;
+	}
+	if (check) {
+		printf("%s: configuration OK\n", m.cfg->file);
+		policy_config_unref(m.cfg);
+		return 0;
+	}
+
+	/* Secrets will live in this process: keep them out of core dumps. */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
+
+	m.nworkers = m.cfg->workers ? m.cfg->workers : count_cpus();
+	if (m.nworkers > MOATD_MAX_WORKERS)
+		m.nworkers = MOATD_MAX_WORKERS;
+	if (audit_start(m.cfg->audit_path) == -1)
+		fatal("audit log %s", m.cfg->audit_path);
+	if ((m.listeners = listener_bind_all(m.cfg, m.nworkers, err,
+	    sizeof(err))) == NULL)
+		fatalx("%s", err);
+	if (m.cfg->user != NULL && drop_privileges(m.cfg->user) == -1)
+		fatalx("refusing to run with more privilege than asked for");
+
+	if ((m.base = event_base_new()) == NULL)
+		fatalx("cannot create the main event loop");
+	if (pipe2(m.done_pipe, O_CLOEXEC | O_NONBLOCK) == -1)
+		fatal("pipe");
+	if ((m.workers = calloc(m.nworkers, sizeof(*m.workers))) == NULL)
+		fatalx("out of memory");
+	for (i = 0; i < m.nworkers; i++) {
+		if ((m.workers[i] = worker_new((int)i, m.cfg, m.listeners, err,
+		    sizeof(err))) == NULL)
+			fatalx("worker %zu: %s", i, err);
+		m.workers[i]->done_fd = m.done_pipe[1];
+	}
+	for (i = 0; i < m.nworkers; i++)
+		if (worker_start(m.workers[i]) == -1)
+			fatal("cannot start worker %zu", i);
+
+	sig_hup = evsignal_new(m.base, SIGHUP, on_sighup, &m);
+	sig_term = evsignal_new(m.base, SIGTERM, on_sigterm, &m);
+	sig_int = evsignal_new(m.base, SIGINT, on_sigterm, &m);
+	sig_usr1 = evsignal_new(m.base, SIGUSR1, on_sigusr1, &m);
+	m.drain_timer = evtimer_new(m.base, on_drain_deadline, &m);
+	done_ev = event_new(m.base, m.done_pipe[0], EV_READ | EV_PERSIST,
+	    on_worker_done, &m);
+	if (sig_hup == NULL || sig_term == NULL || sig_int == NULL ||
+	    sig_usr1 == NULL || m.drain_timer == NULL || done_ev == NULL ||
+	    evsignal_add(sig_hup, NULL) == -1 ||
+	    evsignal_add(sig_term, NULL) == -1 ||
+	    evsignal_add(sig_int, NULL) == -1 ||
+	    evsignal_add(sig_usr1, NULL) == -1 ||
+	    event_add(done_ev, NULL) == -1)
+		fatalx("cannot set up signal handling");
+
+	{
+		struct listener *l;
+
+		for (l = m.listeners; l != NULL; l = l->next)
+			log_info("listening on %s (%s, sandbox \"%s\")",
+			    l->address, policy_proto_str(l->proto), l->sandbox);
+	}
+	log_info("moatd %s running with %zu worker%s, config %s", PACKAGE_VERSION,
+	    m.nworkers, m.nworkers == 1 ? "" : "s", m.cfg->file);
+	if (ready_fd >= 0) {
+		(void)!write(ready_fd, "ready\n", 6);
+		close(ready_fd);
+	}
+
+	event_base_dispatch(m.base);
+
+	for (i = 0; i < m.nworkers; i++)
+		worker_free(m.workers[i]);
+	free(m.workers);
+	event_free(sig_hup);
+	event_free(sig_term);
+	event_free(sig_int);
+	event_free(sig_usr1);
+	event_free(m.drain_timer);
+	event_free(done_ev);
+	event_base_free(m.base);
+	close(m.done_pipe[0]);
+	close(m.done_pipe[1]);
+	listener_free_all(m.listeners);
+	policy_config_unref(m.cfg);
+	free(m.allow_private);
+	log_info("stopped");
+	audit_stop();
+	return 0;
+}

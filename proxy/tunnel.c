@@ -1,0 +1,410 @@
+/*
+ * tunnel.c - spliced byte relay for allowed, uninspected tunnels.
+ *
+ * Each direction moves bytes socket -> pipe -> socket with splice(2), so
+ * they never enter user space.  Both sockets are watched edge-triggered
+ * for read and write with one event each, registered once: readable
+ * "from" or writable "to" re-runs that direction's pump, which works until
+ * the kernel says EAGAIN.
+ *
+ * The pump only splices into an empty pipe.  That matters: a pipe holds
+ * 16 buffers, so small segments can fill it long before 64 KiB, and then
+ * splice(socket -> pipe) says EAGAIN although the socket has data; with an
+ * empty pipe EAGAIN can only mean the socket is drained, so no readiness
+ * edge is ever lost.  An empty pipe goes back to the worker's pool at once,
+ * which is why an idle tunnel holds no pipe.
+ */
+#include "config.h"
+
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "proxy/audit.h"
+#include "proxy/log.h"
+#include "proxy/tunnel.h"
+#include "proxy/util.h"
+#include "proxy/worker.h"
+
+struct tunnel_dir {
+	int		 from;
+	int		 to;
+	int		 pipe[2];	/* -1 when none is held */
+	size_t		 in_pipe;	/* bytes in the pipe */
+	struct evbuffer	*pending;	/* bytes to write to "to" first */
+	uint64_t	 bytes;
+	unsigned	 eof:1;		/* "from" reached EOF */
+	unsigned	 shut:1;	/* "to" was shut down for writing */
+};
+
+struct tunnel {
+	struct worker		*w;
+	int			 cfd;
+	int			 ufd;
+	struct event		*cev;
+	struct event		*uev;
+	struct event		*timer;
+	struct tunnel_dir	 up;		/* client -> upstream */
+	struct tunnel_dir	 down;		/* upstream -> client */
+	uint64_t		 last_ms;	/* last byte moved */
+	unsigned		 idle_ms;
+	LIST_ENTRY(tunnel)	 link;
+	/* For the close audit line; strings live in strs. */
+	uint64_t		 id;
+	uint64_t		 t_start;
+	uint16_t		 port;
+	const char		*sandbox, *proto, *client, *host, *ip, *rule;
+	char			*strs;
+};
+
+enum tunnel_end {
+	TUNNEL_END_EOF = 0,
+	TUNNEL_END_IDLE,
+	TUNNEL_END_RESET,
+	TUNNEL_END_SHUTDOWN,
+	TUNNEL_END_INTERNAL
+};
+
+static const char *const tunnel_end_names[] = {
+	"eof", "idle", "reset", "shutdown", "internal"
+};
+
+static int	tdir_pump(struct tunnel *t, struct tunnel_dir *d);
+static void	tdir_release_pipe(struct tunnel *t, struct tunnel_dir *d);
+static int	tdir_wants_write(const struct tunnel_dir *d);
+static void	tunnel_cev(evutil_socket_t fd, short what, void *arg);
+static void	tunnel_uev(evutil_socket_t fd, short what, void *arg);
+static void	tunnel_after(struct tunnel *t, int r1, int r2);
+static void	tunnel_timer(evutil_socket_t fd, short what, void *arg);
+static void	tunnel_close(struct tunnel *t, enum tunnel_end end);
+static int	tunnel_copy_meta(struct tunnel *t, const struct tunnel_meta *m);
+
+static int
+tunnel_copy_meta(struct tunnel *t, const struct tunnel_meta *m)
+{
+	const char	*src[6] = { m->sandbox, m->proto, m->client, m->host,
+			    m->ip, m->rule };
+	const char	**dst[6] = { &t->sandbox, &t->proto, &t->client,
+			    &t->host, &t->ip, &t->rule };
+	size_t		 len = 0, i, n;
+	char		*p;
+
+	for (i = 0; i < 6; i++)
+		if (src[i] != NULL)
+			len += strlen(src[i]) + 1;
+	if ((t->strs = p = malloc(len ? len : 1)) == NULL)
+		return -1;
+	for (i = 0; i < 6; i++) {
+		if (src[i] == NULL) {
+			*dst[i] = NULL;
+			continue;
+		}
+		n = strlen(src[i]) + 1;
+		memcpy(p, src[i], n);
+		*dst[i] = p;
+		p += n;
+	}
+	t->id = m->id;
+	t->port = m->port;
+	t->t_start = m->t_start;
+	return 0;
+}
+
+int
+tunnel_start(struct worker *w, int cfd, int ufd, struct evbuffer *to_up,
+    struct evbuffer *to_client, const struct tunnel_meta *m, unsigned idle_ms)
+{
+	struct tunnel	*t;
+	struct timeval	 tv;
+
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		goto nomem;
+	t->w = w;
+	t->cfd = cfd;
+	t->ufd = ufd;
+	t->up.from = cfd;
+	t->up.to = ufd;
+	t->down.from = ufd;
+	t->down.to = cfd;
+	t->up.pipe[0] = t->up.pipe[1] = -1;
+	t->down.pipe[0] = t->down.pipe[1] = -1;
+	t->idle_ms = idle_ms;
+	t->last_ms = util_now_ms();
+	if (tunnel_copy_meta(t, m) == -1)
+		goto nomem;
+	if (to_up != NULL && evbuffer_get_length(to_up) > 0) {
+		if ((t->up.pending = evbuffer_new()) == NULL)
+			goto nomem;
+		evbuffer_add_buffer(t->up.pending, to_up);
+	}
+	if (to_client != NULL && evbuffer_get_length(to_client) > 0) {
+		if ((t->down.pending = evbuffer_new()) == NULL)
+			goto nomem;
+		evbuffer_add_buffer(t->down.pending, to_client);
+	}
+	t->cev = event_new(w->base, cfd, EV_READ | EV_WRITE | EV_PERSIST |
+	    EV_ET, tunnel_cev, t);
+	t->uev = event_new(w->base, ufd, EV_READ | EV_WRITE | EV_PERSIST |
+	    EV_ET, tunnel_uev, t);
+	t->timer = evtimer_new(w->base, tunnel_timer, t);
+	if (t->cev == NULL || t->uev == NULL || t->timer == NULL)
+		goto nomem;
+	tv.tv_sec = idle_ms / 1000;
+	tv.tv_usec = (idle_ms % 1000) * 1000;
+	if (event_add(t->cev, NULL) == -1 || event_add(t->uev, NULL) == -1 ||
+	    event_add(t->timer, &tv) == -1)
+		goto nomem;
+	LIST_INSERT_HEAD(&w->tunnels, t, link);
+	w->ntunnels++;
+	/* Write what was buffered before the hand-over. */
+	tunnel_after(t, tdir_pump(t, &t->up), tdir_pump(t, &t->down));
+	return 0;
+ nomem:
+	log_warnx("tunnel: out of memory, connection dropped");
+	if (t != NULL) {
+		if (t->cev != NULL)
+			event_free(t->cev);
+		if (t->uev != NULL)
+			event_free(t->uev);
+		if (t->timer != NULL)
+			event_free(t->timer);
+		if (t->up.pending != NULL)
+			evbuffer_free(t->up.pending);
+		if (t->down.pending != NULL)
+			evbuffer_free(t->down.pending);
+		free(t->strs);
+		free(t);
+	}
+	close(cfd);
+	close(ufd);
+	return -1;
+}
+
+static void
+tdir_release_pipe(struct tunnel *t, struct tunnel_dir *d)
+{
+	if (d->pipe[0] < 0)
+		return;
+	if (d->in_pipe == 0)
+		worker_pipe_put(t->w, d->pipe);
+	else {
+		close(d->pipe[0]);
+		close(d->pipe[1]);
+	}
+	d->pipe[0] = d->pipe[1] = -1;
+	d->in_pipe = 0;
+}
+
+/*
+ * Moves bytes of one direction until the kernel pushes back.
+ * Returns 0 (blocked, or this direction is finished), 1 (still had work
+ * after TUNNEL_ROUNDS: call again soon), or -1 with errno (the tunnel must
+ * end).  splice(2) returns, as used here:
+ *   > 0     bytes moved;
+ *   0       from socket: the peer sent EOF (from a pipe: cannot happen,
+ *           in_pipe > 0 is checked first);
+ *   -1 EAGAIN  socket -> pipe: the socket has no data (the pipe is empty);
+ *              pipe -> socket: the socket's send buffer is full;
+ *   -1 EINTR   retried;
+ *   -1 other   (ECONNRESET, EPIPE, ...) the tunnel ends.
+ */
+static int
+tdir_pump(struct tunnel *t, struct tunnel_dir *d)
+{
+	ssize_t	n;
+	int	rounds;
+
+	if (d->pending != NULL) {
+		while (evbuffer_get_length(d->pending) > 0) {
+			n = evbuffer_write(d->pending, d->to);
+			if (n == -1) {
+				if (errno == EAGAIN || errno == EINTR)
+					return 0;
+				return -1;
+			}
+			d->bytes += (uint64_t)n;
+		}
+		evbuffer_free(d->pending);
+		d->pending = NULL;
+	}
+	for (rounds = 0; rounds < TUNNEL_ROUNDS; rounds++) {
+		if (d->in_pipe > 0) {
+			n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
+			    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				d->in_pipe -= (size_t)n;
+				d->bytes += (uint64_t)n;
+				t->last_ms = 0;	/* refreshed by the caller */
+				continue;
+			}
+			if (n == -1 && errno == EINTR)
+				continue;
+			if (n == -1 && errno == EAGAIN)
+				return 0;
+			return -1;
+		}
+		if (d->eof) {
+			tdir_release_pipe(t, d);
+			if (!d->shut) {
+				d->shut = 1;
+				(void)shutdown(d->to, SHUT_WR);
+			}
+			return 0;
+		}
+		if (d->pipe[0] < 0 && worker_pipe_get(t->w, d->pipe) == -1)
+			return -1;
+		n = splice(d->from, NULL, d->pipe[1], NULL, TUNNEL_SPLICE_BYTES,
+		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0) {
+			d->in_pipe = (size_t)n;
+			t->last_ms = 0;
+			continue;
+		}
+		if (n == 0) {
+			d->eof = 1;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN) {
+			tdir_release_pipe(t, d);
+			return 0;
+		}
+		return -1;
+	}
+	return 1;
+}
+
+/* After pumping: end the tunnel, or schedule more work. */
+static void
+tunnel_after(struct tunnel *t, int r1, int r2)
+{
+	if (r1 == -1 || r2 == -1) {
+		tunnel_close(t, errno == ENOMEM || errno == EMFILE ||
+		    errno == ENFILE ? TUNNEL_END_INTERNAL : TUNNEL_END_RESET);
+		return;
+	}
+	if (t->last_ms == 0)
+		t->last_ms = util_now_ms();
+	if (t->up.shut && t->down.shut) {
+		tunnel_close(t, TUNNEL_END_EOF);
+		return;
+	}
+	/* A busy tunnel yields to others, then continues (edge-triggered
+	 * events will not fire again for data already there). */
+	if (r1 == 1)
+		event_active(t->cev, EV_READ, 0);
+	if (r2 == 1)
+		event_active(t->uev, EV_READ, 0);
+}
+
+/*
+ * Edge-triggered epoll reports the whole readiness mask, so a readable
+ * socket also says "writable".  Writability helps a direction only while
+ * it holds bytes it could not write; checking that first saves a useless
+ * splice per wakeup.
+ */
+static int
+tdir_wants_write(const struct tunnel_dir *d)
+{
+	return d->in_pipe > 0 || d->pending != NULL;
+}
+
+static void
+tunnel_cev(evutil_socket_t fd, short what, void *arg)
+{
+	struct tunnel	*t = arg;
+	int		 r1 = 0, r2 = 0;
+
+	if (what & EV_READ)
+		r1 = tdir_pump(t, &t->up);
+	if (r1 != -1 && (what & EV_WRITE) && tdir_wants_write(&t->down))
+		r2 = tdir_pump(t, &t->down);
+	tunnel_after(t, r1, r2);
+}
+
+static void
+tunnel_uev(evutil_socket_t fd, short what, void *arg)
+{
+	struct tunnel	*t = arg;
+	int		 r1 = 0, r2 = 0;
+
+	if (what & EV_READ)
+		r2 = tdir_pump(t, &t->down);
+	if (r2 != -1 && (what & EV_WRITE) && tdir_wants_write(&t->up))
+		r1 = tdir_pump(t, &t->up);
+	tunnel_after(t, r1, r2);
+}
+
+static void
+tunnel_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct tunnel	*t = arg;
+	uint64_t	 now = util_now_ms(), due = t->last_ms + t->idle_ms;
+	struct timeval	 tv;
+
+	if (now >= due) {
+		tunnel_close(t, TUNNEL_END_IDLE);
+		return;
+	}
+	/* Activity since the timer was set: sleep for the rest only. */
+	tv.tv_sec = (due - now) / 1000;
+	tv.tv_usec = ((due - now) % 1000) * 1000;
+	event_add(t->timer, &tv);
+}
+
+void
+tunnel_abort(struct tunnel *t)
+{
+	tunnel_close(t, TUNNEL_END_SHUTDOWN);
+}
+
+static void
+tunnel_close(struct tunnel *t, enum tunnel_end end)
+{
+	struct audit_rec	 r;
+	struct worker		*w = t->w;
+
+	audit_rec_init(&r);
+	r.event = "close";
+	r.id = t->id;
+	r.sandbox = t->sandbox;
+	r.proto = t->proto;
+	r.client = t->client;
+	r.host = t->host;
+	r.port = t->port;
+	r.ip = t->ip;
+	r.verdict = POLICY_ALLOW;
+	r.reason = end == TUNNEL_END_IDLE ? POLICY_R_TIMEOUT :
+	    end == TUNNEL_END_SHUTDOWN ? POLICY_R_SHUTDOWN : POLICY_R_ALLOWED;
+	r.rule = t->rule;
+	r.bytes_up = (int64_t)t->up.bytes;
+	r.bytes_down = (int64_t)t->down.bytes;
+	r.duration_ms = (int64_t)(util_now_ms() - t->t_start);
+	r.end = tunnel_end_names[end];
+	audit_emit(&r);
+
+	event_free(t->cev);
+	event_free(t->uev);
+	event_free(t->timer);
+	tdir_release_pipe(t, &t->up);
+	tdir_release_pipe(t, &t->down);
+	if (t->up.pending != NULL)
+		evbuffer_free(t->up.pending);
+	if (t->down.pending != NULL)
+		evbuffer_free(t->down.pending);
+	close(t->cfd);
+	close(t->ufd);
+	LIST_REMOVE(t, link);
+	w->ntunnels--;
+	free(t->strs);
+	free(t);
+	worker_conn_closed(w);
+}

@@ -1,0 +1,52 @@
+/*
+ * tunnel.h - an allowed tunnel (CONNECT, SOCKS5) that needs no inspection:
+ * bytes move between the two sockets with splice(2) through a pipe, never
+ * through user-space buffers.
+ *
+ * An idle tunnel holds two sockets, two events and this struct: its pipes
+ * go back to the worker's pool whenever they are empty.  The tunnel ends
+ * when both directions have reached EOF and been flushed, on an error, on
+ * the idle timeout, or at shutdown; it then writes the "close" audit line
+ * with the bytes each way and the duration.
+ */
+#ifndef MOAT_TUNNEL_H
+#define MOAT_TUNNEL_H
+
+#include <stdint.h>
+
+#include "policy/policy.h"
+
+struct evbuffer;
+struct tunnel;
+struct worker;
+
+#define TUNNEL_SPLICE_BYTES	(1u << 16)	/* most bytes one splice moves */
+#define TUNNEL_ROUNDS		16		/* splice rounds per wakeup */
+
+/* What the close audit line needs to say; strings are copied. */
+struct tunnel_meta {
+	uint64_t		 id;
+	const char		*sandbox;
+	const char		*proto;
+	const char		*client;
+	const char		*host;
+	uint16_t		 port;
+	const char		*ip;
+	const char		*rule;
+	uint64_t		 t_start;	/* ms, monotonic */
+};
+
+/*
+ * Starts a tunnel between cfd (client) and ufd (upstream), which it owns
+ * from now on even on failure.  to_up and to_client hold bytes already
+ * read from one side (or queued for it) that must be written first; their
+ * contents are moved out (the caller frees the buffers).  Returns 0, or -1
+ * (the sockets are closed and the close is audited).
+ */
+int	tunnel_start(struct worker *w, int cfd, int ufd, struct evbuffer *to_up,
+	    struct evbuffer *to_client, const struct tunnel_meta *m,
+	    unsigned idle_ms);
+/* Ends a tunnel now (shutdown deadline). */
+void	tunnel_abort(struct tunnel *t);
+
+#endif /* MOAT_TUNNEL_H */

@@ -1,0 +1,194 @@
+/*
+ * upstream.c - connect to allowed addresses in turn.
+ */
+#include "config.h"
+
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "proxy/upstream.h"
+#include "proxy/util.h"
+
+#define UPSTREAM_MAX_ADDRS	16
+
+struct upstream_connect {
+	struct event_base	*base;
+	struct policy_addr	 addrs[UPSTREAM_MAX_ADDRS];
+	size_t			 n;
+	size_t			 idx;		/* address being tried */
+	uint16_t		 port;
+	unsigned		 timeout_ms;
+	int			 fd;
+	int			 err;		/* errno of the last failure */
+	struct event		*ev;		/* write-ready or timeout */
+	struct event		*done;		/* deferred final failure */
+	upstream_cb		*cb;
+	void			*arg;
+};
+
+static void	uc_next(struct upstream_connect *uc);
+static void	uc_event(evutil_socket_t fd, short what, void *arg);
+static void	uc_fail_cb(evutil_socket_t fd, short what, void *arg);
+static void	uc_free(struct upstream_connect *uc);
+
+socklen_t
+upstream_sockaddr(const struct policy_addr *addr, uint16_t port,
+    struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (addr->family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		sin->sin_addr = addr->u.v4;
+		return sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		sin6->sin6_addr = addr->u.v6;
+		return sizeof(*sin6);
+	}
+}
+
+struct upstream_connect *
+upstream_connect_start(struct event_base *base, const struct policy_addr *addrs,
+    size_t n, uint16_t port, unsigned timeout_ms, upstream_cb *cb, void *arg)
+{
+	struct upstream_connect	*uc;
+
+	if ((uc = calloc(1, sizeof(*uc))) == NULL)
+		return NULL;
+	if (n > UPSTREAM_MAX_ADDRS)
+		n = UPSTREAM_MAX_ADDRS;
+	memcpy(uc->addrs, addrs, n * sizeof(*addrs));
+	uc->base = base;
+	uc->n = n;
+	uc->port = port;
+	uc->timeout_ms = timeout_ms;
+	uc->fd = -1;
+	uc->cb = cb;
+	uc->arg = arg;
+	uc->err = EHOSTUNREACH;
+	if ((uc->done = evtimer_new(base, uc_fail_cb, uc)) == NULL) {
+		free(uc);
+		errno = ENOMEM;
+		return NULL;
+	}
+	uc->idx = 0;
+	uc_next(uc);
+	return uc;
+}
+
+/*
+ * Starts the attempt at uc->idx, skipping addresses that fail at once.
+ * When none is left, schedules the failure callback (never calls it from
+ * here, so upstream_connect_start never calls back).
+ */
+static void
+uc_next(struct upstream_connect *uc)
+{
+	struct sockaddr_storage	ss;
+	socklen_t		slen;
+	struct timeval		tv;
+	int			one = 1;
+
+	for (; uc->idx < uc->n; uc->idx++) {
+		slen = upstream_sockaddr(&uc->addrs[uc->idx], uc->port, &ss);
+		uc->fd = socket(ss.ss_family,
+		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (uc->fd == -1) {
+			uc->err = errno;
+			continue;
+		}
+		(void)setsockopt(uc->fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		    sizeof(one));
+		if (connect(uc->fd, (struct sockaddr *)&ss, slen) == 0 ||
+		    errno == EINPROGRESS) {
+			uc->ev = event_new(uc->base, uc->fd, EV_WRITE,
+			    uc_event, uc);
+			tv.tv_sec = uc->timeout_ms / 1000;
+			tv.tv_usec = (uc->timeout_ms % 1000) * 1000;
+			if (uc->ev != NULL && event_add(uc->ev, &tv) == 0)
+				return;
+			uc->err = ENOMEM;
+		} else
+			uc->err = errno;
+		if (uc->ev != NULL) {
+			event_free(uc->ev);
+			uc->ev = NULL;
+		}
+		uc->fd = util_close(uc->fd);
+	}
+	event_active(uc->done, EV_TIMEOUT, 0);
+}
+
+static void
+uc_event(evutil_socket_t fd, short what, void *arg)
+{
+	struct upstream_connect	*uc = arg;
+	int			 err = 0, cfd;
+	socklen_t		 len = sizeof(err);
+	size_t			 idx = uc->idx;
+	upstream_cb		*cb = uc->cb;
+	void			*cbarg = uc->arg;
+
+	event_free(uc->ev);
+	uc->ev = NULL;
+	if (what & EV_TIMEOUT)
+		err = ETIMEDOUT;
+	else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	if (err == 0) {
+		cfd = uc->fd;
+		uc->fd = -1;
+		uc_free(uc);
+		cb(cfd, idx, 0, cbarg);
+		return;
+	}
+	uc->err = err;
+	uc->fd = util_close(uc->fd);
+	uc->idx++;
+	uc_next(uc);
+}
+
+static void
+uc_fail_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct upstream_connect	*uc = arg;
+	upstream_cb		*cb = uc->cb;
+	void			*cbarg = uc->arg;
+	int			 err = uc->err;
+	size_t			 idx = uc->n ? uc->n - 1 : 0;
+
+	uc_free(uc);
+	cb(-1, idx, err, cbarg);
+}
+
+static void
+uc_free(struct upstream_connect *uc)
+{
+	if (uc->ev != NULL)
+		event_free(uc->ev);
+	if (uc->done != NULL)
+		event_free(uc->done);
+	util_close(uc->fd);
+	free(uc);
+}
+
+void
+upstream_connect_cancel(struct upstream_connect *uc)
+{
+	if (uc != NULL)
+		uc_free(uc);
+}

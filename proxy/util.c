@@ -1,0 +1,99 @@
+/*
+ * util.c - clocks, descriptor flags, small parsers.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proxy/util.h"
+
+uint64_t
+util_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+char *
+util_wallclock(char *buf, size_t len)
+{
+	struct timespec	ts;
+	struct tm	tm;
+	char		tmp[32];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(tmp, sizeof(tmp), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03ldZ", tmp, ts.tv_nsec / 1000000);
+	return buf;
+}
+
+int
+util_set_nonblock(int fd)
+{
+	int	fl;
+
+	if ((fl = fcntl(fd, F_GETFL)) == -1)
+		return -1;
+	if (fl & O_NONBLOCK)
+		return 0;
+	return fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+int
+util_set_cloexec(int fd)
+{
+	int	fl;
+
+	if ((fl = fcntl(fd, F_GETFD)) == -1)
+		return -1;
+	return fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+}
+
+int
+util_close(int fd)
+{
+	int	saved = errno;
+
+	if (fd >= 0)
+		close(fd);
+	errno = saved;
+	return -1;
+}
+
+int
+util_parse_mode(const char *s)
+{
+	size_t	n = strlen(s), i;
+	int	mode = 0;
+
+	if (n < 3 || n > 4)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '7')
+			return -1;
+		mode = mode * 8 + (s[i] - '0');
+	}
+	return mode;
+}
+
+int
+util_timingsafe_eq(const void *a, size_t alen, const void *b, size_t blen)
+{
+	const unsigned char	*pa = a, *pb = b;
+	unsigned char		 diff = 0;
+	size_t			 i;
+
+	if (alen != blen)
+		return 0;
+	for (i = 0; i < alen; i++)
+		diff |= pa[i] ^ pb[i];
+	return diff == 0;
+}

@@ -1,0 +1,35 @@
+/*
+ * util.h - small helpers shared by moatd's modules: monotonic and wall
+ * clocks, file descriptor flags, checked allocation.
+ */
+#ifndef MOAT_UTIL_H
+#define MOAT_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Milliseconds on CLOCK_MONOTONIC.  Never fails on Linux. */
+uint64_t	util_now_ms(void);
+/*
+ * Formats the wall clock as RFC 3339 UTC with milliseconds
+ * ("2026-11-29T11:30:20.123Z") into buf (at least 25 bytes).  Returns buf.
+ */
+char		*util_wallclock(char *buf, size_t len);
+
+/* Sets O_NONBLOCK / FD_CLOEXEC.  Return 0, or -1 with errno. */
+int		util_set_nonblock(int fd);
+int		util_set_cloexec(int fd);
+/* Closes fd if it is >= 0, keeping errno.  Returns -1 for assignment. */
+int		util_close(int fd);
+
+/*
+ * Parses an octal mode string of 3 or 4 digits ("0660").  Returns the mode,
+ * or -1.
+ */
+int		util_parse_mode(const char *s);
+
+/* Constant-time comparison of two byte strings; 1 if equal. */
+int		util_timingsafe_eq(const void *a, size_t alen, const void *b,
+		    size_t blen);
+
+#endif /* MOAT_UTIL_H */

@@ -1,0 +1,409 @@
+/*
+ * worker.c - a worker thread: its event loop, accepting, messages from
+ * the main thread (new config, drain, stop), the pipe pool.
+ *
+ * Each worker's event base is used by that thread only, so it is created
+ * without locks; the main thread reaches a worker through an eventfd.
+ */
+#include "config.h"
+
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "policy/policy.h"
+#include "proxy/conn.h"
+#include "proxy/listener.h"
+#include "proxy/log.h"
+#include "proxy/resolver.h"
+#include "proxy/tunnel.h"
+#include "proxy/util.h"
+#include "proxy/worker.h"
+
+atomic_size_t		worker_conns_open;
+atomic_uint_fast64_t	worker_next_id;
+
+static void	*worker_main(void *arg);
+static void	 worker_wake_cb(evutil_socket_t fd, short what, void *arg);
+static void	 worker_accept_cb(evutil_socket_t fd, short what, void *arg);
+static void	 worker_pause_cb(evutil_socket_t fd, short what, void *arg);
+static void	 worker_accepting(struct worker *w, int on);
+static void	 worker_pause(struct worker *w, const char *why);
+static void	 worker_check_done(struct worker *w);
+static void	 worker_post(struct worker *w);
+
+/* The accept event's argument: which worker, which listener. */
+struct worker_accept_arg {
+	struct worker	*w;
+	struct listener	*l;
+};
+
+struct worker *
+worker_new(int idx, struct moat_config *cfg, struct listener *listeners,
+    char *err, size_t errlen)
+{
+	struct worker		*w;
+	struct event_config	*ec = NULL;
+	struct listener		*l;
+	size_t			 i;
+	int			 efd = -1;
+
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		goto nomem;
+	w->idx = idx;
+	w->done_fd = -1;
+	TAILQ_INIT(&w->conns);
+	LIST_INIT(&w->tunnels);
+	pthread_mutex_init(&w->mu, NULL);
+	if ((ec = event_config_new()) == NULL)
+		goto nomem;
+	event_config_set_flag(ec, EVENT_BASE_FLAG_NOLOCK);
+	w->base = event_base_new_with_config(ec);
+	event_config_free(ec);
+	if (w->base == NULL)
+		goto nomem;
+	w->cfg = policy_config_ref(cfg);
+	w->res = resolver_new(w->base, cfg->resolver_servers,
+	    cfg->resolver_tries, cfg->timeouts.dns_ms,
+	    cfg->limits.dns_cache_entries, err, errlen);
+	if (w->res == NULL)
+		goto fail;
+
+	for (l = listeners; l != NULL; l = l->next)
+		w->nacc++;
+	if ((w->acc = calloc(w->nacc ? w->nacc : 1, sizeof(*w->acc))) == NULL)
+		goto nomem;
+	for (i = 0, l = listeners; l != NULL; l = l->next, i++) {
+		struct worker_accept_arg *a;
+
+		if ((a = calloc(1, sizeof(*a))) == NULL)
+			goto nomem;
+		a->w = w;
+		a->l = l;
+		w->acc[i].l = l;
+		w->acc[i].fd = l->nfds == 1 ? l->fds[0] : l->fds[idx];
+		w->acc[i].ev = event_new(w->base, w->acc[i].fd,
+		    EV_READ | EV_PERSIST, worker_accept_cb, a);
+		if (w->acc[i].ev == NULL) {
+			free(a);
+			goto nomem;
+		}
+	}
+	if ((w->accept_pause = evtimer_new(w->base, worker_pause_cb, w)) ==
+	    NULL)
+		goto nomem;
+	if ((efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	w->wake = event_new(w->base, efd, EV_READ | EV_PERSIST, worker_wake_cb,
+	    w);
+	if (w->wake == NULL || event_add(w->wake, NULL) == -1) {
+		close(efd);
+		goto nomem;
+	}
+	worker_accepting(w, 1);
+	return w;
+ nomem:
+	snprintf(err, errlen, "out of memory");
+ fail:
+	worker_free(w);
+	return NULL;
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker	*w = arg;
+
+	event_base_dispatch(w->base);
+	w->stopped = 1;
+	(void)!write(w->done_fd, "x", 1);
+	return NULL;
+}
+
+int
+worker_start(struct worker *w)
+{
+	sigset_t	all, old;
+	int		rc;
+
+	/* Signals belong to the main thread; workers never take them. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&w->thr, NULL, worker_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		errno = rc;
+		return -1;
+	}
+	return 0;
+}
+
+void
+worker_free(struct worker *w)
+{
+	struct conn	*c;
+	struct tunnel	*t;
+	size_t		 i;
+
+	if (w == NULL)
+		return;
+	if (w->thr)
+		pthread_join(w->thr, NULL);
+	while ((c = TAILQ_FIRST(&w->conns)) != NULL)
+		conn_close(c, POLICY_R_SHUTDOWN, NULL);
+	while ((t = LIST_FIRST(&w->tunnels)) != NULL)
+		tunnel_abort(t);
+	for (i = 0; i < w->nacc; i++) {
+		if (w->acc[i].ev != NULL) {
+			free(event_get_callback_arg(w->acc[i].ev));
+			event_free(w->acc[i].ev);
+		}
+	}
+	free(w->acc);
+	for (i = 0; i < w->npipes; i++) {
+		close(w->pipes[i][0]);
+		close(w->pipes[i][1]);
+	}
+	if (w->wake != NULL) {
+		close(event_get_fd(w->wake));
+		event_free(w->wake);
+	}
+	if (w->accept_pause != NULL)
+		event_free(w->accept_pause);
+	resolver_free(w->res);
+	if (w->base != NULL)
+		event_base_free(w->base);
+	policy_config_unref(w->cfg);
+	policy_config_unref(w->new_cfg);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+}
+
+static void
+worker_post(struct worker *w)
+{
+	uint64_t	one = 1;
+
+	(void)!write(event_get_fd(w->wake), &one, sizeof(one));
+}
+
+void
+worker_post_config(struct worker *w, struct moat_config *cfg)
+{
+	pthread_mutex_lock(&w->mu);
+	policy_config_unref(w->new_cfg);
+	w->new_cfg = policy_config_ref(cfg);
+	pthread_mutex_unlock(&w->mu);
+	worker_post(w);
+}
+
+void
+worker_post_drain(struct worker *w)
+{
+	pthread_mutex_lock(&w->mu);
+	w->cmd_drain = 1;
+	pthread_mutex_unlock(&w->mu);
+	worker_post(w);
+}
+
+void
+worker_post_stop(struct worker *w)
+{
+	pthread_mutex_lock(&w->mu);
+	w->cmd_stop = 1;
+	pthread_mutex_unlock(&w->mu);
+	worker_post(w);
+}
+
+static void
+worker_wake_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker		*w = arg;
+	struct moat_config	*cfg;
+	struct conn		*c, *cn;
+	struct tunnel		*t;
+	uint64_t		 n;
+	int			 drain, stop;
+
+	(void)!read(fd, &n, sizeof(n));
+	pthread_mutex_lock(&w->mu);
+	cfg = w->new_cfg;
+	w->new_cfg = NULL;
+	drain = w->cmd_drain;
+	stop = w->cmd_stop;
+	pthread_mutex_unlock(&w->mu);
+
+	if (cfg != NULL) {
+		/* New connections and requests use it; open ones keep a
+		 * reference to the config they started with. */
+		if (resolver_set_servers(w->res, cfg->resolver_servers) == -1)
+			log_warnx("worker %d: out of memory applying resolver "
+			    "servers", w->idx);
+		policy_config_unref(w->cfg);
+		w->cfg = cfg;
+		w->cfg_gen++;
+	}
+	if (stop) {
+		w->draining = 1;
+		worker_accepting(w, 0);
+		while ((c = TAILQ_FIRST(&w->conns)) != NULL)
+			conn_abort(c);
+		while ((t = LIST_FIRST(&w->tunnels)) != NULL)
+			tunnel_abort(t);
+		event_base_loopbreak(w->base);
+		return;
+	}
+	if (drain && !w->draining) {
+		w->draining = 1;
+		worker_accepting(w, 0);
+		event_del(w->accept_pause);
+		for (c = TAILQ_FIRST(&w->conns); c != NULL; c = cn) {
+			cn = TAILQ_NEXT(c, link);
+			conn_drain(c);
+		}
+		worker_check_done(w);
+	}
+}
+
+static void
+worker_check_done(struct worker *w)
+{
+	if (w->draining && w->nconns == 0 && w->ntunnels == 0)
+		event_base_loopbreak(w->base);
+}
+
+void
+worker_conn_closed(struct worker *w)
+{
+	atomic_fetch_sub(&worker_conns_open, 1);
+	worker_check_done(w);
+}
+
+static void
+worker_accepting(struct worker *w, int on)
+{
+	size_t	i;
+
+	if (on == w->accepting)
+		return;
+	for (i = 0; i < w->nacc; i++) {
+		if (on)
+			event_add(w->acc[i].ev, NULL);
+		else
+			event_del(w->acc[i].ev);
+	}
+	w->accepting = on;
+}
+
+/*
+ * Out of descriptors or at the connection limit: stop accepting for a
+ * moment instead of spinning on a listening socket that stays readable.
+ */
+static void
+worker_pause(struct worker *w, const char *why)
+{
+	static _Thread_local uint64_t	last;
+	struct timeval			tv = { 0, WORKER_ACCEPT_PAUSE_MS * 1000 };
+	uint64_t			now = util_now_ms();
+
+	if (now - last > 10000) {
+		last = now;
+		log_warnx("worker %d: not accepting for %d ms: %s", w->idx,
+		    WORKER_ACCEPT_PAUSE_MS, why);
+	}
+	worker_accepting(w, 0);
+	evtimer_add(w->accept_pause, &tv);
+}
+
+static void
+worker_pause_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker	*w = arg;
+
+	if (!w->draining)
+		worker_accepting(w, 1);
+}
+
+static void
+worker_accept_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker_accept_arg	*a = arg;
+	struct worker			*w = a->w;
+	struct sockaddr_storage		 ss;
+	socklen_t			 slen;
+	int				 cfd, i;
+
+	for (i = 0; i < WORKER_ACCEPT_BATCH; i++) {
+		if (atomic_load(&worker_conns_open) >=
+		    w->cfg->limits.connections) {
+			worker_pause(w, "limits.connections reached");
+			return;
+		}
+		slen = sizeof(ss);
+		cfd = accept4(fd, (struct sockaddr *)&ss, &slen,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (cfd == -1) {
+			switch (errno) {
+			case EAGAIN:
+				return;
+			case EMFILE:
+			case ENFILE:
+			case ENOBUFS:
+			case ENOMEM:
+				worker_pause(w, strerror(errno));
+				return;
+			case EINTR:
+			case ECONNABORTED:
+			case EPROTO:
+			case EPERM:
+				continue;
+			default:
+				log_warn("worker %d: accept on %s", w->idx,
+				    a->l->address);
+				return;
+			}
+		}
+		if (slen == 0 || ss.ss_family == AF_UNSPEC) {
+			ss.ss_family = AF_UNIX;
+			slen = sizeof(sa_family_t);
+		}
+		conn_accept(w, a->l, cfd, (struct sockaddr *)&ss, slen);
+	}
+}
+
+int
+worker_pipe_get(struct worker *w, int p[2])
+{
+	if (w->npipes > 0) {
+		w->npipes--;
+		p[0] = w->pipes[w->npipes][0];
+		p[1] = w->pipes[w->npipes][1];
+		return 0;
+	}
+	return pipe2(p, O_NONBLOCK | O_CLOEXEC);
+}
+
+void
+worker_pipe_put(struct worker *w, int p[2])
+{
+	if (w->npipes < WORKER_PIPE_POOL_MAX) {
+		w->pipes[w->npipes][0] = p[0];
+		w->pipes[w->npipes][1] = p[1];
+		w->npipes++;
+	} else {
+		close(p[0]);
+		close(p[1]);
+	}
+	p[0] = p[1] = -1;
+}

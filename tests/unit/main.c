@@ -1,0 +1,52 @@
+/*
+ * main.c - runs every CUnit suite of moat.  With arguments, runs only the
+ * suites whose names are given.  Exit status 0 only if every test passed.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <CUnit/Basic.h>
+
+#include "tests/unit/unit.h"
+
+int
+main(int argc, char *argv[])
+{
+	unsigned int	failed;
+	int		i;
+
+	if (CU_initialize_registry() != CUE_SUCCESS) {
+		fprintf(stderr, "unit: cannot initialise CUnit: %s\n",
+		    CU_get_error_msg());
+		return 1;
+	}
+	test_addr_register();
+	test_config_register();
+	test_policy_register();
+	test_http_parse_register();
+	test_socks5_parse_register();
+	if (CU_get_error() != CUE_SUCCESS) {
+		fprintf(stderr, "unit: cannot register suites: %s\n",
+		    CU_get_error_msg());
+		CU_cleanup_registry();
+		return 1;
+	}
+
+	CU_basic_set_mode(CU_BRM_NORMAL);
+	if (argc == 1)
+		CU_basic_run_tests();
+	for (i = 1; i < argc; i++) {
+		CU_pSuite s = CU_get_suite(argv[i]);
+
+		if (s == NULL) {
+			fprintf(stderr, "unit: no suite named %s\n", argv[i]);
+			CU_cleanup_registry();
+			return 2;
+		}
+		CU_basic_run_suite(s);
+	}
+	failed = CU_get_number_of_failures() +
+	    CU_get_number_of_tests_failed();
+	CU_cleanup_registry();
+	return failed == 0 ? 0 : 1;
+}

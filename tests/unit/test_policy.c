@@ -1,0 +1,974 @@
+/*
+ * test_policy.c - decisions: built-in deny sets at their boundaries,
+ * allow_private carve-outs, rule precedence, reasons, path normalisation,
+ * the addr == NULL (not yet resolved) semantics, IPv6 forms that embed an
+ * IPv4 address, and a policy of 1,000,000 rules.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/CUnit.h>
+
+#include "policy/policy.h"
+#include "policy/policy_int.h"
+#include "tests/unit/unit.h"
+
+#define POL_LINE_MAX	1024	/* longest diagnostic printed */
+#define POL_BIG_RULES	1000000	/* rules in the scale test */
+
+#define LISTEN	"\"listen\": [{\"proto\": \"http\", \"address\": " \
+		"\"127.0.0.1:3128\"}]"
+
+/* A policy that allows every name and every address on every port. */
+#define ALLOW_ALL(ap)	"{" LISTEN ", \"policy\": {\"allow_private\": [" ap \
+	"], \"rules\": [{\"name\": \"all\", \"action\": \"allow\", " \
+	"\"hosts\": [\"*\"], \"cidrs\": [\"0.0.0.0/0\", \"::/0\"], " \
+	"\"ports\": [\"*\"]}]}}"
+
+static struct moat_config	*pol_load(const char *json);
+static enum policy_verdict	pol_decide(const struct moat_config *c,
+				    const char *name, const char *addr,
+				    uint16_t port, const char *method,
+				    const char *path, struct policy_decision *d);
+static void	pol_expect(const struct moat_config *c, const char *name,
+		    const char *addr, uint16_t port, const char *method,
+		    const char *path, enum policy_verdict v,
+		    enum policy_reason r, const char *rule);
+static void	test_policy_deny_bounds(void);
+static void	test_policy_deny_names(void);
+static void	test_policy_allow_private(void);
+static void	test_policy_embedded(void);
+static void	test_policy_precedence(void);
+static void	test_policy_reasons(void);
+static void	test_policy_paths(void);
+static void	test_policy_pending(void);
+static void	test_policy_reason_strings(void);
+static void	test_policy_explain(void);
+static void	test_policy_million(void);
+
+/* Loads json, which must produce no error (warnings are printed). */
+static struct moat_config *
+pol_load(const char *json)
+{
+	struct policy_diags	 d;
+	struct moat_config	*c;
+	char			 line[POL_LINE_MAX];
+	size_t			 i;
+
+	policy_diags_init(&d);
+	c = policy_config_load("p.json", json, strlen(json), &d);
+	for (i = 0; i < d.n && d.nerrors > 0; i++)
+		fprintf(stderr, "\n  %s", policy_diag_format(&d, i, line,
+		    sizeof(line)));
+	CU_ASSERT_EQUAL(d.nerrors, 0);
+	policy_diags_clear(&d);
+	return c;
+}
+
+/*
+ * Decides on a target: name as a client spells it (normalised here; an IP
+ * literal becomes the address), addr the resolved address or NULL.
+ */
+static enum policy_verdict
+pol_decide(const struct moat_config *c, const char *name, const char *addr,
+    uint16_t port, const char *method, const char *path,
+    struct policy_decision *d)
+{
+	struct policy_host	hn, ha;
+	struct policy_target	t;
+	const char		*err;
+
+	memset(&t, 0, sizeof(t));
+	if (name != NULL) {
+		CU_ASSERT_EQUAL_FATAL(policy_host_normalise(name, strlen(name),
+		    &hn, &err), 0);
+		if (hn.kind == POLICY_HOST_NAME)
+			t.name = hn.name;
+		else
+			t.addr = &hn.addr;
+	}
+	if (addr != NULL) {
+		CU_ASSERT_EQUAL_FATAL(policy_host_normalise(addr, strlen(addr),
+		    &ha, &err), 0);
+		CU_ASSERT_EQUAL_FATAL(ha.kind, POLICY_HOST_ADDR);
+		t.addr = &ha.addr;
+	}
+	t.port = port;
+	t.method = method;
+	t.path = path;
+	return policy_decide(c->policy, &t, d);
+}
+
+static void
+pol_expect(const struct moat_config *c, const char *name, const char *addr,
+    uint16_t port, const char *method, const char *path,
+    enum policy_verdict v, enum policy_reason r, const char *rule)
+{
+	struct policy_decision	d;
+
+	pol_decide(c, name, addr, port, method, path, &d);
+	if (d.verdict != v || d.reason != r || (rule == NULL) !=
+	    (d.rule_name == NULL) || (rule != NULL &&
+	    strcmp(rule, d.rule_name) != 0))
+		fprintf(stderr, "\n  %s %s :%u %s %s: got %s %s %s, want %s %s "
+		    "%s\n", name ? name : "-", addr ? addr : "-", port,
+		    method ? method : "-", path ? path : "-",
+		    d.verdict == POLICY_ALLOW ? "allow" : "deny",
+		    policy_reason_str(d.reason), d.rule_name ? d.rule_name :
+		    "-", v == POLICY_ALLOW ? "allow" : "deny",
+		    policy_reason_str(r), rule ? rule : "-");
+	CU_ASSERT_EQUAL(d.verdict, v);
+	CU_ASSERT_EQUAL(d.reason, r);
+	if (rule == NULL) {
+		CU_ASSERT_PTR_NULL(d.rule_name);
+	} else if (d.rule_name != NULL) {
+		CU_ASSERT_STRING_EQUAL(d.rule_name, rule);
+	} else {
+		CU_FAIL("no rule named");
+	}
+}
+
+/* ------------------------------------------------------------------ */
+
+#define OK	POLICY_R_ALLOWED
+#define PRIV	POLICY_R_PRIVATE_ADDRESS
+#define META	POLICY_R_METADATA
+
+struct bound_vec {
+	const char		*addr;
+	enum policy_reason	 r;	/* OK: passes the deny sets */
+};
+
+/* First and last address of each range, and the neighbours outside. */
+static const struct bound_vec	bound_vectors[] = {
+	{ "0.0.0.0", PRIV }, { "0.255.255.255", PRIV }, { "1.0.0.0", OK },
+	{ "9.255.255.255", OK }, { "10.0.0.0", PRIV },
+	{ "10.255.255.255", PRIV }, { "11.0.0.0", OK },
+	{ "100.63.255.255", OK }, { "100.64.0.0", PRIV },
+	{ "100.127.255.255", PRIV }, { "100.128.0.0", OK },
+	{ "126.255.255.255", OK }, { "127.0.0.0", PRIV },
+	{ "127.255.255.255", PRIV }, { "128.0.0.0", OK },
+	{ "169.253.255.255", OK }, { "169.254.0.0", PRIV },
+	{ "169.254.255.255", PRIV }, { "169.255.0.0", OK },
+	{ "172.15.255.255", OK }, { "172.16.0.0", PRIV },
+	{ "172.31.255.255", PRIV }, { "172.32.0.0", OK },
+	{ "191.255.255.255", OK }, { "192.0.0.0", PRIV },
+	{ "192.0.0.255", PRIV }, { "192.0.1.0", OK },
+	{ "192.0.1.255", OK }, { "192.0.2.0", PRIV }, { "192.0.2.255", PRIV },
+	{ "192.0.3.0", OK },
+	{ "192.88.98.255", OK }, { "192.88.99.0", PRIV },
+	{ "192.88.99.255", PRIV }, { "192.88.100.0", OK },
+	{ "192.167.255.255", OK }, { "192.168.0.0", PRIV },
+	{ "192.168.255.255", PRIV }, { "192.169.0.0", OK },
+	{ "198.17.255.255", OK }, { "198.18.0.0", PRIV },
+	{ "198.19.255.255", PRIV }, { "198.20.0.0", OK },
+	{ "198.51.99.255", OK }, { "198.51.100.0", PRIV },
+	{ "198.51.100.255", PRIV }, { "198.51.101.0", OK },
+	{ "203.0.112.255", OK }, { "203.0.113.0", PRIV },
+	{ "203.0.113.255", PRIV }, { "203.0.114.0", OK },
+	{ "223.255.255.255", OK }, { "224.0.0.0", PRIV },
+	{ "239.255.255.255", PRIV }, { "240.0.0.0", PRIV },
+	{ "255.255.255.255", PRIV },
+	/* metadata addresses, and their neighbours (private or public) */
+	{ "169.254.169.254", META }, { "169.254.169.253", META },
+	{ "169.254.169.255", PRIV }, { "169.254.170.2", META },
+	{ "169.254.170.3", PRIV }, { "100.100.100.200", META },
+	{ "100.100.100.201", PRIV }, { "168.63.129.16", META },
+	{ "168.63.129.15", OK }, { "168.63.129.17", OK },
+	{ "192.0.0.192", META }, { "192.0.0.193", PRIV },
+	{ "fd00:ec2::254", META }, { "fd00:ec2::253", META },
+	{ "fd00:ec2::255", PRIV },
+	/* IPv6 */
+	{ "::", PRIV }, { "::1", PRIV }, { "::2", PRIV },	/* ::/96 */
+	{ "::1:0:0", OK },			/* past ::/96, before mapped */
+	{ "::fffe:ffff:ffff", OK },
+	{ "::1:0:0:0", OK },			/* past ::ffff:0:0/96 */
+	{ "64:ff9a:ffff:ffff:ffff:ffff:ffff:ffff", OK },
+	{ "64:ff9b::", PRIV }, { "64:ff9b::ffff:ffff", PRIV },
+	{ "64:ff9b::1:0:0", OK },		/* past the /96 */
+	{ "64:ff9b:1::", PRIV }, { "64:ff9b:1:ffff:ffff:ffff:ffff:ffff", PRIV },
+	{ "64:ff9b:2::", OK },
+	{ "100::", PRIV }, { "100::ffff:ffff:ffff:ffff", PRIV },
+	{ "100:0:0:1::", OK },
+	{ "2001::", PRIV }, { "2001:0:ffff:ffff:ffff:ffff:ffff:ffff", PRIV },
+	{ "2001:1::", OK },
+	{ "2001:2::", PRIV }, { "2001:2:0:ffff:ffff:ffff:ffff:ffff", PRIV },
+	{ "2001:2:1::", OK },
+	{ "2001:10::", PRIV }, { "2001:1f:ffff:ffff:ffff:ffff:ffff:ffff", PRIV },
+	{ "2001:20::", PRIV }, { "2001:2f:ffff:ffff:ffff:ffff:ffff:ffff", PRIV },
+	{ "2001:30::", OK }, { "2001:f::", OK },
+	{ "2001:db7:ffff:ffff:ffff:ffff:ffff:ffff", OK },
+	{ "2001:db8::", PRIV }, { "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", PRIV },
+	{ "2001:db9::", OK },
+	{ "2001:ffff:ffff:ffff:ffff:ffff:ffff:ffff", OK },
+	{ "2002::", PRIV }, { "2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff", PRIV },
+	{ "2003::", OK },
+	{ "3ffe:ffff:ffff:ffff:ffff:ffff:ffff:ffff", OK },
+	{ "3fff::", PRIV }, { "3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff", PRIV },
+	{ "3fff:1000::", OK },
+	{ "fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", OK },
+	{ "fc00::", PRIV }, { "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", PRIV },
+	{ "fe00::", OK }, { "fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff", OK },
+	{ "fe80::", PRIV }, { "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", PRIV },
+	{ "fec0::", PRIV }, { "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", PRIV },
+	{ "ff00::", PRIV }, { "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", PRIV },
+	{ "2606:4700::1111", OK },
+};
+
+static void
+test_policy_deny_bounds(void)
+{
+	struct moat_config	*c = pol_load(ALLOW_ALL(""));
+	const struct bound_vec	*v;
+	size_t			 i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (i = 0; i < sizeof(bound_vectors) / sizeof(*v); i++) {
+		v = &bound_vectors[i];
+		/* as an IP literal target, and as a resolved name */
+		pol_expect(c, v->addr, NULL, 443, NULL, NULL, v->r == OK ?
+		    POLICY_ALLOW : POLICY_DENY, v->r, v->r == OK ? "all" :
+		    NULL);
+		pol_expect(c, "example.com", v->addr, 443, NULL, NULL,
+		    v->r == OK ? POLICY_ALLOW : POLICY_DENY, v->r,
+		    v->r == OK ? "all" : NULL);
+	}
+	policy_config_unref(c);
+}
+
+/* Names: metadata names and localhost, whatever rule says "*". */
+static void
+test_policy_deny_names(void)
+{
+	struct moat_config	*c = pol_load(ALLOW_ALL(""));
+	static const char *const meta[] = {
+		"metadata.google.internal", "METADATA.Google.Internal.",
+		"x.metadata.google.internal", "metadata.goog", "metadata",
+		"instance-data", "instance-data.ec2.internal",
+		"metadata.tencentyun.com", "metadata.platformequinix.com",
+	};
+	size_t	i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (i = 0; i < sizeof(meta) / sizeof(meta[0]); i++)
+		pol_expect(c, meta[i], NULL, 80, NULL, NULL, POLICY_DENY, META,
+		    NULL);
+	pol_expect(c, "localhost", NULL, 80, NULL, NULL, POLICY_DENY, PRIV,
+	    NULL);
+	pol_expect(c, "a.b.localhost", NULL, 80, NULL, NULL, POLICY_DENY,
+	    PRIV, NULL);
+	/* Near misses are ordinary names. */
+	pol_expect(c, "notlocalhost", NULL, 80, NULL, NULL, POLICY_ALLOW, OK,
+	    "all");
+	pol_expect(c, "metadata.google.internal.evil.com", NULL, 80, NULL,
+	    NULL, POLICY_ALLOW, OK, "all");
+	pol_expect(c, "mymetadata.goog", NULL, 80, NULL, NULL, POLICY_ALLOW,
+	    OK, "all");
+	/* A good name that resolves to a denied address is denied. */
+	pol_expect(c, "example.com", "127.0.0.1", 80, NULL, NULL, POLICY_DENY,
+	    PRIV, NULL);
+	policy_config_unref(c);
+}
+
+/* allow_private lifts ranges; a metadata address only when named exactly. */
+static void
+test_policy_allow_private(void)
+{
+	struct moat_config	*c;
+	const char		*err = NULL;
+
+	c = pol_load(ALLOW_ALL("\"169.254.0.0/16\""));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	pol_expect(c, "169.254.1.1", NULL, 80, NULL, NULL, POLICY_ALLOW, OK,
+	    "all");
+	pol_expect(c, "169.254.169.254", NULL, 80, NULL, NULL, POLICY_DENY,
+	    META, NULL);
+	pol_expect(c, "169.254.170.2", NULL, 80, NULL, NULL, POLICY_DENY,
+	    META, NULL);
+	pol_expect(c, "10.0.0.1", NULL, 80, NULL, NULL, POLICY_DENY, PRIV,
+	    NULL);
+	policy_config_unref(c);
+
+	c = pol_load(ALLOW_ALL("\"169.254.169.254\""));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	pol_expect(c, "169.254.169.254", NULL, 80, NULL, NULL, POLICY_ALLOW,
+	    OK, "all");
+	pol_expect(c, "169.254.169.253", NULL, 80, NULL, NULL, POLICY_DENY,
+	    META, NULL);
+	pol_expect(c, "169.254.1.1", NULL, 80, NULL, NULL, POLICY_DENY, PRIV,
+	    NULL);
+	/* Never a name, though. */
+	pol_expect(c, "metadata.google.internal", "169.254.169.254", 80, NULL,
+	    NULL, POLICY_DENY, META, NULL);
+	policy_config_unref(c);
+
+	c = pol_load(ALLOW_ALL("\"169.254.169.254/32\", \"fd00::/8\""));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	pol_expect(c, "169.254.169.254", NULL, 80, NULL, NULL, POLICY_ALLOW,
+	    OK, "all");
+	pol_expect(c, "fd00::1", NULL, 80, NULL, NULL, POLICY_ALLOW, OK,
+	    "all");
+	pol_expect(c, "fd00:ec2::254", NULL, 80, NULL, NULL, POLICY_DENY,
+	    META, NULL);
+	pol_expect(c, "fc00::1", NULL, 80, NULL, NULL, POLICY_DENY, PRIV,
+	    NULL);
+	policy_config_unref(c);
+
+	c = pol_load(ALLOW_ALL("\"fd00:ec2::254/128\", \"0.0.0.0/0\""));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	pol_expect(c, "fd00:ec2::254", NULL, 80, NULL, NULL, POLICY_ALLOW, OK,
+	    "all");
+	pol_expect(c, "fd00:ec2::253", NULL, 80, NULL, NULL, POLICY_DENY,
+	    META, NULL);
+	pol_expect(c, "127.0.0.1", NULL, 80, NULL, NULL, POLICY_ALLOW, OK,
+	    "all");
+	pol_expect(c, "10.1.2.3", NULL, 80, NULL, NULL, POLICY_ALLOW, OK,
+	    "all");
+	pol_expect(c, "168.63.129.16", NULL, 80, NULL, NULL, POLICY_DENY,
+	    META, NULL);
+	pol_expect(c, "100.100.100.200", NULL, 80, NULL, NULL, POLICY_DENY,
+	    META, NULL);
+	policy_config_unref(c);
+
+	/* Added at run time (moat run --allow-private). */
+	c = pol_load(ALLOW_ALL(""));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	pol_expect(c, "10.9.9.9", NULL, 80, NULL, NULL, POLICY_DENY, PRIV,
+	    NULL);
+	CU_ASSERT_EQUAL(policy_config_allow_private(c, "10.0.0.0/8", &err), 0);
+	pol_expect(c, "10.9.9.9", NULL, 80, NULL, NULL, POLICY_ALLOW, OK,
+	    "all");
+	CU_ASSERT_EQUAL(policy_config_allow_private(c, "10.0.0.1/8", &err),
+	    -1);
+	CU_ASSERT_STRING_EQUAL(err, "host bits set past the prefix length");
+	CU_ASSERT_EQUAL(policy_config_allow_private(c, "ten", &err), -1);
+	CU_ASSERT_EQUAL(policy_config_allow_private(NULL, "10.0.0.0/8", &err),
+	    -1);
+	policy_config_unref(c);
+}
+
+/* IPv6 addresses that carry an IPv4 address. */
+static void
+test_policy_embedded(void)
+{
+	struct moat_config	*c;
+	struct policy_target	 t;
+	struct policy_decision	 d;
+	struct policy_addr	 a;
+
+	c = pol_load(ALLOW_ALL(""));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	pol_expect(c, "64:ff9b::a9fe:a9fe", NULL, 80, NULL, NULL, POLICY_DENY,
+	    PRIV, NULL);
+	pol_expect(c, "2002:a9fe:a9fe::1", NULL, 80, NULL, NULL, POLICY_DENY,
+	    PRIV, NULL);
+	pol_expect(c, "::a9fe:a9fe", NULL, 80, NULL, NULL, POLICY_DENY, PRIV,
+	    NULL);
+	/* Client spellings of mapped addresses become IPv4 first. */
+	pol_expect(c, "[::ffff:169.254.169.254]", NULL, 80, NULL, NULL,
+	    POLICY_DENY, META, NULL);
+	pol_expect(c, "::ffff:a9fe:a9fe", NULL, 80, NULL, NULL, POLICY_DENY,
+	    META, NULL);
+	/* A raw mapped policy_addr (a caller that did not unmap). */
+	memset(&a, 0, sizeof(a));
+	a.family = AF_INET6;
+	inet_pton(AF_INET6, "::ffff:8.8.8.8", &a.u.v6);
+	memset(&t, 0, sizeof(t));
+	t.addr = &a;
+	t.port = 80;
+	CU_ASSERT_EQUAL(policy_decide(c->policy, &t, &d), POLICY_DENY);
+	CU_ASSERT_EQUAL(d.reason, PRIV);
+	policy_config_unref(c);
+
+	/* Lifting an embedding range still checks the IPv4 inside. */
+	c = pol_load(ALLOW_ALL("\"64:ff9b::/96\", \"2002::/16\", "
+	    "\"2001::/32\", \"::/96\""));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	pol_expect(c, "64:ff9b::a9fe:a9fe", NULL, 80, NULL, NULL, POLICY_DENY,
+	    META, NULL);
+	pol_expect(c, "64:ff9b::a00:1", NULL, 80, NULL, NULL, POLICY_DENY,
+	    PRIV, NULL);
+	pol_expect(c, "64:ff9b::808:808", NULL, 80, NULL, NULL, POLICY_ALLOW,
+	    OK, "all");
+	pol_expect(c, "2002:a9fe:a9fe::1", NULL, 80, NULL, NULL, POLICY_DENY,
+	    META, NULL);
+	pol_expect(c, "2002:7f00:1::", NULL, 80, NULL, NULL, POLICY_DENY,
+	    PRIV, NULL);
+	pol_expect(c, "2002:808:808::1", NULL, 80, NULL, NULL, POLICY_ALLOW,
+	    OK, "all");
+	/* Teredo: client 169.254.169.254 obfuscated (xor ffff:ffff). */
+	pol_expect(c, "2001:0:4136:e378:8000:63bf:5601:5601", NULL, 80, NULL,
+	    NULL, POLICY_DENY, META, NULL);
+	/* Teredo: server 10.0.0.1, client 8.8.8.8. */
+	pol_expect(c, "2001:0:a00:1:8000:63bf:f7f7:f7f7", NULL, 80, NULL,
+	    NULL, POLICY_DENY, PRIV, NULL);
+	pol_expect(c, "2001:0:808:808:8000:63bf:f7f7:f7f7", NULL, 80, NULL,
+	    NULL, POLICY_ALLOW, OK, "all");
+	pol_expect(c, "::a9fe:a9fe", NULL, 80, NULL, NULL, POLICY_DENY, META,
+	    NULL);
+	pol_expect(c, "::1", NULL, 80, NULL, NULL, POLICY_DENY, PRIV, NULL);
+	policy_config_unref(c);
+}
+
+/* A deny rule that applies wins, before or after the allow rule. */
+static void
+test_policy_precedence(void)
+{
+	struct moat_config	*c;
+
+	c = pol_load("{" LISTEN ", \"policy\": {\"rules\": [\n"
+	    "{\"name\": \"wild\", \"action\": \"allow\", \"hosts\": "
+	    "[\"*.example.com\"]},\n"
+	    "{\"name\": \"bad\", \"action\": \"deny\", \"hosts\": "
+	    "[\"bad.example.com\"]},\n"
+	    "{\"name\": \"smtp\", \"action\": \"deny\", \"hosts\": "
+	    "[\"*.example.com\"], \"ports\": [25]},\n"
+	    "{\"name\": \"dns8\", \"action\": \"deny\", \"cidrs\": "
+	    "[\"8.8.8.0/24\"]},\n"
+	    "{\"name\": \"also\", \"action\": \"allow\", \"hosts\": "
+	    "[\"good.example.com\"]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	pol_expect(c, "bad.example.com", NULL, 443, NULL, NULL, POLICY_DENY,
+	    POLICY_R_DENIED_BY_RULE, "bad");
+	pol_expect(c, "ok.example.com", NULL, 443, NULL, NULL, POLICY_ALLOW,
+	    OK, "wild");
+	pol_expect(c, "ok.example.com", NULL, 25, NULL, NULL, POLICY_DENY,
+	    POLICY_R_DENIED_BY_RULE, "smtp");
+	/* First allow in file order, not the most specific. */
+	pol_expect(c, "good.example.com", NULL, 443, NULL, NULL, POLICY_ALLOW,
+	    OK, "wild");
+	/* A cidr deny rule beats a name allow rule once resolved. */
+	pol_expect(c, "ok.example.com", "8.8.8.8", 443, NULL, NULL,
+	    POLICY_DENY, POLICY_R_DENIED_BY_RULE, "dns8");
+	pol_expect(c, "ok.example.com", "8.8.9.8", 443, NULL, NULL,
+	    POLICY_ALLOW, OK, "wild");
+	policy_config_unref(c);
+
+	/* Same rules, deny first. */
+	c = pol_load("{" LISTEN ", \"policy\": {\"rules\": [\n"
+	    "{\"name\": \"bad\", \"action\": \"deny\", \"hosts\": "
+	    "[\"bad.example.com\"]},\n"
+	    "{\"name\": \"wild\", \"action\": \"allow\", \"hosts\": "
+	    "[\"*.example.com\", \"bad.example.com\"]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	pol_expect(c, "bad.example.com", NULL, 443, NULL, NULL, POLICY_DENY,
+	    POLICY_R_DENIED_BY_RULE, "bad");
+	pol_expect(c, "BAD.example.com.", NULL, 80, NULL, NULL, POLICY_DENY,
+	    POLICY_R_DENIED_BY_RULE, "bad");
+	pol_expect(c, "x.bad.example.com", NULL, 443, NULL, NULL, POLICY_ALLOW,
+	    OK, "wild");
+	policy_config_unref(c);
+}
+
+/* ports, methods, paths: the reason names the rule that matched the host. */
+static void
+test_policy_reasons(void)
+{
+	struct moat_config	*c;
+	struct policy_decision	 d;
+
+	c = pol_load("{" LISTEN ", \"policy\": {\"rules\": [\n"
+	    "{\"name\": \"api\", \"action\": \"allow\", \"hosts\": "
+	    "[\"api.example.com\"], \"ports\": [443, \"8000-8010\"], "
+	    "\"methods\": [\"GET\", \"head\"], \"paths\": [\"/v1/\", "
+	    "\"/repos/*/issues\", \"/health\"]},\n"
+	    "{\"name\": \"web\", \"action\": \"allow\", \"hosts\": "
+	    "[\"www.example.com\"]},\n"
+	    "{\"name\": \"noput\", \"action\": \"deny\", \"hosts\": [\"*\"], "
+	    "\"methods\": [\"PUT\"]},\n"
+	    "{\"name\": \"opaque\", \"action\": \"allow\", \"hosts\": "
+	    "[\"git.example.com\"], \"intercept\": false}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	pol_expect(c, "api.example.com", NULL, 80, "GET", "/v1/x",
+	    POLICY_DENY, POLICY_R_PORT, "api");
+	pol_expect(c, "api.example.com", NULL, 8011, "GET", "/v1/x",
+	    POLICY_DENY, POLICY_R_PORT, "api");
+	pol_expect(c, "api.example.com", NULL, 8005, "GET", "/v1/x",
+	    POLICY_ALLOW, OK, "api");
+	pol_expect(c, "api.example.com", NULL, 443, "POST", "/v1/x",
+	    POLICY_DENY, POLICY_R_METHOD, "api");
+	pol_expect(c, "api.example.com", NULL, 443, "get", "/v1/x",
+	    POLICY_DENY, POLICY_R_METHOD, "api");
+	pol_expect(c, "api.example.com", NULL, 443, "HEAD", "/health",
+	    POLICY_ALLOW, OK, "api");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/v2/x",
+	    POLICY_DENY, POLICY_R_PATH, "api");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/v1",
+	    POLICY_DENY, POLICY_R_PATH, "api");	/* "/v1/" needs the slash */
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/healthz",
+	    POLICY_DENY, POLICY_R_PATH, "api");	/* segment boundary */
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/health/x",
+	    POLICY_ALLOW, OK, "api");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/repos/a/b/issues",
+	    POLICY_ALLOW, OK, "api");		/* "*" spans "/" */
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/repos/issues",
+	    POLICY_DENY, POLICY_R_PATH, "api");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", NULL,
+	    POLICY_DENY, POLICY_R_PATH, "api");	/* method but no path */
+	/* A tunnel: not checked yet; INSPECT tells the proxy to look. */
+	pol_decide(c, "api.example.com", NULL, 443, NULL, NULL, &d);
+	CU_ASSERT_EQUAL(d.verdict, POLICY_ALLOW);
+	CU_ASSERT_EQUAL(d.flags & POLICY_F_INSPECT, POLICY_F_INSPECT);
+	/* Another host: the deny-PUT rule cannot rule a tunnel out. */
+	pol_decide(c, "www.example.com", NULL, 443, NULL, NULL, &d);
+	CU_ASSERT_EQUAL(d.verdict, POLICY_ALLOW);
+	CU_ASSERT_EQUAL(d.flags, POLICY_F_INSPECT);
+	pol_expect(c, "www.example.com", NULL, 443, "PUT", "/", POLICY_DENY,
+	    POLICY_R_DENIED_BY_RULE, "noput");
+	pol_decide(c, "www.example.com", NULL, 443, "GET", "/", &d);
+	CU_ASSERT_EQUAL(d.verdict, POLICY_ALLOW);
+	CU_ASSERT_EQUAL(d.flags, 0);
+	pol_decide(c, "git.example.com", NULL, 443, "GET", "/", &d);
+	CU_ASSERT_EQUAL(d.flags, POLICY_F_OPAQUE);
+	pol_expect(c, "nothing.example.com", NULL, 443, NULL, NULL,
+	    POLICY_DENY, POLICY_R_NO_RULE, NULL);
+	/* An IP literal is not a name: "*" does not match it. */
+	pol_expect(c, "8.8.8.8", NULL, 443, "PUT", "/", POLICY_DENY,
+	    POLICY_R_NO_RULE, NULL);
+	policy_config_unref(c);
+}
+
+struct path_vec {
+	const char	*in;
+	const char	*out;	/* NULL: refused */
+};
+
+static const struct path_vec	path_vectors[] = {
+	{ "/", "/" },
+	{ "/a/b", "/a/b" },
+	{ "/a/b/", "/a/b/" },
+	{ "/a/b?x=1&y=/../", "/a/b" },		/* query dropped */
+	{ "/a//b///c", "/a/b/c" },		/* repeated "/" */
+	{ "//", "/" },
+	{ "/a/./b", "/a/b" },
+	{ "/a/../b", "/b" },
+	{ "/a/b/..", "/a/" },
+	{ "/a/b/.", "/a/b/" },
+	{ "/../../a", "/a" },			/* cannot climb above "/" */
+	{ "/..", "/" },
+	{ "/a/.b/..c/...", "/a/.b/..c/..." },	/* not dot segments */
+	{ "/%41%7e%2D%5f", "/A~-_" },		/* unreserved decoded */
+	{ "/a%2fb", "/a%2Fb" },			/* reserved kept, hex upper */
+	{ "/a%3Fb", "/a%3Fb" },
+	{ "/%e2%82%ac", "/%E2%82%AC" },		/* non-ASCII kept encoded */
+	{ "/v1/x/../models", "/v1/models" },
+	{ "/a/%2e%2e/b", NULL },		/* escaped dot segment */
+	{ "/a/.%2e/b", NULL },
+	{ "/a/%2E/b", NULL },
+	{ "/a/..%2fb", NULL },			/* hidden behind %2F */
+	{ "/a/%2f../b", NULL },
+	{ "/a/..%5cb", NULL },			/* behind %5C */
+	{ "/a\\..\\b", NULL },			/* raw backslash */
+	{ "/a%00b", NULL },			/* NUL */
+	{ "/a%zz", NULL },			/* bad escape */
+	{ "/a%4", NULL },
+	{ "/a b", NULL },			/* space */
+	{ "/a\x01", NULL },			/* control */
+	{ "/a\x80", NULL },			/* raw non-ASCII */
+	{ "/a#frag", NULL },
+	{ "a/b", NULL },			/* not origin-form */
+	{ "*", NULL },
+	{ "", NULL },
+	{ "/%2e%2e%2f", NULL },
+	{ "/a.%2e", "/a.." },			/* not a whole segment */
+};
+
+static void
+test_policy_paths(void)
+{
+	const struct path_vec	*v;
+	struct moat_config	*c;
+	const char		*err;
+	char			 out[256], again[256];
+	size_t			 i, n;
+	int			 rc;
+
+	for (i = 0; i < sizeof(path_vectors) / sizeof(*v); i++) {
+		v = &path_vectors[i];
+		err = NULL;
+		rc = path_normalise(v->in, strlen(v->in), false, out, &n, &err);
+		if ((rc == 0) != (v->out != NULL) || (rc == 0 &&
+		    strcmp(out, v->out) != 0))
+			fprintf(stderr, "\n  path %s: rc %d out %s err %s\n",
+			    v->in, rc, out, err);
+		if (v->out == NULL) {
+			CU_ASSERT_EQUAL(rc, -1);
+			CU_ASSERT_PTR_NOT_NULL(err);
+			continue;
+		}
+		CU_ASSERT_EQUAL_FATAL(rc, 0);
+		CU_ASSERT_STRING_EQUAL(out, v->out);
+		CU_ASSERT_EQUAL(n, strlen(v->out));
+		/* Idempotent. */
+		CU_ASSERT_EQUAL(path_normalise(out, n, false, again, &n, &err),
+		    0);
+		CU_ASSERT_STRING_EQUAL(again, v->out);
+	}
+	/* Patterns: no query. */
+	CU_ASSERT_EQUAL(path_normalise("/a?b", 4, true, out, &n, &err), -1);
+
+	/* Decisions on spellings of one path. */
+	c = pol_load("{" LISTEN ", \"policy\": {\"rules\": [\n"
+	    "{\"name\": \"models\", \"action\": \"allow\", \"hosts\": "
+	    "[\"api.example.com\"], \"paths\": [\"/v1/%6Dodels\"]},\n"
+	    "{\"name\": \"noadmin\", \"action\": \"deny\", \"hosts\": "
+	    "[\"api.example.com\"], \"paths\": [\"/admin\"]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/v1/models",
+	    POLICY_ALLOW, OK, "models");
+	pol_expect(c, "api.example.com", NULL, 443, "GET",
+	    "/v1/x/../models?q=1", POLICY_ALLOW, OK, "models");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/v1//models/",
+	    POLICY_ALLOW, OK, "models");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/v1/%6d%6fdels",
+	    POLICY_ALLOW, OK, "models");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/v1/modelsX",
+	    POLICY_DENY, POLICY_R_PATH, "models");
+	pol_expect(c, "api.example.com", NULL, 443, "GET",
+	    "/v1/models/%2e%2e/%2e%2e/admin", POLICY_DENY,
+	    POLICY_R_DENIED_BY_RULE, "noadmin");	/* unsafe: deny applies */
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/v1/models%00",
+	    POLICY_DENY, POLICY_R_DENIED_BY_RULE, "noadmin");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/v1/models/../../"
+	    "admin/x", POLICY_DENY, POLICY_R_DENIED_BY_RULE, "noadmin");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/x/../v1/models",
+	    POLICY_ALLOW, OK, "models");
+	policy_config_unref(c);
+
+	/* Without a deny rule with paths, an unsafe path is "path". */
+	c = pol_load("{" LISTEN ", \"policy\": {\"rules\": [\n"
+	    "{\"name\": \"all\", \"action\": \"allow\", \"hosts\": "
+	    "[\"api.example.com\"], \"paths\": [\"/*\"]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/anything/at/all",
+	    POLICY_ALLOW, OK, "all");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/a/..%2f..%2fetc",
+	    POLICY_DENY, POLICY_R_PATH, "all");
+	{
+		/* A path too long for the stack buffer is normalised too. */
+		size_t	 len = 3 * PATH_STACK_BYTES;
+		char	*p = malloc(len + 1);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+		memset(p, 'a', len);
+		p[0] = '/';
+		p[len] = '\0';
+		pol_expect(c, "api.example.com", NULL, 443, "GET", p,
+		    POLICY_ALLOW, OK, "all");
+		p[len / 2] = '\x01';
+		pol_expect(c, "api.example.com", NULL, 443, "GET", p,
+		    POLICY_DENY, POLICY_R_PATH, "all");
+		free(p);
+	}
+	policy_config_unref(c);
+}
+
+/* addr == NULL: a name not yet resolved. */
+static void
+test_policy_pending(void)
+{
+	struct moat_config	*c;
+	struct policy_decision	 d;
+
+	c = pol_load("{" LISTEN ", \"policy\": {\"rules\": [\n"
+	    "{\"name\": \"named\", \"action\": \"allow\", \"hosts\": "
+	    "[\"www.example.com\"]},\n"
+	    "{\"name\": \"evil\", \"action\": \"deny\", \"hosts\": "
+	    "[\"evil.example.com\"]},\n"
+	    "{\"name\": \"net\", \"action\": \"allow\", \"cidrs\": "
+	    "[\"93.184.216.0/24\"], \"ports\": [443, 8443]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	/* A host rule allows: the rule is known before resolution. */
+	pol_expect(c, "www.example.com", NULL, 80, NULL, NULL, POLICY_ALLOW,
+	    OK, "named");
+	/* A deny with addr NULL is final. */
+	pol_expect(c, "evil.example.com", NULL, 443, NULL, NULL, POLICY_DENY,
+	    POLICY_R_DENIED_BY_RULE, "evil");
+	/* No host rule, but a cidr rule on 443 may allow its addresses. */
+	pol_decide(c, "unknown.example.org", NULL, 443, NULL, NULL, &d);
+	CU_ASSERT_EQUAL(d.verdict, POLICY_ALLOW);
+	CU_ASSERT_EQUAL(d.reason, OK);
+	CU_ASSERT_PTR_NULL(d.rule);
+	CU_ASSERT_PTR_NULL(d.rule_name);
+	pol_decide(c, "unknown.example.org", NULL, 8443, NULL, NULL, &d);
+	CU_ASSERT_EQUAL(d.verdict, POLICY_ALLOW);
+	/* ... not on a port no cidr rule has. */
+	pol_expect(c, "unknown.example.org", NULL, 80, NULL, NULL,
+	    POLICY_DENY, POLICY_R_NO_RULE, NULL);
+	/* www on 443 without a host rule port match: still pending. */
+	pol_decide(c, "www.example.com", NULL, 8443, NULL, NULL, &d);
+	CU_ASSERT_EQUAL(d.verdict, POLICY_ALLOW);
+	CU_ASSERT_PTR_NULL(d.rule);
+	/* Then each address is checked. */
+	pol_expect(c, "unknown.example.org", "93.184.216.34", 443, NULL, NULL,
+	    POLICY_ALLOW, OK, "net");
+	pol_expect(c, "unknown.example.org", "93.184.217.34", 443, NULL, NULL,
+	    POLICY_DENY, POLICY_R_NO_RULE, NULL);
+	pol_expect(c, "unknown.example.org", "10.0.0.1", 443, NULL, NULL,
+	    POLICY_DENY, PRIV, NULL);
+	pol_expect(c, "www.example.com", "127.0.0.1", 80, NULL, NULL,
+	    POLICY_DENY, PRIV, NULL);
+	pol_expect(c, "www.example.com", "93.184.216.34", 80, NULL, NULL,
+	    POLICY_ALLOW, OK, "named");
+	/* Neither name nor address: nothing to allow. */
+	pol_expect(c, NULL, NULL, 443, NULL, NULL, POLICY_DENY,
+	    POLICY_R_NO_RULE, NULL);
+	policy_config_unref(c);
+
+	/* Without cidr rules, an unknown name is denied before resolution. */
+	c = pol_load("{" LISTEN ", \"policy\": {\"rules\": [\n"
+	    "{\"name\": \"named\", \"action\": \"allow\", \"hosts\": "
+	    "[\"www.example.com\"]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	pol_expect(c, "unknown.example.org", NULL, 443, NULL, NULL,
+	    POLICY_DENY, POLICY_R_NO_RULE, NULL);
+	pol_expect(c, "www.example.com", NULL, 22, NULL, NULL, POLICY_DENY,
+	    POLICY_R_PORT, "named");
+	policy_config_unref(c);
+}
+
+static void
+test_policy_reason_strings(void)
+{
+	static const char *const	want[POLICY_R__COUNT] = {
+		"allowed", "no-rule", "denied-by-rule", "port", "method",
+		"path", "private-address", "metadata", "bad-request",
+		"dns-failure", "upstream-unreachable", "timeout", "limit",
+		"needs-inspection", "auth", "dns-denied", "secret-leak", "tls",
+		"rate", "shutdown", "internal",
+	};
+	struct policy_target		t;
+	struct policy_decision		d;
+	int				i;
+
+	for (i = 0; i < POLICY_R__COUNT; i++)
+		CU_ASSERT_STRING_EQUAL(policy_reason_str((enum policy_reason)i),
+		    want[i]);
+	CU_ASSERT_STRING_EQUAL(policy_reason_str(POLICY_R__COUNT), "internal");
+	CU_ASSERT_STRING_EQUAL(policy_reason_str((enum policy_reason)-1),
+	    "internal");
+	memset(&t, 0, sizeof(t));
+	CU_ASSERT_EQUAL(policy_decide(NULL, &t, &d), POLICY_DENY);
+	CU_ASSERT_EQUAL(d.reason, POLICY_R_INTERNAL);
+	CU_ASSERT_STRING_EQUAL(policy_proto_str(MOAT_PROTO_HTTP), "http");
+	CU_ASSERT_STRING_EQUAL(policy_proto_str(MOAT_PROTO_SOCKS5), "socks5");
+	CU_ASSERT_STRING_EQUAL(policy_proto_str(MOAT_PROTO_TRANSPARENT),
+	    "transparent");
+	CU_ASSERT_STRING_EQUAL(policy_proto_str(MOAT_PROTO_DNS), "dns");
+}
+
+/* The explain target parser. */
+static void
+test_policy_explain(void)
+{
+	struct policy_explain_target	e;
+	const char			*err;
+
+	CU_ASSERT_EQUAL_FATAL(policy_explain_parse(
+	    "https://API.Example.com/v1/x?y=1#frag", NULL, &e, &err), 0);
+	CU_ASSERT_STRING_EQUAL(e.t.name, "api.example.com");
+	CU_ASSERT_EQUAL(e.t.port, 443);
+	CU_ASSERT_STRING_EQUAL(e.t.method, "GET");
+	CU_ASSERT_STRING_EQUAL(e.t.path, "/v1/x?y=1");
+	CU_ASSERT_PTR_NULL(e.t.addr);
+	free(e.buf);
+	CU_ASSERT_EQUAL_FATAL(policy_explain_parse("POST http://[::1]:8080",
+	    NULL, &e, &err), 0);
+	CU_ASSERT_PTR_NULL(e.t.name);
+	CU_ASSERT_PTR_NOT_NULL(e.t.addr);
+	CU_ASSERT_EQUAL(e.t.port, 8080);
+	CU_ASSERT_STRING_EQUAL(e.t.method, "POST");
+	CU_ASSERT_STRING_EQUAL(e.t.path, "/");
+	free(e.buf);
+	CU_ASSERT_EQUAL_FATAL(policy_explain_parse("wss://h.example?q", "PUT",
+	    &e, &err), 0);
+	CU_ASSERT_EQUAL(e.t.port, 443);
+	CU_ASSERT_STRING_EQUAL(e.t.method, "PUT");
+	CU_ASSERT_STRING_EQUAL(e.t.path, "/?q");
+	free(e.buf);
+	CU_ASSERT_EQUAL_FATAL(policy_explain_parse("0x7f.1:22", NULL, &e,
+	    &err), 0);
+	CU_ASSERT_PTR_NULL(e.t.method);
+	CU_ASSERT_PTR_NULL(e.t.path);
+	CU_ASSERT_STRING_EQUAL(e.host.name, "127.0.0.1");
+	CU_ASSERT_EQUAL(e.t.port, 22);
+	free(e.buf);
+
+	CU_ASSERT_EQUAL(policy_explain_parse("ftp://x/", NULL, &e, &err), -1);
+	CU_ASSERT_STRING_EQUAL(err, "unsupported URL scheme (http, https, ws "
+	    "or wss)");
+	CU_ASSERT_EQUAL(policy_explain_parse("http://u:p@x/", NULL, &e, &err),
+	    -1);
+	CU_ASSERT_STRING_EQUAL(err, "user info (\"user@\") in a URL is not "
+	    "supported");
+	CU_ASSERT_EQUAL(policy_explain_parse("x.example", NULL, &e, &err), -1);
+	CU_ASSERT_STRING_EQUAL(err, "missing port (write HOST:PORT)");
+	CU_ASSERT_EQUAL(policy_explain_parse("x.example:443", "GET", &e, &err),
+	    -1);
+	CU_ASSERT_STRING_EQUAL(err, "a method needs a URL target (http://...)");
+	CU_ASSERT_EQUAL(policy_explain_parse("GET http://x/", "POST", &e,
+	    &err), -1);
+	CU_ASSERT_STRING_EQUAL(err, "a method is given twice");
+	CU_ASSERT_EQUAL(policy_explain_parse("G(T http://x/", NULL, &e, &err),
+	    -1);
+	CU_ASSERT_EQUAL(policy_explain_parse("http://x:0/", NULL, &e, &err),
+	    -1);
+	CU_ASSERT_EQUAL(policy_explain_parse("", NULL, &e, &err), -1);
+	CU_ASSERT_EQUAL(policy_explain_parse(NULL, NULL, &e, &err), -1);
+}
+
+/* ------------------------------------------------------------------ */
+
+struct pol_buf {
+	char	*p;
+	size_t	 n, cap;
+};
+
+static void	pol_printf(struct pol_buf *b, const char *fmt, ...)
+		    __attribute__((format(printf, 2, 3)));
+
+static void
+pol_printf(struct pol_buf *b, const char *fmt, ...)
+{
+	va_list	ap;
+	int	n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+		va_end(ap);
+		CU_ASSERT_FATAL(n >= 0);
+		if ((size_t)n < b->cap - b->n)
+			break;
+		b->cap = b->cap * 2 + (size_t)n;
+		CU_ASSERT_PTR_NOT_NULL_FATAL(b->p = realloc(b->p, b->cap));
+	}
+	b->n += (size_t)n;
+}
+
+/*
+ * 1,000,000 rules: 8 in 10 exact names, 1 in 10 a wildcard, 1 in 10 a
+ * /32 in 11.0.0.0/8 (public), then one deny rule.  The config goes
+ * through the loader like any other; decisions must be right at both ends.
+ */
+static void
+test_policy_million(void)
+{
+	struct pol_buf		 b = { NULL, 0, 0 };
+	struct policy_diags	 d;
+	struct moat_config	*c;
+	struct policy_decision	 dec;
+	char			 name[64], addr[32];
+	unsigned		 i;
+
+	b.cap = (size_t)POL_BIG_RULES * 64;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b.p = malloc(b.cap));
+	pol_printf(&b, "{" LISTEN ", \"policy\": {\"rules\": [\n");
+	for (i = 0; i < POL_BIG_RULES; i++) {
+		if (i % 10 < 8)
+			pol_printf(&b, "{\"action\":\"allow\",\"hosts\":"
+			    "[\"h%u.example.com\"]},\n", i);
+		else if (i % 10 == 8)
+			pol_printf(&b, "{\"action\":\"allow\",\"hosts\":"
+			    "[\"*.w%u.example.net\"],\"ports\":[443]},\n", i);
+		else
+			pol_printf(&b, "{\"action\":\"allow\",\"cidrs\":"
+			    "[\"11.%u.%u.%u\"]},\n", i >> 16, (i >> 8) & 0xff,
+			    i & 0xff);
+	}
+	pol_printf(&b, "{\"name\":\"deny-h5\",\"action\":\"deny\",\"hosts\":"
+	    "[\"h5.example.com\"]}]}}\n");
+
+	policy_diags_init(&d);
+	c = policy_config_load("big.json", b.p, b.n, &d);
+	free(b.p);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(d.n, 0);
+	policy_diags_clear(&d);
+	CU_ASSERT_EQUAL(policy_rule_count(c->policy), POL_BIG_RULES + 1);
+
+	pol_expect(c, "h1.example.com", NULL, 443, NULL, NULL, POLICY_ALLOW,
+	    OK, "rule-1");
+	pol_expect(c, "H999997.example.com.", NULL, 80, NULL, NULL,
+	    POLICY_ALLOW, OK, "rule-999997");
+	pol_expect(c, "h5.example.com", NULL, 443, NULL, NULL, POLICY_DENY,
+	    POLICY_R_DENIED_BY_RULE, "deny-h5");
+	pol_expect(c, "x.y.w999998.example.net", NULL, 443, NULL, NULL,
+	    POLICY_ALLOW, OK, "rule-999998");
+	pol_expect(c, "x.w8.example.net", NULL, 443, NULL, NULL, POLICY_ALLOW,
+	    OK, "rule-8");
+	/* 8 is a wildcard rule; 11.0.0.8 is in no cidr rule. */
+	pol_expect(c, "h8.example.com", "11.0.0.8", 443, NULL, NULL,
+	    POLICY_DENY, POLICY_R_NO_RULE, NULL);
+	pol_expect(c, "h8.example.com", NULL, 22, NULL, NULL, POLICY_DENY,
+	    POLICY_R_NO_RULE, NULL);
+	pol_expect(c, "x.w999998.example.net", "11.0.0.8", 80, NULL, NULL,
+	    POLICY_DENY, POLICY_R_PORT, "rule-999998");
+	pol_expect(c, "x.w999998.example.net", NULL, 22, NULL, NULL,
+	    POLICY_DENY, POLICY_R_PORT, "rule-999998");
+	snprintf(addr, sizeof(addr), "11.%u.%u.%u", 999999u >> 16,
+	    (999999u >> 8) & 0xff, 999999u & 0xff);
+	pol_expect(c, addr, NULL, 443, NULL, NULL, POLICY_ALLOW, OK,
+	    "rule-999999");
+	pol_expect(c, "11.0.0.9", NULL, 80, NULL, NULL, POLICY_ALLOW, OK,
+	    "rule-9");
+	pol_expect(c, "11.0.0.8", NULL, 80, NULL, NULL, POLICY_DENY,
+	    POLICY_R_NO_RULE, NULL);
+	/* A resolved name: candidates from its name and its address. */
+	pol_expect(c, "h3.example.com", "11.0.0.19", 443, NULL, NULL,
+	    POLICY_ALLOW, OK, "rule-3");
+	pol_expect(c, "h5.example.com", "11.0.0.19", 443, NULL, NULL,
+	    POLICY_DENY, POLICY_R_DENIED_BY_RULE, "deny-h5");
+	/* Unknown names stay pending: cidr rules allow 80 and 443. */
+	pol_decide(c, "nowhere.example.org", NULL, 443, NULL, NULL, &dec);
+	CU_ASSERT_EQUAL(dec.verdict, POLICY_ALLOW);
+	CU_ASSERT_PTR_NULL(dec.rule);
+	pol_expect(c, "nowhere.example.org", NULL, 22, NULL, NULL,
+	    POLICY_DENY, POLICY_R_NO_RULE, NULL);
+	/* Every hundred-thousandth exact rule, by name. */
+	for (i = 0; i < POL_BIG_RULES; i += 100003) {
+		char	rule[32];
+
+		if (i % 10 >= 8 || i == 5)
+			continue;
+		snprintf(name, sizeof(name), "h%u.example.com", i);
+		snprintf(rule, sizeof(rule), "rule-%u", i);
+		pol_expect(c, name, NULL, 443, NULL, NULL, POLICY_ALLOW, OK,
+		    rule);
+	}
+	policy_config_unref(c);
+}
+
+void
+test_policy_register(void)
+{
+	CU_pSuite	s;
+
+	if ((s = CU_add_suite("policy", NULL, NULL)) != NULL) {
+		CU_add_test(s, "deny sets at range boundaries",
+		    test_policy_deny_bounds);
+		CU_add_test(s, "denied names", test_policy_deny_names);
+		CU_add_test(s, "allow_private carve-outs",
+		    test_policy_allow_private);
+		CU_add_test(s, "IPv6 forms embedding IPv4", test_policy_embedded);
+		CU_add_test(s, "deny precedence", test_policy_precedence);
+		CU_add_test(s, "port, method, path reasons",
+		    test_policy_reasons);
+		CU_add_test(s, "path normalisation", test_policy_paths);
+		CU_add_test(s, "addr == NULL: pending", test_policy_pending);
+		CU_add_test(s, "reason strings", test_policy_reason_strings);
+		CU_add_test(s, "explain targets", test_policy_explain);
+	}
+	/* Its own suite, so a slow run (valgrind) can leave it out. */
+	if ((s = CU_add_suite("policy_scale", NULL, NULL)) != NULL)
+		CU_add_test(s, "1,000,000 rules", test_policy_million);
+}

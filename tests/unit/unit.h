@@ -1,0 +1,16 @@
+/*
+ * unit.h - registration of moat's CUnit suites.  Each tests/unit/test_X.c
+ * defines test_X_register(), which adds its suite(s) to the registry.
+ */
+#ifndef MOAT_TESTS_UNIT_H
+#define MOAT_TESTS_UNIT_H
+
+#include <CUnit/CUnit.h>
+
+void	test_addr_register(void);
+void	test_config_register(void);
+void	test_policy_register(void);
+void	test_http_parse_register(void);
+void	test_socks5_parse_register(void);
+
+#endif
