@@ -1,10 +1,10 @@
 /*
  * moat.c - the moat command line.
  *
- * What it is: the user's entry point.  For now it has one subcommand,
- * `moat explain`, which loads a config, decides on a target exactly as
- * moatd would and prints the verdict and the rule that made it, without
- * sending a byte or resolving a name.  `run` and `ca` come later.
+ * What it is: the user's entry point.  `moat explain` loads a config,
+ * decides on a target exactly as moatd would and prints the verdict and
+ * the rule that made it, without sending a byte or resolving a name;
+ * `moat ca` creates the CA for TLS interception (certs/ca_cmd.c).
  *
  * What it is not: a proxy.  Nothing here opens a socket.  The policy
  * library does no I/O, so reading the config file is done here.
@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "certs/certs.h"
 #include "policy/policy.h"
 
 #define MOAT_EXIT_ALLOW		0
@@ -45,13 +46,15 @@ moat_usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: moat explain [-c FILE] [--method M] [--addr IP] TARGET\n"
+	    "       moat ca init DIR\n"
 	    "       moat --help | --version\n"
 	    "\n"
 	    "Commands:\n"
 	    "  explain   print the decision moat makes for TARGET (a URL or\n"
 	    "            HOST:PORT) and the rule that makes it; sends nothing\n"
+	    "  ca        create the CA moatd signs intercepted hosts with\n"
 	    "\n"
-	    "Run `moat explain --help` for its options.\n");
+	    "Run `moat COMMAND --help` for a command's options.\n");
 }
 
 static void
@@ -325,6 +328,8 @@ main(int argc, char *argv[])
 		argv[optind] = (char *)"moat explain";
 		return moat_explain(argc - optind, argv + optind);
 	}
+	if (strcmp(argv[optind], "ca") == 0)
+		return certs_cmd_ca(argc - optind, argv + optind);
 	fprintf(stderr, "moat: unknown command %s\n", argv[optind]);
 	moat_usage(stderr);
 	return MOAT_EXIT_USAGE;

@@ -1303,6 +1303,8 @@ config_allow_private(struct config_ctx *x, json_t *v, size_t pos)
 	struct addr_cidr	c;
 	char			buf[ADDR_TEXT_MAX];
 	size_t			i, ci, old;
+	bool			lifted;
+	enum policy_reason	reason;
 
 	if (!config_want(x, v, pos, JSON_ARRAY, "an array of CIDRs"))
 		return;
@@ -1315,6 +1317,12 @@ config_allow_private(struct config_ctx *x, json_t *v, size_t pos)
 			else if (!deny_cidr_overlaps(x->p, &c))
 				config_warn(x, ci, "%s overlaps no built-in "
 				    "denied range: it has no effect",
+				    addr_cidr_format(&c, buf, sizeof(buf)));
+			else if (!deny_cidr_inside(x->p, &c, &lifted, &reason))
+				config_warn(x, ci, "%s is wider than the "
+				    "built-in denied ranges it covers and opens "
+				    "none of them: list each range to open "
+				    "(e.g. 10.0.0.0/8)",
 				    addr_cidr_format(&c, buf, sizeof(buf)));
 		}
 		config_pop(x, old);

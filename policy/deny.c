@@ -176,6 +176,14 @@ deny_addr1(const struct policy *p, const struct policy_addr *a)
 	ak = trie_match(at, addr_bytes(a), bits, avals, aplens);
 	if (ak == 0)
 		return e->reason;
+	/*
+	 * "Names the range explicitly": the entry must lie inside the denied
+	 * range it lifts (10.0.0.0/8 or 10.1.0.0/16 open 10.1.2.3, but
+	 * 0.0.0.0/0 opens no special range, and ::/96 does not open ::1), and
+	 * a metadata address needs an entry that is exactly that address.
+	 */
+	if (aplens[ak - 1] < e->plen)
+		return e->reason;
 	if (e->reason == POLICY_R_METADATA && aplens[ak - 1] != bits)
 		return e->reason;
 	return POLICY_R_ALLOWED;
@@ -197,6 +205,12 @@ deny_embedded(const struct policy_addr *a, int which, struct policy_addr *v4)
 	memset(v4, 0, sizeof(*v4));
 	v4->family = AF_INET;
 	if (a->family != AF_INET6)
+		return false;
+	/* :: and ::1 are the unspecified and loopback addresses, not
+	 * IPv4-compatible ones (RFC 4291 §2.5.5.1): they embed nothing, so
+	 * allow_private "::1/128" opens ::1 without opening 0.0.0.1. */
+	if (which == 0 && memcmp(b, zero10, 10) == 0 && b[10] == 0 &&
+	    b[11] == 0 && b[12] == 0 && b[13] == 0 && b[14] == 0 && b[15] < 2)
 		return false;
 	if (which == 0 && (memcmp(b, nat64, 12) == 0 ||
 	    (memcmp(b, zero10, 10) == 0 && b[10] == b[11] &&
@@ -255,7 +269,7 @@ deny_cidr_inside(const struct policy *p, const struct addr_cidr *c,
 	e = &deny_table[vals[k - 1]];
 	*reason = e->reason;
 	ak = trie_match(at, addr_bytes(&c->addr), c->plen, avals, aplens);
-	if (ak > 0)
+	if (ak > 0 && aplens[ak - 1] >= e->plen)
 		*lifted = e->reason != POLICY_R_METADATA ||
 		    aplens[ak - 1] == addr_bits(c->addr.family);
 	return true;

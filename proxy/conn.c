@@ -420,8 +420,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 			conn_close(c, POLICY_R_TIMEOUT, NULL);
 			return;
 		}
-		http_denied(c, POLICY_R_TIMEOUT, "the request head did not "
-		    "arrive in time");
+		http_head_timeout(c);
 		return;
 	case CONN_ST_HTTP_EXCHANGE:
 		http_denied(c, POLICY_R_TIMEOUT, "the upstream did not answer "
@@ -495,7 +494,6 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 		event_free(c->timer);
 	io_free(c->cio);
 	io_free(c->uio);
-	free(c->up_host);
 	http_free_request(c);
 	policy_config_unref(c->cfg);
 	TAILQ_REMOVE(&w->conns, c, link);

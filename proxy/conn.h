@@ -91,7 +91,9 @@ struct conn {
 	size_t			 scan_state;
 	struct http_request_head req;
 	struct io		*uio;		/* upstream */
-	char			*up_host;	/* host:port uio is connected to */
+	char			 up_host[POLICY_NAME_MAX + 1]; /* uio's host */
+	uint16_t		 up_port;
+	char			 up_ip[64];
 	struct policy_addr	 up_addr;
 	bool			 up_reused;
 	size_t			 up_scan_state;
@@ -151,6 +153,7 @@ void	http_client_event(struct io *io, int ev, void *arg);
 void	http_denied(struct conn *c, enum policy_reason reason,
 	    const char *detail);
 void	http_connected(struct conn *c, int ufd);
+void	http_head_timeout(struct conn *c);
 void	http_free_request(struct conn *c);
 
 /* socks5.c */

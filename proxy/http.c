@@ -52,6 +52,7 @@ struct http_status_info {
 static void	http_read_head(struct conn *c);
 static void	http_handle_request(struct conn *c);
 static int	http_check_auth(struct conn *c);
+static int	http_precheck_chunked(struct conn *c, const char **err);
 static void	http_upstream_event(struct io *io, int ev, void *arg);
 static void	http_send_request(struct conn *c);
 static void	http_pump_request(struct conn *c);
@@ -64,6 +65,8 @@ static void	http_abort(struct conn *c, enum policy_reason reason,
 static void	http_upstream_lost(struct conn *c, const char *what);
 static void	http_reply(struct conn *c, int code, enum policy_reason reason,
 		    const char *detail, int keep_alive);
+static void	http_denied_code(struct conn *c, int code,
+		    enum policy_reason reason, const char *detail);
 static void	http_flush_close(struct conn *c);
 static int	http_move_body(struct conn *c, struct conn_body *b,
 		    struct evbuffer *in, struct evbuffer *out, uint64_t *count,
@@ -293,15 +296,18 @@ http_handle_request(struct conn *c)
 		c->reqb.done = req->body == HTTP_BODY_NONE ||
 		    (req->body == HTTP_BODY_LENGTH && req->content_length == 0);
 		http_chunked_init(&c->reqb.chunked);
+		if (req->body == HTTP_BODY_CHUNKED &&
+		    http_precheck_chunked(c, &err) == -1) {
+			http_denied(c, POLICY_R_BAD_REQUEST, err);
+			return;
+		}
 	}
 
 	/* A kept upstream connection serves the same host:port again if the
 	 * (possibly reloaded) policy still allows that name and address. */
 	if (c->kind == CONN_KIND_HTTP && c->uio != NULL) {
-		char key[POLICY_NAME_MAX + 8];
 		struct policy_target t;
 
-		snprintf(key, sizeof(key), "%s:%u", c->host, c->port);
 		memset(&t, 0, sizeof(t));
 		t.name = c->target.kind == POLICY_HOST_NAME ?
 		    c->target.name : NULL;
@@ -309,9 +315,10 @@ http_handle_request(struct conn *c)
 		t.port = c->port;
 		t.method = req->method;
 		t.path = req->path;
-		if (!io_eof(c->uio) && strcmp(key, c->up_host) == 0 &&
+		if (!io_eof(c->uio) && c->port == c->up_port &&
+		    strcmp(c->host, c->up_host) == 0 &&
 		    policy_decide(c->cfg->policy, &t, &c->dec) == POLICY_ALLOW) {
-			policy_addr_format(&c->up_addr, c->ip, sizeof(c->ip));
+			memcpy(c->ip, c->up_ip, sizeof(c->ip));
 			c->up_reused = true;
 			http_send_request(c);
 			return;
@@ -320,6 +327,46 @@ http_handle_request(struct conn *c)
 		c->uio = NULL;
 	}
 	conn_route(c);
+}
+
+/*
+ * Runs a copy of the chunked decoder over the body bytes that came with
+ * the head.  A smuggling attempt usually arrives in one segment, so its bad
+ * framing is refused here, before any upstream connection exists; later
+ * bytes are checked as they are forwarded.
+ */
+static int
+http_precheck_chunked(struct conn *c, const char **err)
+{
+	struct http_chunked	 ch = c->reqb.chunked;
+	struct evbuffer_iovec	 v[16];
+	int			 nv, i, rc;
+	size_t			 off, used;
+	uint64_t		 left;
+
+	nv = evbuffer_peek(io_in(c->cio), -1, NULL, v, 16);
+	for (i = 0; i < nv && i < 16; i++) {
+		const char *p = v[i].iov_base;
+		size_t len = v[i].iov_len;
+
+		for (off = 0; off < len; ) {
+			if ((left = http_chunked_data_left(&ch)) > 0) {
+				used = len - off < left ? len - off :
+				    (size_t)left;
+				http_chunked_data_consumed(&ch, used);
+				off += used;
+				continue;
+			}
+			rc = http_chunked_feed(&ch, p + off, len - off, &used,
+			    err);
+			if (rc == HTTP_INVALID)
+				return -1;
+			if (rc == HTTP_CHUNKED_DONE)
+				return 0;
+			off += used;
+		}
+	}
+	return 0;
 }
 
 /*
@@ -474,8 +521,10 @@ http_reply(struct conn *c, int code, enum policy_reason reason,
 
 	if (code == 0)
 		code = si.code;
-	else
+	else if (code != si.code) {
 		si.code = code;
+		si.phrase = code == 408 ? "Request Timeout" : "Error";
+	}
 	policy = code == 403;
 	if (c->host[0] != '\0')
 		snprintf(target, sizeof(target), "%s:%u", c->host, c->port);
@@ -523,10 +572,25 @@ http_reply(struct conn *c, int code, enum policy_reason reason,
 void
 http_denied(struct conn *c, enum policy_reason reason, const char *detail)
 {
+	http_denied_code(c, 0, reason, detail);
+}
+
+/* A client too slow to send its request head gets 408, not 504. */
+void
+http_head_timeout(struct conn *c)
+{
+	http_denied_code(c, 408, POLICY_R_TIMEOUT, "the request head did not "
+	    "arrive in time");
+}
+
+static void
+http_denied_code(struct conn *c, int code, enum policy_reason reason,
+    const char *detail)
+{
 	int	keep;
 
 	conn_set_deadline(c, 0);
-	c->status = http_status_for(reason).code;
+	c->status = code ? code : http_status_for(reason).code;
 	if (c->host[0] != '\0' || reason != POLICY_R_TIMEOUT)
 		conn_audit(c, c->kind == CONN_KIND_CONNECT ? "open" : "request",
 		    POLICY_DENY, reason, detail);
@@ -549,7 +613,7 @@ http_denied(struct conn *c, enum policy_reason reason, const char *detail)
 		io_free(c->uio);
 		c->uio = NULL;
 	}
-	http_reply(c, 0, reason, detail, keep);
+	http_reply(c, code, reason, detail, keep);
 	if (io_flush(c->cio) == -1) {
 		conn_close(c, POLICY_R_ALLOWED, NULL);
 		return;
@@ -587,8 +651,6 @@ http_flush_close(struct conn *c)
 void
 http_connected(struct conn *c, int ufd)
 {
-	char	key[POLICY_NAME_MAX + 8];
-
 	if (c->kind == CONN_KIND_CONNECT) {
 		conn_audit(c, "open", POLICY_ALLOW, POLICY_R_ALLOWED, NULL);
 		evbuffer_add(io_out(c->cio),
@@ -602,13 +664,9 @@ http_connected(struct conn *c, int ufd)
 		http_denied(c, POLICY_R_INTERNAL, "out of memory");
 		return;
 	}
-	snprintf(key, sizeof(key), "%s:%u", c->host, c->port);
-	free(c->up_host);
-	c->up_host = strdup(key);
-	if (c->up_host == NULL) {
-		http_denied(c, POLICY_R_INTERNAL, "out of memory");
-		return;
-	}
+	memcpy(c->up_host, c->host, sizeof(c->up_host));
+	memcpy(c->up_ip, c->ip, sizeof(c->up_ip));
+	c->up_port = c->port;
 	c->up_reused = false;
 	http_send_request(c);
 }

@@ -25,6 +25,8 @@ main(int argc, char *argv[])
 	test_policy_register();
 	test_http_parse_register();
 	test_socks5_parse_register();
+	test_certs_register();
+	test_audit_register();
 	if (CU_get_error() != CUE_SUCCESS) {
 		fprintf(stderr, "unit: cannot register suites: %s\n",
 		    CU_get_error_msg());
@@ -46,7 +48,7 @@ main(int argc, char *argv[])
 		CU_basic_run_suite(s);
 	}
 	failed = CU_get_number_of_failures() +
-	    CU_get_number_of_tests_failed();
+	    CU_get_number_of_tests_failed() + CU_get_number_of_suites_failed();
 	CU_cleanup_registry();
 	return failed == 0 ? 0 : 1;
 }

@@ -329,14 +329,29 @@ test_policy_allow_private(void)
 	    "all");
 	pol_expect(c, "fd00:ec2::253", NULL, 80, NULL, NULL, POLICY_DENY,
 	    META, NULL);
-	pol_expect(c, "127.0.0.1", NULL, 80, NULL, NULL, POLICY_ALLOW, OK,
-	    "all");
-	pol_expect(c, "10.1.2.3", NULL, 80, NULL, NULL, POLICY_ALLOW, OK,
+	/* 0.0.0.0/0 names no special range: it opens none of them. */
+	pol_expect(c, "127.0.0.1", NULL, 80, NULL, NULL, POLICY_DENY, PRIV,
+	    NULL);
+	pol_expect(c, "10.1.2.3", NULL, 80, NULL, NULL, POLICY_DENY, PRIV,
+	    NULL);
+	pol_expect(c, "8.8.4.4", NULL, 80, NULL, NULL, POLICY_ALLOW, OK,
 	    "all");
 	pol_expect(c, "168.63.129.16", NULL, 80, NULL, NULL, POLICY_DENY,
 	    META, NULL);
 	pol_expect(c, "100.100.100.200", NULL, 80, NULL, NULL, POLICY_DENY,
 	    META, NULL);
+	policy_config_unref(c);
+
+	/* ::1 is loopback, not an IPv4-compatible address: naming it opens
+	 * it, and ::/96 does not (it is wider than ::1/128). */
+	c = pol_load(ALLOW_ALL("\"::1/128\""));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	pol_expect(c, "::1", NULL, 80, NULL, NULL, POLICY_ALLOW, OK, "all");
+	pol_expect(c, "::2", NULL, 80, NULL, NULL, POLICY_DENY, PRIV, NULL);
+	policy_config_unref(c);
+	c = pol_load(ALLOW_ALL("\"::/96\""));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	pol_expect(c, "::1", NULL, 80, NULL, NULL, POLICY_DENY, PRIV, NULL);
 	policy_config_unref(c);
 
 	/* Added at run time (moat run --allow-private). */

@@ -12,5 +12,7 @@ void	test_config_register(void);
 void	test_policy_register(void);
 void	test_http_parse_register(void);
 void	test_socks5_parse_register(void);
+void	test_certs_register(void);
+void	test_audit_register(void);
 
 #endif

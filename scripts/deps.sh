@@ -1,0 +1,49 @@
+#!/bin/sh
+# deps.sh - install every Debian package moat needs to build and test.
+#
+# Usage: scripts/deps.sh [--check]
+#
+# Installs, with apt-get and without questions, only the packages that are
+# missing; with --check it installs nothing and lists them instead (exit 1
+# if any is missing).  It talks to nothing but the machine's configured
+# Debian mirrors, and only when something is missing.
+
+set -eu
+
+# Build: compiler, autotools, the libraries of DESIGN.md ("Build").
+BUILD="build-essential autoconf automake pkg-config
+    libevent-dev libssl-dev libc-ares-dev libjansson-dev libmaxminddb-dev
+    libidn2-dev libnftnl-dev libmnl-dev libcunit1-dev clang"
+# Tests: namespaces and nftables (iproute2, nftables), real peers (curl,
+# socat, openssl, python3 for the helper servers), /proc readers (procps),
+# setpriv and unshare (util-linux), timeout (coreutils).
+TEST="iproute2 nftables curl socat openssl python3 procps util-linux
+    coreutils"
+
+missing=""
+for p in $BUILD $TEST; do
+	if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null |
+	    grep -q '^install ok installed$'; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -z "$missing" ]; then
+	echo "deps.sh: every package is installed"
+	exit 0
+fi
+if [ "${1:-}" = --check ]; then
+	echo "deps.sh: missing:$missing"
+	exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps.sh: missing:$missing" >&2
+	echo "deps.sh: run as root (or with sudo) to install them" >&2
+	exit 1
+fi
+
+echo "deps.sh: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,817 @@
+# lib.sh - the test world of moat's integration tests.  Sourced by t_*.sh.
+#
+# What it is: a small internet built from network namespaces, created and
+# removed by each test run, and the functions the scenarios share: start a
+# process in a namespace and wait until it says "ready", run curl as the
+# sandbox, read logs, report PASS:/FAIL: lines.
+#
+# The world (every name is prefixed with a per-run tag, mt<PID>x<RANDOM>):
+#
+#   cli (the sandbox)          moat (moatd runs here)          net ("internet")
+#  +-------------------+      +------------------------+      +------------------------+
+#  | eth0 10.200.0.2   |------| c0 10.200.0.1          |      | origin.py              |
+#  |      fd00:200::2  | veth |    fd00:200::1         |      |  203.0.113.10 :80 :8080|
+#  | default route via |      |                        | veth |   :9090 :443(TLS)      |
+#  | 10.200.0.1 (which |      | n0 203.0.113.1         |------|  203.0.113.12 :80      |
+#  | does NOT forward) |      |    2001:db8::1         |      |  203.0.113.20 :80      |
+#  +-------------------+      |                        |      |  [2001:db8::10] :80    |
+#                             |                        |      |   :8080                |
+#                             |                        |      |  [2001:db8::20] :80    |
+#                             | lo: 127.0.0.1, ::1     |      | 203.0.113.11: nothing  |
+#                             |  "loop" canary :80     |      |  listens (refuses)     |
+#                             |  :8080 (origin.py)     |      | (203.0.113.99: no host)|
+#                             |                        |      | dns.py 203.0.113.53    |
+#                             |                        |      |        [2001:db8::53]  |
+#                             | m0 169.254.0.1         |      +------------------------+
+#                             |    fd00:ec2::1         |      meta (cloud metadata)
+#                             |                        | veth +------------------------+
+#                             |                        |------| 169.254.169.254        |
+#                             |                        |      | 169.254.10.10          |
+#                             | l0 10.66.0.1           |      | fd00:ec2::254  :80     |
+#                             |    fd66::1             |      +------------------------+
+#                             |                        |      lan (an internal host)
+#                             |                        | veth +------------------------+
+#                             |                        |------| 10.66.0.10, fd66::10 :80|
+#                             +------------------------+      +------------------------+
+#
+# Nothing is connected to the host's own network: the namespaces only have
+# veth links to each other, the moat namespace does not forward, and no
+# namespace has a route to anything but these links.  Every server logs each
+# connection it accepts (JSON lines in $MT_T/<name>.log), so a test can show
+# that a blocked target received nothing.
+#
+# Environment: MOAT_BUILDDIR (moatd at proxy/moatd, the CLI at
+# netns-helper/moat) and MOAT_SRCDIR (this tree); both default to the
+# repository this file is in.  MT_KEEP=1 keeps the temporary directory.
+#
+# Exit codes (automake): 0 pass, 1 a check failed, 77 skip, 99 hard error.
+
+set -u
+
+MT_NAME=${0##*/}
+MT_NAME=${MT_NAME%.sh}
+MT_LIBDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${MOAT_SRCDIR:=$(cd "$MT_LIBDIR/../.." && pwd)}"
+: "${MOAT_BUILDDIR:=$MOAT_SRCDIR}"
+MT_HELPERS=$MOAT_SRCDIR/tests/integration/helpers
+MOATD=${MOATD:-$MOAT_BUILDDIR/proxy/moatd}
+MOAT=${MOAT:-$MOAT_BUILDDIR/netns-helper/moat}
+
+MT_LIFETIME=${MT_LIFETIME:-150}	# seconds any background process may live
+MT_TEST_TIMEOUT=${MT_TEST_TIMEOUT:-240}	# watchdog for a whole script
+# Waits are bounded but generous: with tests running side by side, the
+# kernel's namespace set-up and tear-down can stall `ip netns` for seconds.
+# Each wait ends as soon as its event comes.
+MT_READY_STEPS=300		# x 0.1 s: how long a process may take to bind
+MT_STOP_STEPS=100		# x 0.1 s: how long a process may take to exit
+MT_CURL_MAX=${MT_CURL_MAX:-8}	# --max-time of one curl, seconds
+
+MT_NPASS=0
+MT_NFAIL=0
+MT_PIDS=""
+MT_NSES=""
+MT_FDS=""
+MT_ETC_NETNS=""
+MT_T=""
+MT_WATCHDOG=""
+
+# moatd's listeners in the standard config (mt_conf), as the sandbox dials
+# them.  Other addresses are written out where used, as in the drawing.
+MT_HTTP=10.200.0.1:3128
+MT_SOCKS=10.200.0.1:1080
+MT_MIXED=10.200.0.1:8888
+MT_HTTP6='[fd00:200::1]:3128'
+
+# ------------------------------------------------------------------
+# Reporting
+# ------------------------------------------------------------------
+
+mt_pass()
+{
+	MT_NPASS=$((MT_NPASS + 1))
+	echo "PASS: $*"
+}
+
+# mt_fail MESSAGE [FILE...]: a failed check, with the tail of each FILE.
+mt_fail()
+{
+	local msg=$1 f
+	shift
+	MT_NFAIL=$((MT_NFAIL + 1))
+	echo "FAIL: $msg"
+	for f in "$@"; do
+		[ -s "$f" ] || continue
+		echo "  --- last lines of ${f##*/} ---"
+		tail -n 15 "$f" | sed 's/^/  | /'
+	done
+}
+
+# mt_eq MESSAGE EXPECTED ACTUAL [FILE...]
+mt_eq()
+{
+	local msg=$1 want=$2 got=$3
+	shift 3
+	if [ "$want" = "$got" ]; then
+		mt_pass "$msg ($got)"
+	else
+		mt_fail "$msg: expected '$want', got '$got'" "$@"
+	fi
+}
+
+# mt_in_set MESSAGE ACTUAL "A B C" [FILE...]: ACTUAL is one of the words.
+mt_in_set()
+{
+	local msg=$1 got=$2 set=$3 w
+	shift 3
+	for w in $set; do
+		if [ "$got" = "$w" ]; then
+			mt_pass "$msg ($got)"
+			return 0
+		fi
+	done
+	mt_fail "$msg: expected one of {$set}, got '$got'" "$@"
+}
+
+mt_skip()
+{
+	echo "SKIP: $MT_NAME: $*"
+	exit 77
+}
+
+# mt_error MESSAGE: the test itself could not run (exit 99, hard error).
+mt_error()
+{
+	echo "ERROR: $MT_NAME: $*"
+	MT_EXIT=99
+	exit 99
+}
+
+mt_finish()
+{
+	echo "$MT_NAME: $MT_NPASS passed, $MT_NFAIL failed"
+	if [ "$MT_NFAIL" -gt 0 ]; then
+		mt_dump_logs
+		exit 1
+	fi
+	exit 0
+}
+
+mt_dump_logs()
+{
+	local f
+	[ -n "$MT_T" ] && [ -d "$MT_T" ] || return 0
+	for f in "$MT_T"/moatd.err "$MT_T"/audit.log "$MT_T"/origin.log \
+	    "$MT_T"/dns.log "$MT_T"/meta.log "$MT_T"/lan.log "$MT_T"/loop.log; do
+		[ -s "$f" ] || continue
+		echo "--- last lines of ${f##*/} ---"
+		tail -n 30 "$f"
+	done
+}
+
+# ------------------------------------------------------------------
+# Set-up and clean-up
+# ------------------------------------------------------------------
+
+# mt_init [TOOL...]: skip unless root with the tools; make the temporary
+# directory and the run tag; arm clean-up and the watchdog.
+mt_init()
+{
+	local t
+	if [ "${MT_NEED_ROOT:-1}" = 1 ] && [ "$(id -u)" -ne 0 ]; then
+		mt_skip "needs root (network namespaces)"
+	fi
+	for t in ip timeout python3 curl "$@"; do
+		command -v "$t" >/dev/null 2>&1 || mt_skip "needs $t"
+	done
+	MT_PY=python3
+	[ -x /usr/bin/python3 ] && MT_PY=/usr/bin/python3
+	MT_TAG=mt$$x$((RANDOM % 10000))
+	MT_T=$(mktemp -d "${TMPDIR:-/tmp}/moat-$MT_NAME.XXXXXX") ||
+	    mt_error "cannot make a temporary directory"
+	MT_EXIT=""
+	trap 'mt_cleanup' EXIT
+	trap 'MT_EXIT=130; exit 130' INT
+	trap 'MT_EXIT=143; exit 143' TERM
+	mt_watchdog "$MT_TEST_TIMEOUT"
+}
+
+# The watchdog ends the whole script (with its clean-up) if it overruns.
+mt_watchdog()
+{
+	(
+		trap - EXIT INT TERM
+		sleep "$1" &
+		sp=$!
+		trap 'kill $sp 2>/dev/null; exit 0' TERM
+		wait $sp
+		echo "FAIL: $MT_NAME: watchdog: still running after $1 s"
+		kill -TERM $$
+	) &
+	MT_WATCHDOG=$!
+}
+
+mt_cleanup()
+{
+	local rc=$? pid ns i alive p
+	trap - EXIT INT TERM
+	[ -n "$MT_EXIT" ] && rc=$MT_EXIT
+	[ -n "$MT_WATCHDOG" ] && kill -TERM "$MT_WATCHDOG" 2>/dev/null
+	# Our background processes: `timeout` wrappers; TERM reaches the
+	# process they run.  Then whatever is still inside our namespaces
+	# (all of it started by this run) is killed by pid.
+	for pid in $MT_PIDS; do
+		kill -TERM "$pid" 2>/dev/null
+		p=$(cat /proc/"$pid"/task/"$pid"/children 2>/dev/null)
+		# shellcheck disable=SC2086 # one pid per word
+		[ -n "$p" ] && kill -TERM $p 2>/dev/null
+	done
+	for ((i = 0; i < MT_STOP_STEPS; i++)); do
+		alive=""
+		for pid in $MT_PIDS; do
+			kill -0 "$pid" 2>/dev/null && alive=1
+		done
+		[ -z "$alive" ] && break
+		sleep 0.1
+	done
+	for ns in $MT_NSES; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -KILL "$pid" 2>/dev/null
+		done
+	done
+	for pid in $MT_PIDS; do
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	for ns in $MT_NSES; do
+		ip netns del "$ns" 2>/dev/null
+	done
+	for ns in $MT_ETC_NETNS; do
+		rm -f "/etc/netns/$ns/resolv.conf"
+		rmdir "/etc/netns/$ns" 2>/dev/null
+	done
+	if [ -n "$MT_T" ] && [ -d "$MT_T" ]; then
+		if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] || [ -n "${MT_KEEP:-}" ]; then
+			echo "logs kept in $MT_T"
+		else
+			rm -rf "$MT_T"
+		fi
+	fi
+	exit "$rc"
+}
+
+# mt_ns ROLE: the namespace name of a role (cli, moat, net, meta, lan).
+mt_ns()
+{
+	echo "$MT_TAG-$1"
+}
+
+# mt_in ROLE CMD...: runs CMD in ROLE's namespace (under a timeout).
+mt_in()
+{
+	local ns
+	ns=$(mt_ns "$1")
+	shift
+	timeout -k 2 30 ip netns exec "$ns" "$@"
+}
+
+mt_addns()
+{
+	local ns
+	ns=$(mt_ns "$1")
+	ip netns add "$ns" || return 1
+	MT_NSES="$MT_NSES $ns"
+	ip -n "$ns" link set lo up
+}
+
+# mt_link ROLE_A IF_A ROLE_B IF_B: a veth pair, created in place.
+mt_link()
+{
+	ip link add "$2" netns "$(mt_ns "$1")" type veth \
+	    peer name "$4" netns "$(mt_ns "$3")" &&
+	ip -n "$(mt_ns "$1")" link set "$2" up &&
+	ip -n "$(mt_ns "$3")" link set "$4" up
+}
+
+# mt_addr ROLE IF ADDR/LEN...
+mt_addr()
+{
+	local ns=$1 ifc=$2 a
+	shift 2
+	for a in "$@"; do
+		case $a in
+		*:*) ip -n "$(mt_ns "$ns")" -6 addr add "$a" dev "$ifc" nodad ;;
+		*) ip -n "$(mt_ns "$ns")" addr add "$a" dev "$ifc" ;;
+		esac || return 1
+	done
+}
+
+# mt_topology: the namespaces, links, addresses and routes drawn above.
+mt_topology()
+{
+	local r
+	for r in cli moat net meta lan; do
+		mt_addns "$r" || mt_skip "cannot create network namespaces"
+	done
+	mt_link cli eth0 moat c0 &&
+	mt_link moat n0 net eth0 &&
+	mt_link moat m0 meta eth0 &&
+	mt_link moat l0 lan eth0 ||
+	    mt_skip "cannot create veth links"
+	mt_addr cli eth0 10.200.0.2/24 fd00:200::2/64 &&
+	mt_addr moat c0 10.200.0.1/24 fd00:200::1/64 &&
+	mt_addr moat n0 203.0.113.1/24 2001:db8::1/64 &&
+	mt_addr net eth0 203.0.113.10/24 203.0.113.11/24 203.0.113.12/24 \
+	    203.0.113.20/24 203.0.113.53/24 2001:db8::10/64 2001:db8::20/64 \
+	    2001:db8::53/64 &&
+	mt_addr moat m0 169.254.0.1/16 fd00:ec2::1/64 &&
+	mt_addr meta eth0 169.254.169.254/16 169.254.10.10/16 \
+	    fd00:ec2::254/64 &&
+	mt_addr moat l0 10.66.0.1/24 fd66::1/64 &&
+	mt_addr lan eth0 10.66.0.10/24 fd66::10/64 ||
+	    mt_error "cannot configure addresses"
+	# The sandbox's only way out points at moat's namespace, which must
+	# not forward: this is what makes "only moatd is reachable" true.
+	ip -n "$(mt_ns cli)" route add default via 10.200.0.1 &&
+	ip -n "$(mt_ns cli)" -6 route add default via fd00:200::1 ||
+	    mt_error "cannot add the sandbox's routes"
+	mt_in moat sysctl -qw net.ipv4.ip_forward=0 \
+	    net.ipv6.conf.all.forwarding=0 ||
+	    mt_error "cannot turn forwarding off in moat's namespace"
+}
+
+# ------------------------------------------------------------------
+# Background processes
+# ------------------------------------------------------------------
+
+# mt_bg NAME ROLE CMD...: starts CMD in ROLE's namespace ("-": none) under
+# `timeout`, with fd 3 on a fifo, stdout to $MT_T/NAME.out and stderr to
+# $MT_T/NAME.err, and waits (bounded) until CMD writes "ready" on fd 3.
+# Sets MT_PID_<NAME> (the timeout wrapper) and MT_RPID_<NAME> (CMD itself).
+# Returns 1 if CMD died or never said ready.
+mt_bg()
+{
+	local name=$1 role=$2 fifo fd pid i line rpid
+	shift 2
+	[[ $name =~ ^[A-Za-z0-9_]+$ ]] ||
+	    mt_error "mt_bg: '$name' is not a valid name (letters, digits, _)"
+	fifo=$MT_T/$name.ready
+	rm -f "$fifo"
+	mkfifo "$fifo" || return 1
+	# Opened read-write: never blocks, and CMD never gets SIGPIPE.
+	exec {fd}<>"$fifo"
+	MT_FDS="$MT_FDS $fd"
+	if [ "$role" = - ]; then
+		timeout -k 2 "$MT_LIFETIME" "$@" \
+		    3>"$fifo" {fd}<&- >>"$MT_T/$name.out" 2>>"$MT_T/$name.err" &
+	else
+		timeout -k 2 "$MT_LIFETIME" ip netns exec "$(mt_ns "$role")" \
+		    "$@" 3>"$fifo" {fd}<&- >>"$MT_T/$name.out" \
+		    2>>"$MT_T/$name.err" &
+	fi
+	pid=$!
+	MT_PIDS="$MT_PIDS $pid"
+	printf -v "MT_PID_$name" %s "$pid"
+	for ((i = 0; i < MT_READY_STEPS; i++)); do
+		if read -r -t 0.1 -u "$fd" line && [ "$line" = ready ]; then
+			rpid=$(cat /proc/"$pid"/task/"$pid"/children 2>/dev/null)
+			printf -v "MT_RPID_$name" %s "${rpid%% *}"
+			return 0
+		fi
+		kill -0 "$pid" 2>/dev/null || break
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "error: $name did not say ready in $((MT_READY_STEPS / 10)) s"
+	else
+		wait "$pid"
+		echo "error: $name exited with status $? before saying ready"
+	fi
+	[ -s "$MT_T/$name.err" ] && tail -n 20 "$MT_T/$name.err" | sed 's/^/  | /'
+	[ -s "$MT_T/$name.out" ] && tail -n 5 "$MT_T/$name.out" | sed 's/^/  > /'
+	return 1
+}
+
+# mt_wait_exit PID [STEPS]: waits (bounded, 0.1 s steps) for a background
+# process of this shell to end; sets MT_WAIT_RC to its exit status, or to
+# "running" (and returns 1) if it did not end.  Not in a $(...) subshell:
+# only this shell can wait for its children.
+mt_wait_exit()
+{
+	local pid=$1 steps=${2:-$MT_STOP_STEPS} i
+	for ((i = 0; i < steps; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		MT_WAIT_RC=running
+		return 1
+	fi
+	wait "$pid"
+	MT_WAIT_RC=$?
+	return 0
+}
+
+# ------------------------------------------------------------------
+# The servers of the world
+# ------------------------------------------------------------------
+
+# The zone of the world's DNS server.  A scenario may write its own to
+# $MT_T/zone.json before mt_world_servers.
+mt_zone_default()
+{
+	cat > "$MT_T/zone.json" <<-'EOF'
+	{
+	  "origin.test":      [{"type": "A", "data": "203.0.113.10", "ttl": 1},
+	                       {"type": "AAAA", "data": "2001:db8::10", "ttl": 1}],
+	  "*.origin.test":    [{"type": "A", "data": "203.0.113.10", "ttl": 1}],
+	  "other.test":       [{"type": "A", "data": "203.0.113.12", "ttl": 1}],
+	  "wild.test":        [{"type": "A", "data": "203.0.113.10", "ttl": 1}],
+	  "badwild.test":     [{"type": "A", "data": "203.0.113.10", "ttl": 1}],
+	  "ipname.test":      [{"type": "A", "data": "203.0.113.20", "ttl": 1}],
+	  "v6only.test":      [{"type": "AAAA", "data": "2001:db8::10", "ttl": 1}],
+	  "*.wild.test":      [{"type": "A", "data": "203.0.113.10", "ttl": 1}],
+	  "*.w2.test":        [{"type": "A", "data": "203.0.113.12", "ttl": 1}],
+	  "loop.wild.test":   [{"type": "A", "data": "127.0.0.1", "ttl": 1}],
+	  "loop6.wild.test":  [{"type": "AAAA", "data": "::1", "ttl": 1}],
+	  "ten.wild.test":    [{"type": "A", "data": "10.66.0.10", "ttl": 1}],
+	  "ll.wild.test":     [{"type": "A", "data": "169.254.10.10", "ttl": 1}],
+	  "meta.wild.test":   [{"type": "A", "data": "169.254.169.254", "ttl": 1}],
+	  "meta6.wild.test":  [{"type": "AAAA", "data": "fd00:ec2::254", "ttl": 1}],
+	  "ula.wild.test":    [{"type": "AAAA", "data": "fd66::10", "ttl": 1}],
+	  "fe80.wild.test":   [{"type": "AAAA", "data": "fe80::1", "ttl": 1}],
+	  "mapped.wild.test": [{"type": "AAAA", "data": "::ffff:10.66.0.10", "ttl": 1}],
+	  "mixed.wild.test":  [{"type": "A", "data": "203.0.113.10", "ttl": 1},
+	                       {"type": "A", "data": "127.0.0.1", "ttl": 1}],
+	  "rebind.wild.test": {"sequence": [
+	                        [{"type": "A", "data": "203.0.113.10", "ttl": 1}],
+	                        [{"type": "A", "data": "127.0.0.1", "ttl": 1}]]},
+	  "rebind-c.wild.test": {"sequence": [
+	                        [{"type": "A", "data": "203.0.113.10", "ttl": 1}],
+	                        [{"type": "A", "data": "127.0.0.1", "ttl": 1}]]},
+	  "rebind-s.wild.test": {"sequence": [
+	                        [{"type": "A", "data": "203.0.113.10", "ttl": 1}],
+	                        [{"type": "A", "data": "10.66.0.10", "ttl": 1}]]},
+	  "refused.wild.test": [{"type": "A", "data": "203.0.113.11", "ttl": 1}],
+	  "fallback.wild.test": [{"type": "A", "data": "203.0.113.11", "ttl": 1},
+	                       {"type": "A", "data": "203.0.113.10", "ttl": 1}],
+	  "blackhole.wild.test": [{"type": "A", "data": "203.0.113.99", "ttl": 1}],
+	  "nx.wild.test":     {"rcode": "NXDOMAIN"},
+	  "servfail.wild.test": {"rcode": "SERVFAIL"},
+	  "drop.wild.test":   {"drop": true},
+	  "metadata.google.internal":
+	                      [{"type": "A", "data": "169.254.169.254", "ttl": 1}],
+	  "deb.debian.org":   [{"type": "A", "data": "203.0.113.10", "ttl": 1}]
+	}
+	EOF
+}
+
+# A self-signed certificate for the TLS origin (names and address of it).
+mt_make_cert()
+{
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+	    -keyout "$MT_T/origin.key" -out "$MT_T/origin.crt" -days 2 \
+	    -subj /CN=origin.test \
+	    -addext "subjectAltName=DNS:origin.test,DNS:*.wild.test,IP:203.0.113.10" \
+	    >/dev/null 2>&1
+}
+
+# mt_origin NAME ROLE LISTEN...: an origin.py logging to $MT_T/NAME.log.
+mt_origin()
+{
+	local name=$1 role=$2 a args=""
+	shift 2
+	for a in "$@"; do
+		case $a in
+		tls:*) args="$args --tls-listen ${a#tls:}" ;;
+		*) args="$args --listen $a" ;;
+		esac
+	done
+	# shellcheck disable=SC2086
+	mt_bg "$name" "$role" "$MT_PY" "$MT_HELPERS/origin.py" --name "$name" \
+	    --log "$MT_T/$name.log" --lifetime "$MT_LIFETIME" --ready-fd 3 \
+	    --cert "$MT_T/origin.crt" --key "$MT_T/origin.key" $args
+}
+
+# mt_world_servers: DNS, the origin, the metadata server, the internal host
+# and the loopback canary, each logging to $MT_T/<name>.log.
+mt_world_servers()
+{
+	command -v openssl >/dev/null 2>&1 || mt_skip "needs openssl"
+	[ -f "$MT_T/zone.json" ] || mt_zone_default
+	mt_make_cert || mt_error "openssl could not make a certificate"
+	touch "$MT_T/dns.log" "$MT_T/origin.log" "$MT_T/meta.log" \
+	    "$MT_T/lan.log" "$MT_T/loop.log"
+	mt_bg dns net "$MT_PY" "$MT_HELPERS/dns.py" --zone "$MT_T/zone.json" \
+	    --listen 203.0.113.53 --listen '[2001:db8::53]' \
+	    --log "$MT_T/dns.log" --lifetime "$MT_LIFETIME" --ready-fd 3 &&
+	mt_origin origin net 203.0.113.10:80 203.0.113.10:8080 \
+	    203.0.113.10:9090 203.0.113.12:80 203.0.113.20:80 \
+	    '[2001:db8::10]:80' '[2001:db8::10]:8080' '[2001:db8::20]:80' \
+	    tls:203.0.113.10:443 &&
+	mt_origin meta meta 0.0.0.0:80 '[::]:80' &&
+	mt_origin lan lan 0.0.0.0:80 '[::]:80' &&
+	mt_origin loop moat 127.0.0.1:80 127.0.0.1:8080 '[::1]:80' ||
+	    mt_error "a server of the test world did not start"
+}
+
+# mt_world: topology and servers.
+mt_world()
+{
+	mt_topology
+	mt_world_servers
+}
+
+# ------------------------------------------------------------------
+# moatd
+# ------------------------------------------------------------------
+
+mt_need_moatd()
+{
+	[ -x "$MOATD" ] || mt_error "moatd not built at $MOATD (set MOAT_BUILDDIR)"
+}
+
+# mt_conf FILE: the standard config (listeners of the drawing, policy
+# opening the origins); change it with mt_conf_set.
+mt_conf()
+{
+	cat > "$1" <<-EOF
+	{
+	  "listen": [
+	    {"proto": "http", "address": "10.200.0.1:3128", "sandbox": "it-http"},
+	    {"proto": "socks5", "address": "10.200.0.1:1080", "sandbox": "it-socks"},
+	    {"proto": "http+socks5", "address": "10.200.0.1:8888", "sandbox": "it-mixed"},
+	    {"proto": "http+socks5", "address": "[fd00:200::1]:3128", "sandbox": "it-v6"},
+	    {"proto": "http+socks5", "address": "unix:$MT_T/proxy.sock",
+	     "mode": "0666", "sandbox": "it-unix"}
+	  ],
+	  "policy": {
+	    "default": "deny",
+	    "allow_private": ["203.0.113.0/24", "2001:db8::/32"],
+	    "rules": [
+	      {"name": "origin", "action": "allow", "ports": [80, 443, 8080],
+	       "hosts": ["origin.test", "*.origin.test", "*.wild.test",
+	                 "v6only.test"]},
+	      {"name": "by-ip", "action": "allow", "ports": [80],
+	       "hosts": ["203.0.113.20", "2001:db8::20"]},
+	      {"name": "blocked", "action": "deny", "hosts": ["bad.origin.test"]}
+	    ]
+	  },
+	  "resolver": {"servers": ["203.0.113.53"]},
+	  "audit": {"path": "$MT_T/audit.log"}
+	}
+	EOF
+}
+
+# mt_conf_set FILE PATH JSON: sets a value in a config, pretty-printed
+# again.  PATH is dotted; a numeric part indexes a list; a last part "+"
+# appends to the list, "^" inserts at its front, and "-" deletes the key.
+mt_conf_set()
+{
+	"$MT_PY" - "$@" <<-'EOF'
+	import json, sys
+	path, where, val = sys.argv[1], sys.argv[2].split("."), sys.argv[3]
+	with open(path) as f:
+	    conf = json.load(f)
+	node = conf
+	for k in where[:-1]:
+	    node = node[int(k)] if isinstance(node, list) else node.setdefault(k, {})
+	last = where[-1]
+	if last == "+":
+	    node.append(json.loads(val))
+	elif last == "^":
+	    node.insert(0, json.loads(val))
+	elif val == "-":
+	    del node[int(last) if isinstance(node, list) else last]
+	elif isinstance(node, list):
+	    node[int(last)] = json.loads(val)
+	else:
+	    node[last] = json.loads(val)
+	with open(path + ".tmp", "w") as f:
+	    json.dump(conf, f, indent=2)
+	    f.write("\n")
+	EOF
+	mv "$1.tmp" "$1"
+}
+
+# mt_moatd_start CONF [ARG...]: runs moatd in the moat namespace, waits for
+# its "ready".  MT_MOATD_ENV (words K=V) is added to its environment.
+# Sets MT_MOATD (timeout wrapper pid) and MT_MOATD_PID (moatd's pid).
+mt_moatd_start()
+{
+	local conf=$1
+	shift
+	mt_need_moatd
+	# shellcheck disable=SC2086
+	if ! mt_bg moatd moat env ${MT_MOATD_ENV:-} "$MOATD" -c "$conf" \
+	    --ready-fd 3 "$@"; then
+		mt_fail "moatd started and said ready" "$MT_T/moatd.err"
+		mt_finish
+	fi
+	MT_MOATD=$MT_PID_moatd
+	MT_MOATD_PID=$MT_RPID_moatd
+	echo "moatd running (pid $MT_MOATD_PID, config $conf)"
+}
+
+# mt_moatd_alive: 0 if moatd still runs.
+mt_moatd_alive()
+{
+	kill -0 "$MT_MOATD_PID" 2>/dev/null
+}
+
+# mt_moatd_stop [STEPS]: SIGTERM, then waits (default 15 s) for moatd to
+# exit; MT_WAIT_RC is its exit status or "running".
+mt_moatd_stop()
+{
+	kill -TERM "$MT_MOATD_PID" 2>/dev/null
+	mt_wait_exit "$MT_MOATD" "${1:-150}"
+}
+
+# mt_rss_kib PID: resident set size in KiB, from /proc.
+mt_rss_kib()
+{
+	awk '/^VmRSS:/ { print $2 }' /proc/"$1"/status 2>/dev/null
+}
+
+# ------------------------------------------------------------------
+# Clients (they run in the sandbox's namespace)
+# ------------------------------------------------------------------
+
+# mt_curl NAME CURL_ARG...: curl in the cli namespace.  Response headers
+# in $MT_T/NAME.hdr, body in NAME.body, stderr in NAME.err.  Sets MT_RC
+# (curl's exit status), MT_CODE (%{http_code}, of the last transfer) and
+# MT_CONNECT (%{http_connect}: the proxy's answer to CONNECT, 000 if none).
+mt_curl()
+{
+	local n=$1 out
+	shift
+	rm -f "$MT_T/$n.hdr" "$MT_T/$n.body"
+	out=$(timeout -k 2 $((MT_CURL_MAX + 5)) \
+	    ip netns exec "$(mt_ns cli)" curl -sS --max-time "$MT_CURL_MAX" \
+	    --connect-timeout 3 -D "$MT_T/$n.hdr" -o "$MT_T/$n.body" \
+	    -w '%{http_code} %{http_connect}\n' "$@" 2>"$MT_T/$n.err")
+	MT_RC=$?
+	out=$(echo "$out" | tail -n 1)
+	MT_CODE=${out%% *}
+	MT_CONNECT=${out##* }
+	[ -n "$MT_CODE" ] || MT_CODE=000
+	[ -n "$MT_CONNECT" ] || MT_CONNECT=000
+}
+
+# mt_denied MESSAGE NAME STATUS HOST REASON [RULE]: the response curl saved
+# as NAME is moatd's denial: STATUS (from MT_CODE, or MT_CONNECT for a
+# CONNECT), X-Moat-Reason REASON, X-Moat-Rule RULE if given (absent if
+# RULE is "-"), and, when a body was saved, a body naming host, reason and
+# rule.  One PASS/FAIL line.
+mt_denied()
+{
+	local msg=$1 n=$2 status=$3 host=$4 reason=$5 rule=${6:-} bad="" got
+	got=$MT_CODE
+	[ "$got" = 000 ] && got=$MT_CONNECT
+	[ "$got" = "$status" ] || bad="$bad status $got (want $status);"
+	got=$(mt_hdr "$n" X-Moat-Reason)
+	[ "$got" = "$reason" ] || bad="$bad X-Moat-Reason '$got' (want $reason);"
+	if [ "$rule" = - ]; then
+		got=$(mt_hdr "$n" X-Moat-Rule)
+		[ -z "$got" ] || bad="$bad X-Moat-Rule '$got' (want none);"
+	elif [ -n "$rule" ]; then
+		got=$(mt_hdr "$n" X-Moat-Rule)
+		[ "$got" = "$rule" ] || bad="$bad X-Moat-Rule '$got' (want $rule);"
+	fi
+	if [ -s "$MT_T/$n.body" ]; then
+		grep -qiF -- "$host" "$MT_T/$n.body" ||
+		    bad="$bad body does not name $host;"
+		grep -qF -- "$reason" "$MT_T/$n.body" ||
+		    bad="$bad body does not name $reason;"
+		if [ -n "$rule" ] && [ "$rule" != - ]; then
+			grep -qF -- "$rule" "$MT_T/$n.body" ||
+			    bad="$bad body does not name rule $rule;"
+		fi
+	fi
+	if [ -z "$bad" ]; then
+		mt_pass "$msg: $status $reason${rule:+ rule=$rule}"
+	else
+		mt_fail "$msg:$bad" "$MT_T/$n.hdr" "$MT_T/$n.body" \
+		    "$MT_T/$n.err" "$MT_T/moatd.err"
+	fi
+}
+
+# mt_allowed MESSAGE NAME [STATUS]: curl's transfer NAME got STATUS (200)
+# from the origin itself (X-Origin-Name present).
+mt_allowed()
+{
+	local msg=$1 n=$2 status=${3:-200}
+	if [ "$MT_CODE" = "$status" ] && [ -n "$(mt_hdr "$n" X-Origin-Name)" ]
+	then
+		mt_pass "$msg: $status from the origin"
+	else
+		mt_fail "$msg: HTTP $MT_CODE (want $status from the origin), curl exit $MT_RC" \
+		    "$MT_T/$n.hdr" "$MT_T/$n.body" "$MT_T/$n.err" \
+		    "$MT_T/moatd.err"
+	fi
+}
+
+# mt_hdr NAME HEADER: the value of HEADER in the last response head curl
+# saved for NAME (case-insensitive name; CR removed).
+mt_hdr()
+{
+	awk -v h="$(echo "$2" | tr '[:upper:]' '[:lower:]')" '
+	    /^HTTP\// { v = "" }
+	    { line = $0; sub(/\r$/, "", line)
+	      i = index(line, ":")
+	      if (i > 0 && tolower(substr(line, 1, i - 1)) == h) {
+	          v = substr(line, i + 1); sub(/^[ \t]+/, "", v) } }
+	    END { print v }' "$MT_T/$1.hdr" 2>/dev/null
+}
+
+# mt_raw NAME RAWCLIENT_ARG...: rawclient.py in the cli namespace, report
+# in $MT_T/NAME.kv; read fields with mt_kv NAME KEY.
+mt_raw()
+{
+	local n=$1
+	shift
+	timeout -k 2 30 ip netns exec "$(mt_ns cli)" "$MT_PY" \
+	    "$MT_HELPERS/rawclient.py" "$@" > "$MT_T/$n.kv" 2>"$MT_T/$n.err"
+}
+
+# mt_socks NAME SOCKS5_ARG...: socks5.py in the cli namespace, report in
+# $MT_T/NAME.kv.
+mt_socks()
+{
+	local n=$1
+	shift
+	timeout -k 2 30 ip netns exec "$(mt_ns cli)" "$MT_PY" \
+	    "$MT_HELPERS/socks5.py" "$@" > "$MT_T/$n.kv" 2>"$MT_T/$n.err"
+}
+
+# mt_kv NAME KEY: a field of a KEY=VALUE report.
+mt_kv()
+{
+	sed -n "s/^$2=//p" "$MT_T/$1.kv" 2>/dev/null | head -n 1
+}
+
+# ------------------------------------------------------------------
+# Logs
+# ------------------------------------------------------------------
+
+# mt_jl FILE ARG...: jsonl.py (count/get/missing/dump with filters).
+mt_jl()
+{
+	"$MT_PY" "$MT_HELPERS/jsonl.py" "$@"
+}
+
+# mt_lines FILE: number of lines (0 if absent).
+mt_lines()
+{
+	if [ -f "$1" ]; then
+		wc -l < "$1" | tr -d ' '
+	else
+		echo 0
+	fi
+}
+
+# mt_mark: remembers the size of every server log; mt_new NAME then prints
+# the lines NAME.log got since.
+mt_mark()
+{
+	local n
+	for n in origin dns meta lan loop; do
+		printf -v "MT_MARK_$n" %s "$(mt_lines "$MT_T/$n.log")"
+	done
+}
+
+mt_new()
+{
+	local mark
+	mark=MT_MARK_$1
+	tail -n +"$((${!mark:-0} + 1))" "$MT_T/$1.log" 2>/dev/null
+}
+
+# mt_untouched MESSAGE NAME...: PASS if none of the servers NAME logged
+# anything since mt_mark.
+mt_untouched()
+{
+	local msg=$1 n got="" logs=()
+	shift
+	for n in "$@"; do
+		if [ -n "$(mt_new "$n")" ]; then
+			got="$got $n"
+			logs+=("$MT_T/$n.log")
+		fi
+	done
+	if [ -z "$got" ]; then
+		mt_pass "$msg: no connection reached $*"
+	else
+		mt_fail "$msg: reached$got" "${logs[@]}"
+	fi
+}
+
+# mt_wait_log FILE PATTERN [STEPS]: waits (bounded, 0.1 s steps) until a
+# line of FILE matches the grep -E PATTERN.  Returns 1 if none did.
+mt_wait_log()
+{
+	local f=$1 pat=$2 steps=${3:-50} i
+	for ((i = 0; i < steps; i++)); do
+		grep -Eq -- "$pat" "$f" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
