@@ -778,7 +778,7 @@ config_top(struct config_ctx *x, json_t *root)
 
 	if (!config_fields(x, root, 0, f, TOP__COUNT))
 		return;
-	if (f[TOP_LISTEN].v == NULL)
+	if (f[TOP_LISTEN].v == NULL && f[TOP_ADMIN].v == NULL)
 		config_err(x, 0, "missing required key \"listen\" in the top "
 		    "level: add at least one listener, such as {\"proto\": "
 		    "\"http\", \"address\": \"127.0.0.1:3128\"}");
@@ -839,9 +839,12 @@ config_listen(struct config_ctx *x, json_t *v, size_t pos)
 {
 	size_t	n, i, ci, old;
 
-	if (!config_array(x, v, pos, "listener"))
+	/* "listen": [] is legal: a moatd that serves only sandboxes
+	 * registered at run time (moatd --admin-fd, "admin"). */
+	if (!config_want(x, v, pos, JSON_ARRAY, "an array"))
 		return;
-	n = json_array_size(v);
+	if ((n = json_array_size(v)) == 0)
+		return;
 	if ((x->c->listen = calloc(n, sizeof(*x->c->listen))) == NULL) {
 		config_oom(x);
 		return;

@@ -46,6 +46,7 @@ struct policy_eval {
 	uint32_t			 partial;
 	enum policy_reason		 partial_reason;
 	bool				 later;
+	bool				 deny_only;	/* name target, address candidates */
 	int				 path_state;
 	char				*path;
 	size_t				 pathlen;
@@ -80,8 +81,6 @@ static const char *const	policy_reasons[POLICY_R__COUNT] = {
 static void	policy_rule_clear(struct policy_rule *r);
 static int	policy_ref_push(struct policy *p, uint32_t *head,
 		    uint32_t rule);
-static void	policy_ports_mark(struct policy *p,
-		    const struct policy_rule *r);
 static bool	policy_port_ok(const struct policy_rule *r, uint16_t port);
 static bool	policy_method_ok(const struct policy_rule *r, const char *m);
 static const char	*policy_eval_path(struct policy_eval *ev);
@@ -235,34 +234,6 @@ policy_add_star(struct policy *p, uint32_t rule)
 	return policy_ref_push(p, &p->star, rule);
 }
 
-/* Records the ports of an allow rule with cidrs (for addr == NULL). */
-static void
-policy_ports_mark(struct policy *p, const struct policy_rule *r)
-{
-	size_t		i;
-	unsigned	lo, hi, b;
-
-	p->cidr_allow = true;
-	p->cidr_allow_flags |= r->flags;
-	if (r->nports == 0) {
-		memset(p->cidr_allow_ports, 0xff, sizeof(p->cidr_allow_ports));
-		return;
-	}
-	for (i = 0; i < r->nports; i++) {
-		lo = r->ports[i].lo;
-		hi = r->ports[i].hi;
-		for (b = lo; b <= hi && b % 8 != 0; b++)
-			p->cidr_allow_ports[b / 8] |= (uint8_t)(1 << (b % 8));
-		if (b + 8 <= hi + 1) {
-			memset(&p->cidr_allow_ports[b / 8], 0xff,
-			    (hi + 1 - b) / 8);
-			b += (hi + 1 - b) / 8 * 8;
-		}
-		for (; b <= hi; b++)
-			p->cidr_allow_ports[b / 8] |= (uint8_t)(1 << (b % 8));
-	}
-}
-
 int
 policy_add_cidr(struct policy *p, uint32_t rule, const struct addr_cidr *c)
 {
@@ -273,8 +244,6 @@ policy_add_cidr(struct policy *p, uint32_t rule, const struct addr_cidr *c)
 	    addr_bytes(&c->addr), c->plen);
 	if (head == NULL || policy_ref_push(p, head, rule) == -1)
 		return -1;
-	if (!r->has_cidrs && r->action == POLICY_ALLOW)
-		policy_ports_mark(p, r);
 	r->has_cidrs = 1;
 	return 0;
 }
@@ -299,8 +268,16 @@ policy_port_ok(const struct policy_rule *r, uint16_t port)
 {
 	size_t	lo = 0, hi = r->nports, mid;
 
+	/*
+	 * Port 0 asks about a name on any port (the DNS listener): an allow
+	 * rule applies whatever its ports, a deny rule only if it covers
+	 * every port, so "deny smtp.example.com port 25" does not make the
+	 * name vanish from DNS.
+	 */
+	if (port == 0)
+		return r->action == POLICY_ALLOW || r->nports == 0;
 	if (r->nports == 0)
-		return port != 0;
+		return true;
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
 		if (port < r->ports[mid].lo)
@@ -387,7 +364,13 @@ policy_check(const struct policy_rule *r, struct policy_eval *ev)
 static void
 policy_eval_rule(struct policy_eval *ev, const struct policy_rule *r)
 {
-	enum policy_check	c = policy_check(r, ev);
+	enum policy_check	c;
+
+	/* A name is allowed only by a rule whose hosts name it: address
+	 * rules can refuse its addresses, never open the name. */
+	if (ev->deny_only && r->action != POLICY_DENY)
+		return;
+	c = policy_check(r, ev);
 
 	if (r->action == POLICY_DENY) {
 		if (c == POLICY_CHK_APPLIES && r->index < ev->deny)
@@ -455,6 +438,7 @@ policy_decide(const struct policy *p, const struct policy_target *t,
 	ev.deny = ev.allow = ev.partial = POLICY_NONE;
 	ev.partial_reason = POLICY_R_NO_RULE;
 	ev.later = false;
+	ev.deny_only = false;
 	ev.path_state = 0;
 	ev.path = ev.heap = NULL;
 	ev.pathlen = 0;
@@ -468,6 +452,7 @@ policy_decide(const struct policy *p, const struct policy_target *t,
 		policy_eval_list(p, &ev, p->star);
 	}
 	if (t->addr != NULL) {
+		ev.deny_only = name != NULL;
 		tr = t->addr->family == AF_INET ? &p->cidr4 : &p->cidr6;
 		k = trie_match(tr, addr_bytes(t->addr),
 		    addr_bits(t->addr->family), vals, NULL);
@@ -485,14 +470,6 @@ policy_decide(const struct policy *p, const struct policy_target *t,
 		out->verdict = POLICY_ALLOW;
 		out->reason = POLICY_R_ALLOWED;
 		out->flags = r->flags | (ev.later ? POLICY_F_INSPECT : 0);
-	} else if (t->addr == NULL && name != NULL && p->cidr_allow &&
-	    (p->cidr_allow_ports[t->port / 8] & (1 << (t->port % 8))) != 0) {
-		/* No name rule allows it; a cidr rule may allow an address. */
-		out->verdict = POLICY_ALLOW;
-		out->reason = POLICY_R_ALLOWED;
-		out->flags = p->cidr_allow_flags |
-		    (ev.later ? POLICY_F_INSPECT : 0);
-		return out->verdict;
 	} else if (ev.partial != POLICY_NONE) {
 		r = &p->rules[ev.partial];
 		out->reason = ev.partial_reason;

@@ -198,7 +198,8 @@ struct policy_decision {
 struct policy_target {
 	const char			*name;	/* canonical DNS name, or NULL for an IP literal */
 	const struct policy_addr	*addr;	/* the address to dial, or NULL before resolution */
-	uint16_t			 port;
+	uint16_t			 port;	/* 0: any port (DNS answers), see
+						   policy_decide() */
 	const char			*method; /* HTTP method, NULL for a tunnel */
 	const char			*path;	/* HTTP path+query, NULL for a tunnel */
 };
@@ -242,6 +243,12 @@ struct policy;	/* compiled, immutable policy; part of struct moat_config */
  * but an allow rule with cidrs has the port, the verdict is allow with
  * rule NULL (its addresses decide).  A deny verdict with addr NULL is
  * final: the name need not be resolved.  p NULL or t NULL: deny, internal.
+ *
+ * Port 0 asks whether the name may be reached on some port, as the DNS
+ * listener must before it answers: allow rules apply whatever their
+ * ports, deny rules only when they cover every port, and no address rule
+ * can make an unresolved name "allowed" (a name only a cidr rule could
+ * allow is not resolved for a sandbox, so DNS carries nothing out).
  *
  * Fills *out and returns out->verdict.  Never fails.
  */

@@ -296,9 +296,6 @@ struct policy {
 	struct trie		 cidr4, cidr6;	/* rule cidrs and IP hosts */
 	struct trie		 deny4, deny6;	/* built-in sets; value = deny index */
 	struct trie		 ap4, ap6;	/* allow_private */
-	uint8_t			 cidr_allow_ports[65536 / 8];
-	unsigned		 cidr_allow_flags;
-	bool			 cidr_allow;	/* some allow rule has cidrs */
 };
 
 struct policy	*policy_new(void);

@@ -403,6 +403,8 @@ audit_format(const struct audit_rec *r, char *buf, size_t cap)
 		}
 		jw_raw(&w, "]", 1);
 	}
+	jw_kstr(&w, "qtype", r->qtype);
+	jw_kstr(&w, "answer", r->answer);
 	jw_kstr(&w, "end", r->end);
 	jw_kstr(&w, "detail", r->detail);
 	jw_raw(&w, "}\n", 2);

@@ -44,6 +44,8 @@ struct audit_rec {
 	int64_t			 duration_ms;
 	const char		*detail;	/* short human text, or NULL */
 	const char		*end;		/* close events: how it ended */
+	const char		*qtype;		/* dns events: "A", "AAAA", ... */
+	const char		*answer;	/* dns events: addresses answered */
 	const char *const	*injected;	/* NULL-terminated secret names */
 };
 

@@ -29,7 +29,9 @@
 #include "proxy/io.h"
 #include "proxy/listener.h"
 #include "proxy/log.h"
+#include "proxy/dns.h"
 #include "proxy/resolver.h"
+#include "proxy/sandbox.h"
 #include "proxy/tunnel.h"
 #include "proxy/upstream.h"
 #include "proxy/util.h"
@@ -55,6 +57,8 @@ static const char *const conn_state_names[CONN_ST__COUNT] = {
 	[CONN_ST_RESOLVING] = "resolving",
 	[CONN_ST_CONNECTING] = "connecting",
 	[CONN_ST_HTTP_EXCHANGE] = "http-exchange",
+	[CONN_ST_PEEK] = "peek",
+	[CONN_ST_DNS_TCP] = "dns-tcp",
 	[CONN_ST_FLUSH_CLOSE] = "flush-close",
 };
 
@@ -95,6 +99,7 @@ conn_accept(struct worker *w, struct listener *l, int fd,
 	c->l = l;
 	c->cfg = policy_config_ref(w->cfg);
 	c->cfg_gen = w->cfg_gen;
+	c->sb = sandbox_ref(l->sb);
 	c->sandbox = l->sandbox;
 	conn_format_peer(sa, salen, c->client, sizeof(c->client));
 	if (sa->sa_family != AF_UNIX)
@@ -110,6 +115,7 @@ conn_accept(struct worker *w, struct listener *l, int fd,
 		if (c->timer != NULL)
 			event_free(c->timer);
 		policy_config_unref(c->cfg);
+		sandbox_unref(c->sb);
 		free(c);
 		return;
 	}
@@ -130,6 +136,12 @@ conn_accept(struct worker *w, struct listener *l, int fd,
 		conn_enter_state(c, CONN_ST_SNIFF);
 		conn_set_deadline(c, c->cfg->timeouts.request_head_ms);
 		io_read(c->cio, 1);
+		break;
+	case MOAT_PROTO_TRANSPARENT:
+		transparent_start(c);
+		break;
+	case MOAT_PROTO_DNS:
+		dns_tcp_start(c);
 		break;
 	default:
 		conn_close(c, POLICY_R_INTERNAL, "listener kind not served here");
@@ -199,6 +211,12 @@ conn_refresh_config(struct conn *c)
 	c->cfg_gen = c->w->cfg_gen;
 }
 
+const struct policy *
+conn_policy(const struct conn *c)
+{
+	return sandbox_policy(c->sb, c->cfg);
+}
+
 const char *
 conn_proto(const struct conn *c)
 {
@@ -207,6 +225,10 @@ conn_proto(const struct conn *c)
 		return "connect";
 	case CONN_KIND_SOCKS5:
 		return "socks5";
+	case CONN_KIND_TRANSPARENT:
+		return "transparent";
+	case CONN_KIND_DNS:
+		return "dns";
 	default:
 		return "http";
 	}
@@ -270,7 +292,7 @@ conn_route(struct conn *c)
 	c->naddrs = 0;
 	if (c->target.kind == POLICY_HOST_ADDR)
 		policy_addr_format(&c->target.addr, c->ip, sizeof(c->ip));
-	if (policy_decide(c->cfg->policy, &t, &c->dec) == POLICY_DENY) {
+	if (policy_decide(conn_policy(c), &t, &c->dec) == POLICY_DENY) {
 		conn_fail(c, c->dec.reason, NULL);
 		return;
 	}
@@ -332,7 +354,7 @@ conn_resolved(struct conn *c, const struct resolver_result *res)
 	c->naddrs = 0;
 	for (i = 0; i < res->naddrs; i++) {
 		t.addr = &res->addrs[i];
-		if (policy_decide(c->cfg->policy, &t, &d) == POLICY_ALLOW) {
+		if (policy_decide(conn_policy(c), &t, &d) == POLICY_ALLOW) {
 			if (c->naddrs == 0)
 				first_allow = d;
 			c->addrs[c->naddrs++] = res->addrs[i];
@@ -360,9 +382,31 @@ conn_resolved(struct conn *c, const struct resolver_result *res)
 	conn_connect(c);
 }
 
+void
+conn_dial(struct conn *c, const struct policy_addr *addrs, size_t n)
+{
+	if (n > RESOLVER_MAX_ADDRS)
+		n = RESOLVER_MAX_ADDRS;
+	if (addrs != c->addrs)
+		memcpy(c->addrs, addrs, n * sizeof(*addrs));
+	c->naddrs = n;
+	conn_connect(c);
+}
+
+int
+conn_rate_ok(struct conn *c)
+{
+	return sandbox_rate_take(c->sb, conn_policy(c), c->dec.rule);
+}
+
 static void
 conn_connect(struct conn *c)
 {
+	if (!conn_rate_ok(c)) {
+		conn_fail(c, POLICY_R_RATE, "the rule's \"rate\" is used up "
+		    "for now");
+		return;
+	}
 	conn_enter_state(c, CONN_ST_CONNECTING);
 	c->uc = upstream_connect_start(c->w->base, c->addrs, c->naddrs,
 	    c->port, c->cfg->timeouts.connect_ms, conn_connected_cb, c);
@@ -390,6 +434,8 @@ conn_connected_cb(int fd, size_t idx, int err, void *arg)
 	c->up_addr = c->addrs[idx < c->naddrs ? idx : 0];
 	if (c->kind == CONN_KIND_SOCKS5)
 		socks5_connected(c, fd);
+	else if (c->kind == CONN_KIND_TRANSPARENT)
+		transparent_connected(c, fd);
 	else
 		http_connected(c, fd);
 }
@@ -399,6 +445,8 @@ conn_fail(struct conn *c, enum policy_reason reason, const char *detail)
 {
 	if (c->kind == CONN_KIND_SOCKS5)
 		socks5_denied(c, reason, detail);
+	else if (c->kind == CONN_KIND_TRANSPARENT)
+		transparent_denied(c, reason, detail);
 	else
 		http_denied(c, reason, detail);
 }
@@ -426,6 +474,12 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		http_denied(c, POLICY_R_TIMEOUT, "the upstream did not answer "
 		    "in time");
 		return;
+	case CONN_ST_PEEK:
+		transparent_denied(c, POLICY_R_NO_RULE, "nothing named the "
+		    "destination in time: no DNS answer from moatd, no TLS "
+		    "server name, no HTTP Host (a server-first protocol needs "
+		    "an IP rule or moatd's DNS)");
+		return;
 	default:
 		log_debug("conn=%llu timeout in state %s",
 		    (unsigned long long)c->id, conn_state_names[c->state]);
@@ -445,6 +499,7 @@ conn_to_tunnel(struct conn *c, int ufd)
 
 	memset(&m, 0, sizeof(m));
 	m.id = c->id;
+	m.sb = c->sb;
 	m.sandbox = c->sandbox;
 	m.proto = conn_proto(c);
 	m.client = c->client;
@@ -488,6 +543,8 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 	if (detail != NULL)
 		log_debug("conn=%llu closed: %s: %s", (unsigned long long)c->id,
 		    policy_reason_str(reason), detail);
+	if (c->kind == CONN_KIND_DNS)
+		dns_conn_closing(c);
 	resolver_cancel(c->rq);
 	upstream_connect_cancel(c->uc);
 	if (c->timer != NULL)
@@ -496,6 +553,7 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 	io_free(c->uio);
 	http_free_request(c);
 	policy_config_unref(c->cfg);
+	sandbox_unref(c->sb);
 	TAILQ_REMOVE(&w->conns, c, link);
 	w->nconns--;
 	free(c);

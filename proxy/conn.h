@@ -29,6 +29,7 @@
 struct event;
 struct io;
 struct listener;
+struct sandbox;
 struct upstream_connect;
 struct worker;
 
@@ -41,6 +42,8 @@ enum conn_state {
 	CONN_ST_RESOLVING,	/* waiting for DNS */
 	CONN_ST_CONNECTING,	/* upstream connect under way */
 	CONN_ST_HTTP_EXCHANGE,	/* forwarding a request and its response */
+	CONN_ST_PEEK,		/* transparent: reading first bytes for a name */
+	CONN_ST_DNS_TCP,	/* DNS over TCP: reading and answering queries */
 	CONN_ST_FLUSH_CLOSE,	/* writing a last reply, then close */
 	CONN_ST__COUNT
 };
@@ -49,7 +52,9 @@ enum conn_kind {
 	CONN_KIND_NONE = 0,
 	CONN_KIND_HTTP,		/* absolute-form forward request */
 	CONN_KIND_CONNECT,	/* HTTP CONNECT tunnel */
-	CONN_KIND_SOCKS5	/* SOCKS5 CONNECT tunnel */
+	CONN_KIND_SOCKS5,	/* SOCKS5 CONNECT tunnel */
+	CONN_KIND_TRANSPARENT,	/* redirected TCP (SO_ORIGINAL_DST) */
+	CONN_KIND_DNS		/* DNS over TCP */
 };
 
 /* Where a request body or response body stands. */
@@ -72,7 +77,8 @@ struct conn {
 
 	struct io		*cio;		/* client */
 	char			 client[64];	/* peer address for audit/logs */
-	const char		*sandbox;	/* listener's, or the auth identity */
+	struct sandbox		*sb;		/* a reference */
+	const char		*sandbox;	/* sb's name, or the auth identity */
 	struct event		*timer;		/* deadline of the current phase */
 	uint64_t		 t_start;	/* ms, start of request or tunnel */
 
@@ -96,6 +102,7 @@ struct conn {
 	char			 up_ip[64];
 	struct policy_addr	 up_addr;
 	bool			 up_reused;
+	uint64_t		 up_idle_since;	/* ms: kept idle since */
 	size_t			 up_scan_state;
 	struct http_response_head resp;
 	bool			 resp_head_done;
@@ -111,6 +118,14 @@ struct conn {
 
 	/* SOCKS5 */
 	uint8_t			 socks_method;
+
+	/* transparent */
+	struct policy_addr	 orig;		/* destination the client dialled */
+	uint16_t		 orig_port;
+	size_t			 peek_state;
+
+	/* DNS over TCP */
+	unsigned		 dns_pending;	/* queries being answered */
 };
 
 /* Called by the worker for each accepted socket. */
@@ -137,6 +152,10 @@ void	conn_set_deadline(struct conn *c, unsigned ms);
  * failure path (http_deny / socks5_deny).
  */
 void	conn_route(struct conn *c);
+/* 1 if c->dec's rule has no "rate" or a token was left; 0 otherwise. */
+int	conn_rate_ok(struct conn *c);
+/* Connects to addrs[0..n) (already judged) and continues as conn_route. */
+void	conn_dial(struct conn *c, const struct policy_addr *addrs, size_t n);
 /* Makes sure c->cfg is the worker's current config (between requests). */
 void	conn_refresh_config(struct conn *c);
 /* Writes an audit record for the current request/tunnel. */
@@ -146,6 +165,14 @@ void	conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 const char *conn_proto(const struct conn *c);
 /* Hands c's sockets to a spliced tunnel and frees c. */
 void	conn_to_tunnel(struct conn *c, int ufd);
+/* The policy c is judged by: its sandbox's, or the daemon config's. */
+const struct policy *conn_policy(const struct conn *c);
+
+/* transparent.c */
+void	transparent_start(struct conn *c);
+void	transparent_denied(struct conn *c, enum policy_reason reason,
+	    const char *detail);
+void	transparent_connected(struct conn *c, int ufd);
 
 /* http.c */
 void	http_start(struct conn *c);		/* begin reading a request head */

@@ -316,9 +316,16 @@ http_handle_request(struct conn *c)
 		t.method = req->method;
 		t.path = req->path;
 		if (!io_eof(c->uio) && c->port == c->up_port &&
+		    util_now_ms() - c->up_idle_since <
+		    c->cfg->timeouts.idle_upstream_ms &&
 		    strcmp(c->host, c->up_host) == 0 &&
-		    policy_decide(c->cfg->policy, &t, &c->dec) == POLICY_ALLOW) {
+		    policy_decide(conn_policy(c), &t, &c->dec) == POLICY_ALLOW) {
 			memcpy(c->ip, c->up_ip, sizeof(c->ip));
+			if (!conn_rate_ok(c)) {
+				http_denied(c, POLICY_R_RATE, "the rule's "
+				    "\"rate\" is used up for now");
+				return;
+			}
 			c->up_reused = true;
 			http_send_request(c);
 			return;
@@ -1065,8 +1072,10 @@ http_finish(struct conn *c)
 		io_free(c->uio);
 		c->uio = NULL;
 	}
-	if (c->uio != NULL)
+	if (c->uio != NULL) {
 		io_read(c->uio, 1);	/* notice if the idle upstream closes */
+		c->up_idle_since = util_now_ms();
+	}
 	if (c->client_keepalive && !io_eof(c->cio)) {
 		http_start(c);
 		return;

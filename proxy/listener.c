@@ -11,8 +11,10 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,28 +22,33 @@
 
 #include "policy/policy.h"
 #include "proxy/listener.h"
+#include "proxy/sandbox.h"
 #include "proxy/secret.h"
 #include "proxy/upstream.h"
 #include "proxy/util.h"
 
 #define LISTEN_BACKLOG	4096
 
-static int	listener_bind_tcp(const struct moat_listen *ml, char *err,
-		    size_t errlen);
+static int	listener_bind_tcp(const struct moat_listen *ml, int type,
+		    char *err, size_t errlen);
+static struct sandbox *listener_sandbox(struct listener *head,
+		    const char *name);
 static int	listener_bind_unix(const struct moat_listen *ml, char *err,
 		    size_t errlen);
 static void	listener_free(struct listener *l);
+static int	listener_read_auth(const struct moat_config *cfg, size_t i,
+		    struct listener *l, char *err, size_t errlen);
 
 static int
-listener_bind_tcp(const struct moat_listen *ml, char *err, size_t errlen)
+listener_bind_tcp(const struct moat_listen *ml, int type, char *err,
+    size_t errlen)
 {
 	struct sockaddr_storage	ss;
 	socklen_t		slen;
 	int			fd, one = 1;
 
 	slen = upstream_sockaddr(&ml->host.addr, ml->port, &ss);
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    0);
+	fd = socket(ss.ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1) {
 		snprintf(err, errlen, "%s: socket: %s", ml->address,
 		    strerror(errno));
@@ -64,7 +71,7 @@ listener_bind_tcp(const struct moat_listen *ml, char *err, size_t errlen)
 		close(fd);
 		return -1;
 	}
-	if (listen(fd, LISTEN_BACKLOG) == -1) {
+	if (type == SOCK_STREAM && listen(fd, LISTEN_BACKLOG) == -1) {
 		snprintf(err, errlen, "%s: listen: %s", ml->address,
 		    strerror(errno));
 		close(fd);
@@ -142,67 +149,64 @@ listener_bind_unix(const struct moat_listen *ml, char *err, size_t errlen)
 	return fd;
 }
 
+/* The sandbox named name of an earlier listener, or a new one. */
+static struct sandbox *
+listener_sandbox(struct listener *head, const char *name)
+{
+	struct listener	*l;
+
+	for (l = head; l != NULL; l = l->next)
+		if (l->sb != NULL && strcmp(l->sb->name, name) == 0)
+			return sandbox_ref(l->sb);
+	return sandbox_new(name, NULL);
+}
+
 struct listener *
 listener_bind_all(const struct moat_config *cfg, size_t nworkers, char *err,
     size_t errlen)
 {
 	struct listener	*head = NULL, **tail = &head, *l;
 	size_t		 i, j;
+	int		 pass, npass;
 
+	err[0] = '\0';
 	for (i = 0; i < cfg->nlisten; i++) {
 		const struct moat_listen *ml = &cfg->listen[i];
 
-		if (ml->proto == MOAT_PROTO_DNS ||
-		    ml->proto == MOAT_PROTO_TRANSPARENT) {
-			snprintf(err, errlen, "%s:%d:%d: listen[%zu]: proto "
-			    "\"%s\" is not served by this moatd yet", cfg->file,
-			    ml->line, ml->column, i, policy_proto_str(ml->proto));
-			goto fail;
-		}
-		if ((l = calloc(1, sizeof(*l))) == NULL)
-			goto nomem;
-		*tail = l;
-		tail = &l->next;
-		l->proto = ml->proto;
-		l->address = strdup(ml->address);
-		l->sandbox = strdup(ml->sandbox ? ml->sandbox : "default");
-		l->nfds = ml->is_unix ? 1 : nworkers;
-		l->fds = calloc(l->nfds, sizeof(*l->fds));
-		if (l->address == NULL || l->sandbox == NULL || l->fds == NULL)
-			goto nomem;
-		for (j = 0; j < l->nfds; j++)
-			l->fds[j] = -1;
-		for (j = 0; j < l->nfds; j++) {
-			l->fds[j] = ml->is_unix ?
-			    listener_bind_unix(ml, err, errlen) :
-			    listener_bind_tcp(ml, err, errlen);
-			if (l->fds[j] == -1)
-				goto fail;
-		}
-		if (ml->is_unix && (l->unix_path = strdup(ml->path)) == NULL)
-			goto nomem;
-		if (ml->nauth > 0) {
-			l->auth = calloc(ml->nauth, sizeof(*l->auth));
-			if (l->auth == NULL)
+		/* "dns" serves UDP and TCP: two listeners, one address. */
+		npass = ml->proto == MOAT_PROTO_DNS ? 2 : 1;
+		for (pass = 0; pass < npass; pass++) {
+			if ((l = calloc(1, sizeof(*l))) == NULL)
 				goto nomem;
-			for (j = 0; j < ml->nauth; j++) {
-				char e[256];
-
-				l->auth[j].user = strdup(ml->auth[j].name);
-				if (l->auth[j].user == NULL)
-					goto nomem;
-				l->auth[j].token = secret_read(&ml->auth[j],
-				    &l->auth[j].token_len, e, sizeof(e));
-				if (l->auth[j].token == NULL) {
-					snprintf(err, errlen, "%s:%d:%d: "
-					    "listen[%zu].auth: %s", cfg->file,
-					    ml->auth[j].line, ml->auth[j].column,
-					    i, e);
-					l->nauth = j + 1;
+			*tail = l;
+			tail = &l->next;
+			atomic_init(&l->refcnt, 1);
+			l->proto = ml->proto;
+			l->udp = ml->proto == MOAT_PROTO_DNS && pass == 0;
+			l->address = strdup(ml->address);
+			l->sb = listener_sandbox(head,
+			    ml->sandbox ? ml->sandbox : "default");
+			l->nfds = ml->is_unix ? 1 : nworkers;
+			l->fds = calloc(l->nfds, sizeof(*l->fds));
+			if (l->address == NULL || l->sb == NULL ||
+			    l->fds == NULL)
+				goto nomem;
+			l->sandbox = l->sb->name;
+			for (j = 0; j < l->nfds; j++)
+				l->fds[j] = -1;
+			for (j = 0; j < l->nfds; j++) {
+				l->fds[j] = ml->is_unix ?
+				    listener_bind_unix(ml, err, errlen) :
+				    listener_bind_tcp(ml, l->udp ? SOCK_DGRAM :
+				    SOCK_STREAM, err, errlen);
+				if (l->fds[j] == -1)
 					goto fail;
-				}
-				l->nauth = j + 1;
 			}
+			if (ml->is_unix &&
+			    (l->unix_path = strdup(ml->path)) == NULL)
+				goto nomem;
+			if (listener_read_auth(cfg, i, l, err, errlen) == -1)
+				goto fail;
 		}
 	}
 	return head;
@@ -211,6 +215,151 @@ listener_bind_all(const struct moat_config *cfg, size_t nworkers, char *err,
  fail:
 	listener_free_all(head);
 	return NULL;
+}
+
+/* Reads the tokens of listen[i].auth into l. */
+static int
+listener_read_auth(const struct moat_config *cfg, size_t i, struct listener *l,
+    char *err, size_t errlen)
+{
+	const struct moat_listen	*ml = &cfg->listen[i];
+	size_t				 j;
+	char				 e[256];
+
+	if (ml->nauth == 0)
+		return 0;
+	if ((l->auth = calloc(ml->nauth, sizeof(*l->auth))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (j = 0; j < ml->nauth; j++) {
+		l->nauth = j + 1;
+		if ((l->auth[j].user = strdup(ml->auth[j].name)) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		l->auth[j].token = secret_read(&ml->auth[j],
+		    &l->auth[j].token_len, e, sizeof(e));
+		if (l->auth[j].token == NULL) {
+			snprintf(err, errlen, "%s:%d:%d: listen[%zu].auth: %s",
+			    cfg->file, ml->auth[j].line, ml->auth[j].column, i,
+			    e);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+struct listener *
+listener_from_fd(const char *proto, int fd, struct sandbox *sb, char *err,
+    size_t errlen)
+{
+	static const struct {
+		const char		*name;
+		enum moat_listen_proto	 proto;
+		int			 udp;
+	} protos[] = {
+		{ "http", MOAT_PROTO_HTTP, 0 },
+		{ "socks5", MOAT_PROTO_SOCKS5, 0 },
+		{ "http+socks5", MOAT_PROTO_MIXED, 0 },
+		{ "transparent", MOAT_PROTO_TRANSPARENT, 0 },
+		{ "dns-udp", MOAT_PROTO_DNS, 1 },
+		{ "dns-tcp", MOAT_PROTO_DNS, 0 },
+	};
+	struct listener		*l = NULL;
+	struct sockaddr_storage	 ss;
+	socklen_t		 slen = sizeof(ss), olen;
+	char			 host[INET6_ADDRSTRLEN], text[INET6_ADDRSTRLEN + 16];
+	int			 type = 0, acc = 0;
+	size_t			 i;
+
+	for (i = 0; i < sizeof(protos) / sizeof(protos[0]); i++)
+		if (strcmp(proto, protos[i].name) == 0)
+			break;
+	if (i == sizeof(protos) / sizeof(protos[0])) {
+		snprintf(err, errlen, "unknown listener proto \"%.32s\"", proto);
+		goto fail;
+	}
+	olen = sizeof(type);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &olen) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &slen) == -1) {
+		snprintf(err, errlen, "%s: not a socket: %s", proto,
+		    strerror(errno));
+		goto fail;
+	}
+	if (type != (protos[i].udp ? SOCK_DGRAM : SOCK_STREAM)) {
+		snprintf(err, errlen, "%s: wrong socket type (want %s)", proto,
+		    protos[i].udp ? "UDP" : "a stream");
+		goto fail;
+	}
+	if (!protos[i].udp) {
+		olen = sizeof(acc);
+		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &olen) ==
+		    -1 || !acc) {
+			snprintf(err, errlen, "%s: the socket is not listening",
+			    proto);
+			goto fail;
+		}
+	}
+	if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
+		const void *a = ss.ss_family == AF_INET ?
+		    (const void *)&((struct sockaddr_in *)&ss)->sin_addr :
+		    (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
+		unsigned port = ntohs(ss.ss_family == AF_INET ?
+		    ((struct sockaddr_in *)&ss)->sin_port :
+		    ((struct sockaddr_in6 *)&ss)->sin6_port);
+
+		inet_ntop(ss.ss_family, a, host, sizeof(host));
+		snprintf(text, sizeof(text), ss.ss_family == AF_INET ?
+		    "%s:%u" : "[%s]:%u", host, port);
+	} else if (ss.ss_family == AF_UNIX && !protos[i].udp &&
+	    protos[i].proto != MOAT_PROTO_TRANSPARENT) {
+		snprintf(text, sizeof(text), "unix");
+	} else {
+		snprintf(err, errlen, "%s: unsupported address family %d",
+		    proto, ss.ss_family);
+		goto fail;
+	}
+	if (util_set_nonblock(fd) == -1 || util_set_cloexec(fd) == -1) {
+		snprintf(err, errlen, "%s: fcntl: %s", proto, strerror(errno));
+		goto fail;
+	}
+	if ((l = calloc(1, sizeof(*l))) == NULL ||
+	    (l->fds = calloc(1, sizeof(*l->fds))) == NULL ||
+	    (l->address = strdup(text)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	atomic_init(&l->refcnt, 1);
+	l->proto = protos[i].proto;
+	l->udp = protos[i].udp;
+	l->sb = sandbox_ref(sb);
+	l->sandbox = sb->name;
+	l->fds[0] = fd;
+	l->nfds = 1;
+	return l;
+ fail:
+	if (l != NULL) {
+		free(l->fds);
+		free(l->address);
+		free(l);
+	}
+	close(fd);
+	return NULL;
+}
+
+struct listener *
+listener_ref(struct listener *l)
+{
+	atomic_fetch_add(&l->refcnt, 1);
+	return l;
+}
+
+void
+listener_unref(struct listener *l)
+{
+	if (l != NULL && atomic_fetch_sub(&l->refcnt, 1) == 1)
+		listener_free(l);
 }
 
 const struct listener_auth *
@@ -240,7 +389,7 @@ listener_free(struct listener *l)
 	free(l->auth);
 	free(l->fds);
 	free(l->address);
-	free(l->sandbox);
+	sandbox_unref(l->sb);
 	free(l->unix_path);
 	free(l);
 }
@@ -252,6 +401,6 @@ listener_free_all(struct listener *l)
 
 	for (; l != NULL; l = n) {
 		n = l->next;
-		listener_free(l);
+		listener_unref(l);
 	}
 }

@@ -1,18 +1,25 @@
 /*
- * listener.h - the listening sockets of moatd, bound once at start-up
- * (before privileges are dropped) and kept across reloads.
+ * listener.h - the listening sockets of moatd.
  *
- * A TCP listener has one socket per worker, all bound to the same address
- * with SO_REUSEPORT, so the kernel spreads connections over the workers
- * without a lock.  A Unix listener has one socket that every worker
- * watches.
+ * Static listeners come from the config and are bound once at start-up,
+ * before privileges are dropped, and kept across reloads.  A TCP or UDP
+ * listener has one socket per worker, all bound to the same address with
+ * SO_REUSEPORT, so the kernel spreads the load without a lock; a Unix
+ * listener has one socket that every worker watches.
+ *
+ * Dynamic listeners are sockets a sandbox registration hands over (held
+ * sockets bound inside the sandbox's network namespace): one socket,
+ * watched by every worker, freed when the last worker lets go of it.
  */
 #ifndef MOAT_LISTENER_H
 #define MOAT_LISTENER_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "policy/policy.h"
+
+struct sandbox;
 
 struct listener_auth {
 	char		*user;
@@ -22,26 +29,44 @@ struct listener_auth {
 
 struct listener {
 	enum moat_listen_proto	 proto;
-	char			*address;	/* as configured, for logs */
-	char			*sandbox;	/* identity in audit lines */
+	int			 udp;		/* MOAT_PROTO_DNS over UDP */
+	char			*address;	/* for logs */
+	struct sandbox		*sb;		/* a reference */
+	const char		*sandbox;	/* sb->name */
 	char			*unix_path;	/* unlinked at exit, or NULL */
-	int			*fds;		/* TCP: nworkers; unix: 1 */
+	int			*fds;		/* per worker, or one shared */
 	size_t			 nfds;
 	struct listener_auth	*auth;		/* NULL: no authentication */
 	size_t			 nauth;
-	struct listener		*next;
+	atomic_int		 refcnt;
+	struct listener		*next;		/* static listeners */
 };
 
 /*
- * Binds every listener of cfg: nworkers sockets per TCP address, one per
- * Unix path (an existing socket file at the path is replaced only if no
- * one is listening on it; the mode is applied).  Reads each auth token
- * (file or environment).  Returns the list, or NULL with a message in err.
+ * Binds every listener of cfg ("dns" becomes a UDP and a TCP listener)
+ * and reads each auth token.  Listeners naming the same sandbox share one
+ * struct sandbox.  Returns the list, or NULL with a message in err (an
+ * empty config also returns NULL, with err empty).
  */
 struct listener	*listener_bind_all(const struct moat_config *cfg,
 		    size_t nworkers, char *err, size_t errlen);
 /* Closes the sockets, removes Unix socket files, frees.  NULL is ok. */
 void		 listener_free_all(struct listener *l);
+
+/*
+ * Wraps a socket handed over by a sandbox registration.  proto is the
+ * admin protocol's name ("http", "socks5", "http+socks5", "transparent",
+ * "dns-udp", "dns-tcp"); the socket must be of the matching type, bound,
+ * and (but for dns-udp) listening.  Takes a reference to sb; the listener
+ * starts with one reference and owns fd from here, even on failure.
+ * Returns NULL with a message in err.
+ */
+struct listener	*listener_from_fd(const char *proto, int fd, struct sandbox *sb,
+		    char *err, size_t errlen);
+struct listener	*listener_ref(struct listener *l);
+/* Drops a reference; at zero closes the socket and frees.  Thread-safe. */
+void		 listener_unref(struct listener *l);
+
 /* Looks up an identity's token; returns the entry or NULL. */
 const struct listener_auth *listener_auth_find(const struct listener *l,
 		    const char *user);

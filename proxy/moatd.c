@@ -29,6 +29,7 @@
 #include <event2/event.h>
 
 #include "policy/policy.h"
+#include "proxy/admin.h"
 #include "proxy/audit.h"
 #include "proxy/listener.h"
 #include "proxy/log.h"
@@ -51,6 +52,9 @@ struct moatd {
 	int			 draining;
 	int			 done_pipe[2];	/* workers -> main: "I stopped" */
 	size_t			 nstopped;
+	int			 admin_fd;	/* --admin-fd, or -1 */
+	int			 admin_lfd;	/* "admin" socket, or -1 */
+	struct admin_ctx	 admin;
 };
 
 static void	usage(FILE *f);
@@ -69,12 +73,14 @@ static void	on_drain_deadline(evutil_socket_t fd, short what, void *arg);
 static void	on_worker_done(evutil_socket_t fd, short what, void *arg);
 static int	same_listeners(const struct moat_config *a,
 		    const struct moat_config *b);
+static void	on_admin_gone(void *arg);
+static void	start_drain(struct moatd *m);
 
 static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: moatd [-c FILE] [--check] [-d] [--ready-fd N]\n"
+	    "usage: moatd [-c FILE] [--check] [-d] [--ready-fd N] [--admin-fd N]\n"
 	    "             [--allow-private CIDR]... [--print-default-config]\n"
 	    "\n"
 	    "moatd is the egress proxy of moat: the only network exit of a\n"
@@ -90,6 +96,9 @@ usage(FILE *f)
 	    "  -q, --quiet              log warnings and errors only\n"
 	    "      --ready-fd N         write \"ready\\n\" to descriptor N once every\n"
 	    "                           listener is bound, then close it\n"
+	    "      --admin-fd N         serve the admin protocol on the connected\n"
+	    "                           socket N (moat run's private moatd); exit\n"
+	    "                           when it closes\n"
 	    "      --allow-private CIDR also open this special-purpose range\n"
 	    "                           (added to policy.allow_private; repeatable)\n"
 	    "      --print-default-config  print the embedded config and exit\n"
@@ -180,7 +189,8 @@ load_config(struct moatd *m, int print_warnings, const char *what)
 		if (d.v[i].level == POLICY_DIAG_WARNING && !print_warnings)
 			continue;
 		policy_diag_format(&d, i, line, sizeof(line));
-		fprintf(stderr, "%s%s\n", what, line);
+		fprintf(stderr, "%s%s\n", d.v[i].level == POLICY_DIAG_WARNING &&
+		    what[0] != '\0' ? "reload: " : what, line);
 	}
 	policy_diags_clear(&d);
 	if (cfg == NULL)
@@ -337,6 +347,12 @@ on_sighup(evutil_socket_t fd, short what, void *arg)
 	if (!same_listeners(m->cfg, cfg))
 		log_warnx("reload: changes to \"listen\" need a restart; the "
 		    "listeners stay as they are");
+	for (i = 0; i < cfg->nlisten; i++)
+		if (cfg->listen[i].nauth > 0) {
+			log_warnx("reload: listener auth tokens are read at "
+			    "start; restart moatd to change them");
+			break;
+		}
 	if (audit_set_path(cfg->audit_path) == -1)
 		log_warn("reload: cannot open the new audit log %s, keeping "
 		    "the old one", cfg->audit_path);
@@ -351,7 +367,6 @@ static void
 on_sigterm(evutil_socket_t fd, short what, void *arg)
 {
 	struct moatd	*m = arg;
-	struct timeval	 tv;
 	size_t		 i;
 
 	if (m->draining) {
@@ -360,14 +375,37 @@ on_sigterm(evutil_socket_t fd, short what, void *arg)
 			worker_post_stop(m->workers[i]);
 		return;
 	}
+	start_drain(m);
+}
+
+/* No new connections; open ones get timeouts.drain_ms to finish. */
+static void
+start_drain(struct moatd *m)
+{
+	struct timeval	 tv;
+	size_t		 i;
+
+	if (m->draining)
+		return;
 	m->draining = 1;
 	log_info("draining: no new connections; open ones have %u ms",
 	    m->cfg->timeouts.drain_ms);
+	admin_shutdown();
 	for (i = 0; i < m->nworkers; i++)
 		worker_post_drain(m->workers[i]);
 	tv.tv_sec = m->cfg->timeouts.drain_ms / 1000;
 	tv.tv_usec = (m->cfg->timeouts.drain_ms % 1000) * 1000;
 	evtimer_add(m->drain_timer, &tv);
+}
+
+/* The parent that started this private moatd is gone: so is our job. */
+static void
+on_admin_gone(void *arg)
+{
+	struct moatd	*m = arg;
+
+	log_info("the admin connection closed: nothing left to serve");
+	start_drain(m);
 }
 
 static void
@@ -411,6 +449,7 @@ main(int argc, char *argv[])
 		{ "debug", no_argument, NULL, 'd' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "ready-fd", required_argument, NULL, 'R' },
+		{ "admin-fd", required_argument, NULL, 'A' },
 		{ "allow-private", required_argument, NULL, 'P' },
 		{ "print-default-config", no_argument, NULL, 'D' },
 		{ "version", no_argument, NULL, 'V' },
@@ -428,6 +467,7 @@ main(int argc, char *argv[])
 
 	memset(&m, 0, sizeof(m));
 	m.done_pipe[0] = m.done_pipe[1] = -1;
+	m.admin_fd = m.admin_lfd = -1;
 	while ((ch = getopt_long(argc, argv, "c:tdqVh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
@@ -451,6 +491,16 @@ main(int argc, char *argv[])
 				return 2;
 			}
 			ready_fd = (int)v;
+			break;
+		case 'A':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || *end != '\0' || v < 0 || v > INT_MAX) {
+				fprintf(stderr, "moatd: --admin-fd: \"%s\" is "
+				    "not a descriptor number\n", optarg);
+				return 2;
+			}
+			m.admin_fd = (int)v;
 			break;
 		case 'P':
 			m.allow_private = realloc(m.allow_private,
@@ -488,6 +538,13 @@ main(int argc, char *argv[])
 		policy_config_unref(m.cfg);
 		return 1;
 	}
+	if (m.cfg->nlisten == 0 && m.cfg->admin_address == NULL &&
+	    m.admin_fd < 0) {
+		fprintf(stderr, "%s:1:1: nothing to serve: add a listener to "
+		    "\"listen\" or an \"admin\" socket\n", m.cfg->file);
+		policy_config_unref(m.cfg);
+		return 1;
+	}
 	if (check) {
 		printf("%s: configuration OK\n", m.cfg->file);
 		policy_config_unref(m.cfg);
@@ -504,9 +561,16 @@ main(int argc, char *argv[])
 		m.nworkers = MOATD_MAX_WORKERS;
 	if (audit_start(m.cfg->audit_path) == -1)
 		fatal("audit log %s", m.cfg->audit_path);
-	if ((m.listeners = listener_bind_all(m.cfg, m.nworkers, err,
-	    sizeof(err))) == NULL)
+	m.listeners = listener_bind_all(m.cfg, m.nworkers, err, sizeof(err));
+	if (m.listeners == NULL && err[0] != '\0')
 		fatalx("%s", err);
+	if (m.cfg->admin_address != NULL) {
+		/* "unix:PATH", checked by the config loader. */
+		m.admin_lfd = admin_bind(m.cfg->admin_address + 5,
+		    m.cfg->admin_mode, err, sizeof(err));
+		if (m.admin_lfd == -1)
+			fatalx("%s", err);
+	}
 	if (m.cfg->user != NULL && drop_privileges(m.cfg->user) == -1)
 		fatalx("refusing to run with more privilege than asked for");
 
@@ -542,12 +606,24 @@ main(int argc, char *argv[])
 	    event_add(done_ev, NULL) == -1)
 		fatalx("cannot set up signal handling");
 
+	m.admin.base = m.base;
+	m.admin.workers = m.workers;
+	m.admin.nworkers = m.nworkers;
+	if (m.admin_lfd >= 0 && admin_serve(&m.admin, m.admin_lfd,
+	    m.cfg->admin_address + 5) == -1)
+		fatalx("cannot serve the admin socket");
+	if (m.admin_fd >= 0 && admin_adopt(&m.admin, m.admin_fd,
+	    on_admin_gone, &m) == -1)
+		fatal("--admin-fd %d", m.admin_fd);
 	{
 		struct listener *l;
 
 		for (l = m.listeners; l != NULL; l = l->next)
-			log_info("listening on %s (%s, sandbox \"%s\")",
-			    l->address, policy_proto_str(l->proto), l->sandbox);
+			log_info("listening on %s (%s%s, sandbox \"%s\")",
+			    l->address, policy_proto_str(l->proto),
+			    l->udp ? " over udp" : "", l->sandbox);
+		if (m.cfg->admin_address != NULL)
+			log_info("admin socket on %s", m.cfg->admin_address);
 	}
 	log_info("moatd %s running with %zu worker%s, config %s", PACKAGE_VERSION,
 	    m.nworkers, m.nworkers == 1 ? "" : "s", m.cfg->file);
@@ -558,6 +634,7 @@ main(int argc, char *argv[])
 
 	event_base_dispatch(m.base);
 
+	admin_shutdown();
 	for (i = 0; i < m.nworkers; i++)
 		worker_free(m.workers[i]);
 	free(m.workers);

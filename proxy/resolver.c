@@ -326,6 +326,7 @@ resolver_lookup(struct resolver *r, const char *name,
 	e = rfind(r, name, h);
 	if (e != NULL && !e->pending && e->expires_ms > util_now_ms()) {
 		*res = e->res;
+		res->ttl = (uint32_t)((e->expires_ms - util_now_ms()) / 1000);
 		rlru_touch(r, e);
 		return 1;
 	}
@@ -432,6 +433,7 @@ rfill(struct rentry *e, int status, struct ares_addrinfo *ai)
 	}
 	if (res->naddrs > 0) {
 		res->status = RESOLVER_OK;
+		res->ttl = (uint32_t)ttl;
 		e->expires_ms = now + (uint64_t)ttl * 1000;
 	} else if (status == ARES_SUCCESS || status == ARES_ENOTFOUND ||
 	    status == ARES_ENODATA || status == ARES_ENONAME) {

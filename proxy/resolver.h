@@ -33,6 +33,7 @@ enum resolver_status {
 struct resolver_result {
 	enum resolver_status	status;
 	const char		*error;		/* static text for logs when not OK */
+	uint32_t		 ttl;		/* seconds the answer stays valid */
 	size_t			 naddrs;
 	struct policy_addr	 addrs[RESOLVER_MAX_ADDRS];	/* AAAA and A, in c-ares order */
 };

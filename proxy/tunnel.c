@@ -29,6 +29,7 @@
 
 #include "proxy/audit.h"
 #include "proxy/log.h"
+#include "proxy/sandbox.h"
 #include "proxy/tunnel.h"
 #include "proxy/util.h"
 #include "proxy/worker.h"
@@ -56,6 +57,7 @@ struct tunnel {
 	uint64_t		 last_ms;	/* last byte moved */
 	unsigned		 idle_ms;
 	LIST_ENTRY(tunnel)	 link;
+	struct sandbox		*sb;		/* a reference */
 	/* For the close audit line; strings live in strs. */
 	uint64_t		 id;
 	uint64_t		 t_start;
@@ -112,6 +114,7 @@ tunnel_copy_meta(struct tunnel *t, const struct tunnel_meta *m)
 		p += n;
 	}
 	t->id = m->id;
+	t->sb = m->sb ? sandbox_ref(m->sb) : NULL;
 	t->port = m->port;
 	t->t_start = m->t_start;
 	return 0;
@@ -179,6 +182,7 @@ tunnel_start(struct worker *w, int cfd, int ufd, struct evbuffer *to_up,
 			evbuffer_free(t->up.pending);
 		if (t->down.pending != NULL)
 			evbuffer_free(t->down.pending);
+		sandbox_unref(t->sb);
 		free(t->strs);
 		free(t);
 	}
@@ -229,7 +233,11 @@ tdir_pump(struct tunnel *t, struct tunnel_dir *d)
 					return 0;
 				return -1;
 			}
-			d->bytes += (uint64_t)n;
+			/* moatd's own reply (200, SOCKS5 success) is not
+			 * the upstream's: only the client's early bytes
+			 * count. */
+			if (d == &t->up)
+				d->bytes += (uint64_t)n;
 		}
 		evbuffer_free(d->pending);
 		d->pending = NULL;
@@ -404,7 +412,20 @@ tunnel_close(struct tunnel *t, enum tunnel_end end)
 	close(t->ufd);
 	LIST_REMOVE(t, link);
 	w->ntunnels--;
+	sandbox_unref(t->sb);
 	free(t->strs);
 	free(t);
 	worker_conn_closed(w);
+}
+
+void
+tunnel_abort_sandbox(struct worker *w, struct sandbox *sb)
+{
+	struct tunnel	*t, *tn;
+
+	for (t = LIST_FIRST(&w->tunnels); t != NULL; t = tn) {
+		tn = LIST_NEXT(t, link);
+		if (t->sb == sb)
+			tunnel_close(t, TUNNEL_END_SHUTDOWN);
+	}
 }

@@ -17,6 +17,7 @@
 #include "policy/policy.h"
 
 struct evbuffer;
+struct sandbox;
 struct tunnel;
 struct worker;
 
@@ -26,6 +27,7 @@ struct worker;
 /* What the close audit line needs to say; strings are copied. */
 struct tunnel_meta {
 	uint64_t		 id;
+	struct sandbox		*sb;		/* referenced by the tunnel */
 	const char		*sandbox;
 	const char		*proto;
 	const char		*client;
@@ -46,7 +48,9 @@ struct tunnel_meta {
 int	tunnel_start(struct worker *w, int cfd, int ufd, struct evbuffer *to_up,
 	    struct evbuffer *to_client, const struct tunnel_meta *m,
 	    unsigned idle_ms);
-/* Ends a tunnel now (shutdown deadline). */
+/* Ends a tunnel now (shutdown deadline, sandbox gone). */
 void	tunnel_abort(struct tunnel *t);
+/* Ends every tunnel of w that belongs to sb. */
+void	tunnel_abort_sandbox(struct worker *w, struct sandbox *sb);
 
 #endif /* MOAT_TUNNEL_H */

@@ -1,9 +1,11 @@
 /*
  * worker.c - a worker thread: its event loop, accepting, messages from
- * the main thread (new config, drain, stop), the pipe pool.
+ * the main thread (new config, listeners, sandboxes gone, drain, stop),
+ * the pipe pool.
  *
  * Each worker's event base is used by that thread only, so it is created
- * without locks; the main thread reaches a worker through an eventfd.
+ * without locks; the main thread reaches a worker through an eventfd and
+ * a message queue under the worker's mutex.
  */
 #include "config.h"
 
@@ -22,9 +24,11 @@
 
 #include "policy/policy.h"
 #include "proxy/conn.h"
+#include "proxy/dns.h"
 #include "proxy/listener.h"
 #include "proxy/log.h"
 #include "proxy/resolver.h"
+#include "proxy/sandbox.h"
 #include "proxy/tunnel.h"
 #include "proxy/util.h"
 #include "proxy/worker.h"
@@ -35,17 +39,16 @@ atomic_uint_fast64_t	worker_next_id;
 static void	*worker_main(void *arg);
 static void	 worker_wake_cb(evutil_socket_t fd, short what, void *arg);
 static void	 worker_accept_cb(evutil_socket_t fd, short what, void *arg);
+static void	 worker_udp_cb(evutil_socket_t fd, short what, void *arg);
 static void	 worker_pause_cb(evutil_socket_t fd, short what, void *arg);
 static void	 worker_accepting(struct worker *w, int on);
 static void	 worker_pause(struct worker *w, const char *why);
 static void	 worker_check_done(struct worker *w);
 static void	 worker_post(struct worker *w);
-
-/* The accept event's argument: which worker, which listener. */
-struct worker_accept_arg {
-	struct worker	*w;
-	struct listener	*l;
-};
+static int	 worker_watch(struct worker *w, struct listener *l);
+static void	 worker_unwatch(struct worker *w, struct worker_accept *a);
+static void	 worker_sandbox_gone(struct worker *w, struct sandbox *sb);
+static void	 worker_messages(struct worker *w);
 
 struct worker *
 worker_new(int idx, struct moat_config *cfg, struct listener *listeners,
@@ -54,15 +57,17 @@ worker_new(int idx, struct moat_config *cfg, struct listener *listeners,
 	struct worker		*w;
 	struct event_config	*ec = NULL;
 	struct listener		*l;
-	size_t			 i;
 	int			 efd = -1;
 
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		goto nomem;
 	w->idx = idx;
 	w->done_fd = -1;
+	TAILQ_INIT(&w->acc);
 	TAILQ_INIT(&w->conns);
+	TAILQ_INIT(&w->msgs);
 	LIST_INIT(&w->tunnels);
+	LIST_INIT(&w->dnsq);
 	pthread_mutex_init(&w->mu, NULL);
 	if ((ec = event_config_new()) == NULL)
 		goto nomem;
@@ -77,30 +82,12 @@ worker_new(int idx, struct moat_config *cfg, struct listener *listeners,
 	    cfg->limits.dns_cache_entries, err, errlen);
 	if (w->res == NULL)
 		goto fail;
-
-	for (l = listeners; l != NULL; l = l->next)
-		w->nacc++;
-	if ((w->acc = calloc(w->nacc ? w->nacc : 1, sizeof(*w->acc))) == NULL)
-		goto nomem;
-	for (i = 0, l = listeners; l != NULL; l = l->next, i++) {
-		struct worker_accept_arg *a;
-
-		if ((a = calloc(1, sizeof(*a))) == NULL)
-			goto nomem;
-		a->w = w;
-		a->l = l;
-		w->acc[i].l = l;
-		w->acc[i].fd = l->nfds == 1 ? l->fds[0] : l->fds[idx];
-		w->acc[i].ev = event_new(w->base, w->acc[i].fd,
-		    EV_READ | EV_PERSIST, worker_accept_cb, a);
-		if (w->acc[i].ev == NULL) {
-			free(a);
-			goto nomem;
-		}
-	}
 	if ((w->accept_pause = evtimer_new(w->base, worker_pause_cb, w)) ==
 	    NULL)
 		goto nomem;
+	for (l = listeners; l != NULL; l = l->next)
+		if (worker_watch(w, l) == -1)
+			goto nomem;
 	if ((efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1) {
 		snprintf(err, errlen, "eventfd: %s", strerror(errno));
 		goto fail;
@@ -118,6 +105,41 @@ worker_new(int idx, struct moat_config *cfg, struct listener *listeners,
  fail:
 	worker_free(w);
 	return NULL;
+}
+
+/*
+ * Watches one listener: accept events for stream sockets, read events for
+ * DNS over UDP.  A per-worker socket (SO_REUSEPORT) or the shared one.
+ */
+static int
+worker_watch(struct worker *w, struct listener *l)
+{
+	struct worker_accept	*a;
+
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return -1;
+	a->w = w;
+	a->fd = l->nfds == 1 ? l->fds[0] : l->fds[w->idx];
+	a->ev = event_new(w->base, a->fd, EV_READ | EV_PERSIST,
+	    l->udp ? worker_udp_cb : worker_accept_cb, a);
+	if (a->ev == NULL) {
+		free(a);
+		return -1;
+	}
+	a->l = listener_ref(l);
+	TAILQ_INSERT_TAIL(&w->acc, a, link);
+	if (w->accepting || l->udp)
+		event_add(a->ev, NULL);
+	return 0;
+}
+
+static void
+worker_unwatch(struct worker *w, struct worker_accept *a)
+{
+	TAILQ_REMOVE(&w->acc, a, link);
+	event_free(a->ev);
+	listener_unref(a->l);
+	free(a);
 }
 
 static void *
@@ -152,9 +174,11 @@ worker_start(struct worker *w)
 void
 worker_free(struct worker *w)
 {
-	struct conn	*c;
-	struct tunnel	*t;
-	size_t		 i;
+	struct conn		*c;
+	struct tunnel		*t;
+	struct worker_accept	*a;
+	struct worker_msg	*m;
+	size_t			 i;
 
 	if (w == NULL)
 		return;
@@ -164,13 +188,15 @@ worker_free(struct worker *w)
 		conn_close(c, POLICY_R_SHUTDOWN, NULL);
 	while ((t = LIST_FIRST(&w->tunnels)) != NULL)
 		tunnel_abort(t);
-	for (i = 0; i < w->nacc; i++) {
-		if (w->acc[i].ev != NULL) {
-			free(event_get_callback_arg(w->acc[i].ev));
-			event_free(w->acc[i].ev);
-		}
+	dns_abort_all(w, NULL);
+	while ((a = TAILQ_FIRST(&w->acc)) != NULL)
+		worker_unwatch(w, a);
+	while ((m = TAILQ_FIRST(&w->msgs)) != NULL) {
+		TAILQ_REMOVE(&w->msgs, m, link);
+		listener_unref(m->l);
+		sandbox_unref(m->sb);
+		free(m);
 	}
-	free(w->acc);
 	for (i = 0; i < w->npipes; i++) {
 		close(w->pipes[i][0]);
 		close(w->pipes[i][1]);
@@ -226,6 +252,88 @@ worker_post_stop(struct worker *w)
 	worker_post(w);
 }
 
+static int
+worker_post_msg(struct worker *w, enum worker_msg_type type,
+    struct listener *l, struct sandbox *sb)
+{
+	struct worker_msg	*m;
+
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return -1;
+	m->type = type;
+	m->l = l ? listener_ref(l) : NULL;
+	m->sb = sb ? sandbox_ref(sb) : NULL;
+	pthread_mutex_lock(&w->mu);
+	TAILQ_INSERT_TAIL(&w->msgs, m, link);
+	pthread_mutex_unlock(&w->mu);
+	worker_post(w);
+	return 0;
+}
+
+int
+worker_post_listener(struct worker *w, struct listener *l)
+{
+	return worker_post_msg(w, WORKER_MSG_ADD_LISTENER, l, NULL);
+}
+
+int
+worker_post_sandbox_gone(struct worker *w, struct sandbox *sb)
+{
+	return worker_post_msg(w, WORKER_MSG_DEL_SANDBOX, NULL, sb);
+}
+
+static void
+worker_messages(struct worker *w)
+{
+	TAILQ_HEAD(, worker_msg)	 q = TAILQ_HEAD_INITIALIZER(q);
+	struct worker_msg		*m;
+
+	pthread_mutex_lock(&w->mu);
+	while ((m = TAILQ_FIRST(&w->msgs)) != NULL) {
+		TAILQ_REMOVE(&w->msgs, m, link);
+		TAILQ_INSERT_TAIL(&q, m, link);
+	}
+	pthread_mutex_unlock(&w->mu);
+	while ((m = TAILQ_FIRST(&q)) != NULL) {
+		TAILQ_REMOVE(&q, m, link);
+		switch (m->type) {
+		case WORKER_MSG_ADD_LISTENER:
+			if (!w->draining && worker_watch(w, m->l) == -1)
+				log_warnx("worker %d: out of memory: not "
+				    "serving %s", w->idx, m->l->address);
+			break;
+		case WORKER_MSG_DEL_SANDBOX:
+			worker_sandbox_gone(w, m->sb);
+			break;
+		}
+		listener_unref(m->l);
+		sandbox_unref(m->sb);
+		free(m);
+	}
+}
+
+/* A sandbox was unregistered: nothing of it stays in this worker. */
+static void
+worker_sandbox_gone(struct worker *w, struct sandbox *sb)
+{
+	struct worker_accept	*a, *an;
+	struct conn		*c, *cn;
+
+	for (a = TAILQ_FIRST(&w->acc); a != NULL; a = an) {
+		an = TAILQ_NEXT(a, link);
+		if (a->l->sb == sb)
+			worker_unwatch(w, a);
+	}
+	for (c = TAILQ_FIRST(&w->conns); c != NULL; c = cn) {
+		cn = TAILQ_NEXT(c, link);
+		if (c->sb == sb)
+			conn_abort(c);
+	}
+	tunnel_abort_sandbox(w, sb);
+	dns_abort_all(w, sb);
+	worker_check_done(w);
+}
+
 static void
 worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -254,6 +362,7 @@ worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 		w->cfg = cfg;
 		w->cfg_gen++;
 	}
+	worker_messages(w);
 	if (stop) {
 		w->draining = 1;
 		worker_accepting(w, 0);
@@ -261,6 +370,7 @@ worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 			conn_abort(c);
 		while ((t = LIST_FIRST(&w->tunnels)) != NULL)
 			tunnel_abort(t);
+		dns_abort_all(w, NULL);
 		event_base_loopbreak(w->base);
 		return;
 	}
@@ -279,7 +389,8 @@ worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 static void
 worker_check_done(struct worker *w)
 {
-	if (w->draining && w->nconns == 0 && w->ntunnels == 0)
+	if (w->draining && w->nconns == 0 && w->ntunnels == 0 &&
+	    LIST_EMPTY(&w->dnsq))
 		event_base_loopbreak(w->base);
 }
 
@@ -290,18 +401,24 @@ worker_conn_closed(struct worker *w)
 	worker_check_done(w);
 }
 
+void
+worker_dns_done(struct worker *w)
+{
+	worker_check_done(w);
+}
+
 static void
 worker_accepting(struct worker *w, int on)
 {
-	size_t	i;
+	struct worker_accept	*a;
 
 	if (on == w->accepting)
 		return;
-	for (i = 0; i < w->nacc; i++) {
+	TAILQ_FOREACH(a, &w->acc, link) {
 		if (on)
-			event_add(w->acc[i].ev, NULL);
+			event_add(a->ev, NULL);
 		else
-			event_del(w->acc[i].ev);
+			event_del(a->ev);
 	}
 	w->accepting = on;
 }
@@ -338,11 +455,11 @@ worker_pause_cb(evutil_socket_t fd, short what, void *arg)
 static void
 worker_accept_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct worker_accept_arg	*a = arg;
-	struct worker			*w = a->w;
-	struct sockaddr_storage		 ss;
-	socklen_t			 slen;
-	int				 cfd, i;
+	struct worker_accept	*a = arg;
+	struct worker		*w = a->w;
+	struct sockaddr_storage	 ss;
+	socklen_t		 slen;
+	int			 cfd, i;
 
 	for (i = 0; i < WORKER_ACCEPT_BATCH; i++) {
 		if (atomic_load(&worker_conns_open) >=
@@ -380,6 +497,14 @@ worker_accept_cb(evutil_socket_t fd, short what, void *arg)
 		}
 		conn_accept(w, a->l, cfd, (struct sockaddr *)&ss, slen);
 	}
+}
+
+static void
+worker_udp_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker_accept	*a = arg;
+
+	dns_udp_input(a->w, a->l, fd);
 }
 
 int

@@ -25,16 +25,33 @@ struct event_base;
 struct listener;
 struct resolver;
 struct conn;
+struct dns_pending;
+struct sandbox;
 struct tunnel;
 
 #define WORKER_PIPE_POOL_MAX	64	/* idle pipes a worker keeps */
 #define WORKER_ACCEPT_BATCH	64	/* accept(2) calls per wakeup */
 #define WORKER_ACCEPT_PAUSE_MS	100	/* pause when out of fds or at the limit */
 
+/* A listening socket this worker watches. */
 struct worker_accept {
-	struct listener		*l;
-	int			 fd;
-	struct event		*ev;
+	struct worker			*w;
+	struct listener			*l;	/* a reference */
+	int				 fd;
+	struct event			*ev;
+	TAILQ_ENTRY(worker_accept)	 link;
+};
+
+enum worker_msg_type {
+	WORKER_MSG_ADD_LISTENER = 0,	/* start watching l */
+	WORKER_MSG_DEL_SANDBOX		/* drop sb's listeners, end its conns */
+};
+
+struct worker_msg {
+	enum worker_msg_type		 type;
+	struct listener			*l;	/* a reference, or NULL */
+	struct sandbox			*sb;	/* a reference, or NULL */
+	TAILQ_ENTRY(worker_msg)		 link;
 };
 
 struct worker {
@@ -45,8 +62,7 @@ struct worker {
 	struct moat_config	*cfg;		/* current config (a reference) */
 	uint64_t		 cfg_gen;	/* bumped at each reload */
 
-	struct worker_accept	*acc;
-	size_t			 nacc;
+	TAILQ_HEAD(, worker_accept) acc;
 	struct event		*accept_pause;	/* timer re-enabling accepts */
 	int			 accepting;
 
@@ -54,6 +70,7 @@ struct worker {
 	size_t			 nconns;
 	LIST_HEAD(, tunnel)	 tunnels;
 	size_t			 ntunnels;
+	LIST_HEAD(, dns_pending) dnsq;		/* DNS queries waiting */
 
 	int			 pipes[WORKER_PIPE_POOL_MAX][2];
 	size_t			 npipes;
@@ -62,6 +79,7 @@ struct worker {
 	pthread_mutex_t		 mu;
 	struct event		*wake;
 	struct moat_config	*new_cfg;
+	TAILQ_HEAD(, worker_msg) msgs;
 	int			 cmd_drain;
 	int			 cmd_stop;
 	int			 draining;
@@ -75,7 +93,8 @@ extern atomic_uint_fast64_t worker_next_id;	/* connection ids */
 
 /*
  * Creates worker idx with its event base, resolver and accept events for
- * every listener (TCP: its own SO_REUSEPORT socket; unix: the shared one).
+ * every listener (TCP and UDP: its own SO_REUSEPORT socket; unix: the
+ * shared one).
  * Returns NULL with a message in err.
  */
 struct worker	*worker_new(int idx, struct moat_config *cfg,
@@ -91,9 +110,18 @@ void		 worker_post_config(struct worker *w, struct moat_config *cfg);
 void		 worker_post_drain(struct worker *w);
 /* Close everything now and exit. */
 void		 worker_post_stop(struct worker *w);
+/* Start watching a listener (takes its own reference).  0 or -1. */
+int		 worker_post_listener(struct worker *w, struct listener *l);
+/*
+ * Stop watching sb's listeners and end its connections, tunnels and DNS
+ * queries (takes its own reference to sb).  0 or -1.
+ */
+int		 worker_post_sandbox_gone(struct worker *w, struct sandbox *sb);
 
 /* For connections: the current config, and the accounting of closes. */
 void		 worker_conn_closed(struct worker *w);
+/* A DNS query left w->dnsq (a draining worker may be done). */
+void		 worker_dns_done(struct worker *w);
 /* A pipe from the pool (or a new one); -1 with errno if none. */
 int		 worker_pipe_get(struct worker *w, int p[2]);
 /* Returns an empty pipe to the pool (or closes it if the pool is full). */

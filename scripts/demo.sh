@@ -86,18 +86,23 @@ trap 'exit 143' TERM
 # its fd 3.
 start()
 {
-	local name=$1 ns=$2 fd i line
+	local name=$1 ns=$2 fd i line part="" pid
 	shift 2
 	mkfifo "$T/$name.ready" || return 1
 	exec {fd}<>"$T/$name.ready"
 	timeout -k 2 "$LIFETIME" ip netns exec "$ns" "$@" \
 	    3>"$T/$name.ready" {fd}<&- >"$T/$name.out" 2>"$T/$name.log" &
-	PIDS="$PIDS $!"
+	pid=$!
+	PIDS="$PIDS $pid"
+	# A read that times out keeps a partial line in $line: carry it over.
 	for ((i = 0; i < READY_STEPS; i++)); do
-		if read -r -t 0.1 -u "$fd" line && [ "$line" = ready ]; then
-			return 0
+		if read -r -t 0.1 -u "$fd" line; then
+			[ "$part$line" = ready ] && return 0
+			part=""
+		else
+			part=$part$line
 		fi
-		kill -0 "$!" 2>/dev/null || break
+		kill -0 "$pid" 2>/dev/null || break
 	done
 	echo "demo.sh: $name did not start:" >&2
 	tail -n 20 "$T/$name.log" >&2

@@ -350,7 +350,7 @@ mt_topology()
 # Returns 1 if CMD died or never said ready.
 mt_bg()
 {
-	local name=$1 role=$2 fifo fd pid i line rpid
+	local name=$1 role=$2 fifo fd pid i line rpid part
 	shift 2
 	[[ $name =~ ^[A-Za-z0-9_]+$ ]] ||
 	    mt_error "mt_bg: '$name' is not a valid name (letters, digits, _)"
@@ -371,11 +371,22 @@ mt_bg()
 	pid=$!
 	MT_PIDS="$MT_PIDS $pid"
 	printf -v "MT_PID_$name" %s "$pid"
+	# A read that times out keeps what it got of a line in $line (bash
+	# reads a pipe a byte at a time): carry it over, or a "ready" split
+	# by the timeout would never match.
+	part=""
 	for ((i = 0; i < MT_READY_STEPS; i++)); do
-		if read -r -t 0.1 -u "$fd" line && [ "$line" = ready ]; then
-			rpid=$(cat /proc/"$pid"/task/"$pid"/children 2>/dev/null)
-			printf -v "MT_RPID_$name" %s "${rpid%% *}"
-			return 0
+		if read -r -t 0.1 -u "$fd" line; then
+			line=$part$line
+			part=""
+			if [ "$line" = ready ]; then
+				rpid=$(cat /proc/"$pid"/task/"$pid"/children \
+				    2>/dev/null)
+				printf -v "MT_RPID_$name" %s "${rpid%% *}"
+				return 0
+			fi
+		else
+			part=$part$line
 		fi
 		kill -0 "$pid" 2>/dev/null || break
 	done

@@ -44,8 +44,15 @@ mt_in_set "origin got it from moat's namespace" \
 
 mt_curl a2 "${P[@]}" http://203.0.113.20/by-ip
 mt_allowed "GET by IP literal allowed by a host entry" a2
+# An address rule opens addresses, never names: a name no host entry
+# allows is refused before it is resolved (so no name leaks through DNS),
+# even if it would resolve to an allowed address.
+mt_mark
 mt_curl a2n "${P[@]}" http://ipname.test/by-ip
-mt_allowed "a name that resolves to an allowed address" a2n
+mt_denied "a name no host entry allows, resolving to an allowed address" \
+    a2n 403 ipname.test no-rule -
+mt_eq "...and it was not resolved" 0 \
+    "$(mt_new dns | mt_jl /dev/stdin count name=ipname.test)"
 mt_curl a3 "${P[@]}" http://x.y.wild.test:8080/deep
 mt_allowed "GET a name two labels under a *. wildcard, port 8080" a3
 mt_curl a4 "${P[@]}" http://origin.test/status/204

@@ -749,7 +749,7 @@ static void
 test_config_refs(void)
 {
 	static const char	 json[] =
-	    "{\n  \"user\": \"\",\n  \"secrets\": {\"A\": {}},\n  \"listen\": [],"
+	    "{\n  \"user\": \"\",\n  \"secrets\": {\"A\": {}},\n  \"listen\": 5,"
 	    "\n  \"policy\": {\"rules\": [{\"action\": \"allow\", \"hosts\": "
 	    "[\"\"]}]}\n}";
 	struct policy_diags	 d;
@@ -766,8 +766,7 @@ test_config_refs(void)
 	    "o.json:3:20: secrets.A: give exactly one of \"file\" and "
 	    "\"env\"");
 	CU_ASSERT_STRING_EQUAL(policy_diag_format(&d, 2, buf, sizeof(buf)),
-	    "o.json:4:13: listen: empty array: list at least one listener "
-	    "(or remove the key)");
+	    "o.json:4:13: listen: expected an array, got an integer");
 	CU_ASSERT_STRING_EQUAL(policy_diag_format(&d, 3, buf, sizeof(buf)),
 	    "o.json:5:54: policy.rules[0].hosts[0]: \"\" is not a valid host: "
 	    "empty host");

@@ -1,0 +1,666 @@
+/*
+ * admin.c - the admin socket of moatd: `moat run`, `moat attach` and
+ * sandbox platforms register sandboxes here, each with its own policy and
+ * the listening sockets it holds inside its network namespace.
+ *
+ * Protocol: admin_proto.h.  Everything a client sends is untrusted input
+ * even though only root (or moatd's own user) may connect: messages are
+ * length-checked, JSON is loaded strictly, the embedded config goes
+ * through the same validation as moatd's own, and descriptors are checked
+ * for their type and state before any worker sees them.  A protocol error
+ * ends the connection, and with it the connection's sandboxes.
+ *
+ * Not here: serving the sandboxes' connections (workers), validation of
+ * the policy itself (policy/).
+ */
+#include "config.h"
+
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "policy/policy.h"
+#include "proxy/admin.h"
+#include "proxy/admin_proto.h"
+#include "proxy/audit.h"
+#include "proxy/listener.h"
+#include "proxy/log.h"
+#include "proxy/sandbox.h"
+#include "proxy/util.h"
+#include "proxy/worker.h"
+
+#define ADMIN_QUEUED_FDS_MAX	(ADMIN_FDS_MAX * 2)
+
+struct admin_sb {
+	struct sandbox		*sb;		/* a reference */
+	LIST_ENTRY(admin_sb)	 link;
+};
+
+struct admin_conn {
+	int			 fd;
+	struct event		*ev;
+	struct evbuffer		*in;
+	int			 fds[ADMIN_QUEUED_FDS_MAX];
+	size_t			 nfds;
+	int			 trusted_fd;	/* --admin-fd: the parent */
+	void			(*gone)(void *);
+	void			*gone_arg;
+	LIST_HEAD(, admin_sb)	 sbs;
+	LIST_ENTRY(admin_conn)	 link;
+};
+
+static struct admin_ctx		*A_ctx;
+static int			 A_lfd = -1;
+static char			*A_path;
+static struct event		*A_lev;
+static LIST_HEAD(, admin_conn)	 A_conns = LIST_HEAD_INITIALIZER(A_conns);
+
+static void	admin_accept_cb(evutil_socket_t fd, short what, void *arg);
+static struct admin_conn *admin_conn_new(int fd);
+static void	admin_conn_free(struct admin_conn *ac);
+static void	admin_read_cb(evutil_socket_t fd, short what, void *arg);
+static int	admin_message(struct admin_conn *ac, const char *buf,
+		    size_t len);
+static int	admin_register(struct admin_conn *ac, json_t *req);
+static int	admin_unregister(struct admin_conn *ac, json_t *req);
+static void	admin_sandbox_gone(struct admin_conn *ac, struct admin_sb *s);
+static int	admin_answer(struct admin_conn *ac, json_t *ans);
+static int	admin_fail(struct admin_conn *ac, const char *fmt, ...)
+		    __attribute__((format(printf, 2, 3)));
+static void	admin_audit(const struct sandbox *sb, const char *what);
+static int	admin_sandbox_name_ok(const char *name);
+static struct sandbox *admin_find(const char *name);
+
+int
+admin_bind(const char *path, int mode, char *err, size_t errlen)
+{
+	struct sockaddr_un	sun;
+	struct stat		st;
+	mode_t			old;
+	int			fd, probe;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		snprintf(err, errlen, "admin: %s: path too long", path);
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path));
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "admin: %s exists and is not a "
+			    "socket", path);
+			return -1;
+		}
+		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (probe != -1 && connect(probe, (struct sockaddr *)&sun,
+		    sizeof(sun)) == 0) {
+			close(probe);
+			snprintf(err, errlen, "admin: another process listens "
+			    "on %s", path);
+			return -1;
+		}
+		util_close(probe);
+		(void)unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		snprintf(err, errlen, "admin: socket: %s", strerror(errno));
+		return -1;
+	}
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		umask(old);
+		snprintf(err, errlen, "admin: cannot bind %s: %s", path,
+		    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	if (chmod(path, (mode_t)mode) == -1 || listen(fd, 64) == -1) {
+		snprintf(err, errlen, "admin: %s: %s", path, strerror(errno));
+		unlink(path);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int
+admin_serve(struct admin_ctx *ctx, int lfd, const char *path)
+{
+	A_ctx = ctx;
+	A_lfd = lfd;
+	A_path = path ? strdup(path) : NULL;
+	A_lev = event_new(ctx->base, lfd, EV_READ | EV_PERSIST,
+	    admin_accept_cb, NULL);
+	if (A_lev == NULL || event_add(A_lev, NULL) == -1)
+		return -1;
+	return 0;
+}
+
+int
+admin_adopt(struct admin_ctx *ctx, int fd, void (*gone)(void *), void *arg)
+{
+	struct admin_conn	*ac;
+
+	A_ctx = ctx;
+	if (util_set_nonblock(fd) == -1 || util_set_cloexec(fd) == -1 ||
+	    (ac = admin_conn_new(fd)) == NULL)
+		return -1;
+	ac->trusted_fd = 1;
+	ac->gone = gone;
+	ac->gone_arg = arg;
+	return 0;
+}
+
+static void
+admin_accept_cb(evutil_socket_t lfd, short what, void *arg)
+{
+	struct ucred	cred;
+	socklen_t	len = sizeof(cred);
+	int		fd;
+
+	if ((fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) ==
+	    -1) {
+		if (errno != EAGAIN && errno != EINTR)
+			log_warn("admin: accept");
+		return;
+	}
+	/* The socket's mode is the first fence; the peer's uid the second. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
+	    (cred.uid != 0 && cred.uid != geteuid())) {
+		log_warnx("admin: refused a client with uid %ld (only root and "
+		    "moatd's own user may register sandboxes)",
+		    len == sizeof(cred) ? (long)cred.uid : -1L);
+		close(fd);
+		return;
+	}
+	if (admin_conn_new(fd) == NULL) {
+		log_warnx("admin: out of memory, client dropped");
+		close(fd);
+	}
+}
+
+static struct admin_conn *
+admin_conn_new(int fd)
+{
+	struct admin_conn	*ac;
+
+	if ((ac = calloc(1, sizeof(*ac))) == NULL)
+		return NULL;
+	ac->fd = fd;
+	LIST_INIT(&ac->sbs);
+	ac->in = evbuffer_new();
+	ac->ev = event_new(A_ctx->base, fd, EV_READ | EV_PERSIST,
+	    admin_read_cb, ac);
+	if (ac->in == NULL || ac->ev == NULL || event_add(ac->ev, NULL) == -1) {
+		if (ac->in != NULL)
+			evbuffer_free(ac->in);
+		if (ac->ev != NULL)
+			event_free(ac->ev);
+		free(ac);
+		return NULL;
+	}
+	LIST_INSERT_HEAD(&A_conns, ac, link);
+	return ac;
+}
+
+static void
+admin_conn_free(struct admin_conn *ac)
+{
+	struct admin_sb	*s;
+	size_t		 i;
+	void		(*gone)(void *) = ac->gone;
+	void		*arg = ac->gone_arg;
+
+	while ((s = LIST_FIRST(&ac->sbs)) != NULL)
+		admin_sandbox_gone(ac, s);
+	for (i = 0; i < ac->nfds; i++)
+		close(ac->fds[i]);
+	LIST_REMOVE(ac, link);
+	event_free(ac->ev);
+	evbuffer_free(ac->in);
+	close(ac->fd);
+	free(ac);
+	if (gone != NULL)
+		gone(arg);
+}
+
+/*
+ * Reads what arrived, with any descriptors, and handles every complete
+ * message.  Descriptors are queued in order; each message takes the ones
+ * it announces from the front of the queue.
+ */
+static void
+admin_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct admin_conn	*ac = arg;
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * ADMIN_FDS_MAX)];
+	} cm;
+	struct msghdr		 msg;
+	struct cmsghdr		*c;
+	struct iovec		 iov;
+	char			 buf[8192];
+	uint8_t			 hdr[4];
+	ssize_t			 n;
+	size_t			 i, k, mlen;
+
+	memset(&msg, 0, sizeof(msg));
+	iov.iov_base = buf;
+	iov.iov_len = sizeof(buf);
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cm.buf;
+	msg.msg_controllen = sizeof(cm.buf);
+	n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	for (c = CMSG_FIRSTHDR(&msg); n > 0 && c != NULL;
+	    c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < k; i++) {
+			int rfd;
+
+			memcpy(&rfd, CMSG_DATA(c) + i * sizeof(int),
+			    sizeof(int));
+			if (ac->nfds < ADMIN_QUEUED_FDS_MAX)
+				ac->fds[ac->nfds++] = rfd;
+			else {
+				close(rfd);
+				n = -2;		/* too many: protocol error */
+			}
+		}
+	}
+	if (n > 0 && (msg.msg_flags & MSG_CTRUNC))
+		n = -2;
+	if (n <= 0) {
+		if (n == -2)
+			(void)admin_fail(ac, "too many descriptors (at most %d "
+			    "per message)", ADMIN_FDS_MAX);
+		admin_conn_free(ac);
+		return;
+	}
+	evbuffer_add(ac->in, buf, (size_t)n);
+	for (;;) {
+		if (evbuffer_copyout(ac->in, hdr, 4) != 4)
+			return;
+		mlen = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 |
+		    (size_t)hdr[2] << 8 | hdr[3];
+		if (mlen == 0 || mlen > ADMIN_MSG_MAX) {
+			(void)admin_fail(ac, "message length %zu out of range "
+			    "(1..%u)", mlen, ADMIN_MSG_MAX);
+			admin_conn_free(ac);
+			return;
+		}
+		if (evbuffer_get_length(ac->in) < mlen + 4)
+			return;
+		evbuffer_drain(ac->in, 4);
+		{
+			char *m = (char *)evbuffer_pullup(ac->in, mlen);
+			int rc = m ? admin_message(ac, m, mlen) : -1;
+
+			evbuffer_drain(ac->in, mlen);
+			if (rc == -1) {
+				admin_conn_free(ac);
+				return;
+			}
+		}
+	}
+}
+
+static int
+admin_message(struct admin_conn *ac, const char *buf, size_t len)
+{
+	json_error_t	 e;
+	json_t		*req, *ans;
+	const char	*op;
+	int		 rc;
+
+	req = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e);
+	if (req == NULL || !json_is_object(req)) {
+		json_decref(req);
+		return admin_fail(ac, "not a JSON object: %s", req ? "" :
+		    e.text);
+	}
+	op = json_string_value(json_object_get(req, "op"));
+	if (op == NULL)
+		rc = admin_fail(ac, "no \"op\"");
+	else if (strcmp(op, "hello") == 0) {
+		json_int_t v = json_integer_value(json_object_get(req,
+		    "version"));
+
+		if (v != ADMIN_PROTO_VERSION)
+			rc = admin_fail(ac, "protocol version %lld is not "
+			    "supported (this moatd speaks %d)", (long long)v,
+			    ADMIN_PROTO_VERSION);
+		else {
+			ans = json_pack("{s:b, s:i, s:s}", "ok", 1, "version",
+			    ADMIN_PROTO_VERSION, "moatd", PACKAGE_VERSION);
+			rc = admin_answer(ac, ans);
+		}
+	} else if (strcmp(op, "register") == 0)
+		rc = admin_register(ac, req);
+	else if (strcmp(op, "unregister") == 0)
+		rc = admin_unregister(ac, req);
+	else
+		rc = admin_fail(ac, "unknown op \"%.32s\"", op);
+	/* Descriptors no message asked for are a protocol error. */
+	if (rc == 0 && ac->nfds > 0)
+		rc = admin_fail(ac, "%zu descriptors arrived that no message "
+		    "announced", ac->nfds);
+	json_decref(req);
+	return rc;
+}
+
+static int
+admin_sandbox_name_ok(const char *name)
+{
+	size_t	i, n = strlen(name);
+
+	if (n == 0 || n > ADMIN_NAME_MAX)
+		return 0;
+	for (i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+static struct sandbox *
+admin_find(const char *name)
+{
+	struct admin_conn	*ac;
+	struct admin_sb		*s;
+
+	LIST_FOREACH(ac, &A_conns, link)
+		LIST_FOREACH(s, &ac->sbs, link)
+			if (strcmp(s->sb->name, name) == 0)
+				return s->sb;
+	return NULL;
+}
+
+/*
+ * Builds a config from the client's "config" object (only "policy" and
+ * "secrets" belong to a sandbox: the rest is the daemon's) and validates
+ * it exactly like moatd's own.
+ */
+static struct moat_config *
+admin_config(struct admin_conn *ac, const char *name, json_t *cfg)
+{
+	struct policy_diags	 d;
+	struct moat_config	*c;
+	const char		*key;
+	json_t			*v, *doc;
+	char			*text, where[ADMIN_NAME_MAX + 16], line[512];
+	size_t			 i;
+
+	if (!json_is_object(cfg)) {
+		admin_fail(ac, "\"config\" must be an object");
+		return NULL;
+	}
+	json_object_foreach(cfg, key, v) {
+		if (strcmp(key, "policy") != 0 && strcmp(key, "secrets") != 0) {
+			admin_fail(ac, "config key \"%.32s\" cannot be set per "
+			    "sandbox (only \"policy\" and \"secrets\")", key);
+			return NULL;
+		}
+	}
+	doc = json_deep_copy(cfg);
+	if (doc == NULL || json_object_set_new(doc, "listen",
+	    json_array()) == -1 || (text = json_dumps(doc, JSON_INDENT(2) |
+	    JSON_SORT_KEYS)) == NULL) {
+		json_decref(doc);
+		admin_fail(ac, "out of memory");
+		return NULL;
+	}
+	json_decref(doc);
+	snprintf(where, sizeof(where), "sandbox %s", name);
+	policy_diags_init(&d);
+	c = policy_config_load(where, text, strlen(text), &d);
+	free(text);
+	if (c == NULL) {
+		char msg[2048];
+		size_t o = 0;
+
+		msg[0] = '\0';
+		for (i = 0; i < d.n && o < sizeof(msg) - 1; i++) {
+			if (d.v[i].level != POLICY_DIAG_ERROR)
+				continue;
+			policy_diag_format(&d, i, line, sizeof(line));
+			o += (size_t)snprintf(msg + o, sizeof(msg) - o, "%s%s",
+			    o ? "; " : "", line);
+		}
+		admin_fail(ac, "%s", msg);
+	}
+	policy_diags_clear(&d);
+	return c;
+}
+
+static int
+admin_register(struct admin_conn *ac, json_t *req)
+{
+	struct moat_config	*cfg = NULL;
+	struct sandbox		*sb = NULL;
+	struct listener		*ls[ADMIN_FDS_MAX];
+	struct admin_sb		*s = NULL;
+	json_t			*lst, *e;
+	const char		*name, *proto;
+	char			 err[256];
+	size_t			 nl = 0, i, j, need;
+	int			 used[ADMIN_FDS_MAX], idx, rc = -1;
+
+	name = json_string_value(json_object_get(req, "sandbox"));
+	lst = json_object_get(req, "listeners");
+	if (name == NULL || !admin_sandbox_name_ok(name))
+		return admin_fail(ac, "\"sandbox\" must be 1-%d of A-Z a-z 0-9 "
+		    ". _ -", ADMIN_NAME_MAX);
+	if (admin_find(name) != NULL)
+		return admin_fail(ac, "a sandbox named %s is already "
+		    "registered", name);
+	if (!json_is_array(lst) || json_array_size(lst) == 0 ||
+	    json_array_size(lst) > ADMIN_FDS_MAX)
+		return admin_fail(ac, "\"listeners\" must list 1-%d sockets",
+		    ADMIN_FDS_MAX);
+	need = json_array_size(lst);
+	if (ac->nfds < need)
+		return admin_fail(ac, "%zu listeners announced, %zu descriptors "
+		    "received", need, ac->nfds);
+	memset(used, 0, sizeof(used));
+	json_array_foreach(lst, i, e) {
+		proto = json_string_value(json_object_get(e, "proto"));
+		idx = (int)json_integer_value(json_object_get(e, "fd"));
+		if (proto == NULL || !json_is_integer(json_object_get(e,
+		    "fd")) || idx < 0 || (size_t)idx >= need || used[idx] ||
+		    json_object_size(e) != 2)
+			return admin_fail(ac, "listeners[%zu]: want {\"proto\": "
+			    "NAME, \"fd\": 0..%zu}, each descriptor once", i,
+			    need - 1);
+		used[idx] = 1;
+	}
+	if ((cfg = admin_config(ac, name, json_object_get(req, "config"))) ==
+	    NULL)
+		goto closefds;
+	if ((sb = sandbox_new(name, cfg)) == NULL) {
+		policy_config_unref(cfg);
+		admin_fail(ac, "out of memory");
+		goto closefds;
+	}
+	/* From here each descriptor belongs to its listener (or is closed). */
+	json_array_foreach(lst, i, e) {
+		proto = json_string_value(json_object_get(e, "proto"));
+		idx = (int)json_integer_value(json_object_get(e, "fd"));
+		ls[nl] = listener_from_fd(proto, ac->fds[idx], sb, err,
+		    sizeof(err));
+		ac->fds[idx] = -1;
+		if (ls[nl] == NULL) {
+			admin_fail(ac, "listeners[%zu]: %s", i, err);
+			goto closefds;
+		}
+		nl++;
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		admin_fail(ac, "out of memory");
+		goto closefds;
+	}
+	s->sb = sandbox_ref(sb);
+	LIST_INSERT_HEAD(&ac->sbs, s, link);
+	for (i = 0; i < nl; i++)
+		for (j = 0; j < A_ctx->nworkers; j++)
+			if (worker_post_listener(A_ctx->workers[j], ls[i]) ==
+			    -1)
+				log_warnx("admin: out of memory posting a "
+				    "listener of %s", name);
+	for (i = 0; i < nl; i++)
+		log_info("sandbox %s: serving %s on %s", name,
+		    ls[i]->udp ? "dns (udp)" : policy_proto_str(ls[i]->proto),
+		    ls[i]->address);
+	admin_audit(sb, "registered");
+	rc = admin_answer(ac, json_pack("{s:b, s:s}", "ok", 1, "sandbox",
+	    name));
+ closefds:
+	/* Take the announced descriptors off the queue, used or not. */
+	for (i = 0; i < need; i++)
+		util_close(ac->fds[i]);
+	memmove(ac->fds, ac->fds + need, (ac->nfds - need) * sizeof(int));
+	ac->nfds -= need;
+	for (i = 0; i < nl; i++)
+		listener_unref(ls[i]);
+	sandbox_unref(sb);
+	return rc;
+}
+
+static int
+admin_unregister(struct admin_conn *ac, json_t *req)
+{
+	const char	*name = json_string_value(json_object_get(req,
+			    "sandbox"));
+	struct admin_sb	*s;
+
+	LIST_FOREACH(s, &ac->sbs, link)
+		if (name != NULL && strcmp(s->sb->name, name) == 0)
+			break;
+	if (s == NULL)
+		return admin_fail(ac, "no sandbox %.64s was registered on this "
+		    "connection", name ? name : "(none)");
+	admin_sandbox_gone(ac, s);
+	return admin_answer(ac, json_pack("{s:b}", "ok", 1));
+}
+
+/* Every worker drops the sandbox's listeners and ends its connections. */
+static void
+admin_sandbox_gone(struct admin_conn *ac, struct admin_sb *s)
+{
+	size_t	i;
+
+	atomic_store(&s->sb->dead, 1);
+	for (i = 0; i < A_ctx->nworkers; i++)
+		if (worker_post_sandbox_gone(A_ctx->workers[i], s->sb) == -1)
+			log_warnx("admin: out of memory ending sandbox %s",
+			    s->sb->name);
+	log_info("sandbox %s: unregistered", s->sb->name);
+	admin_audit(s->sb, "unregistered");
+	LIST_REMOVE(s, link);
+	sandbox_unref(s->sb);
+	free(s);
+}
+
+static void
+admin_audit(const struct sandbox *sb, const char *what)
+{
+	struct audit_rec	r;
+
+	audit_rec_init(&r);
+	r.event = "sandbox";
+	r.sandbox = sb->name;
+	r.proto = "admin";
+	r.verdict = POLICY_ALLOW;
+	r.reason = POLICY_R_ALLOWED;
+	r.detail = what;
+	audit_emit(&r);
+}
+
+/* Sends ans (consumed) framed.  Returns 0, or -1 if it could not. */
+static int
+admin_answer(struct admin_conn *ac, json_t *ans)
+{
+	char	*text;
+	size_t	 len;
+	uint8_t	 hdr[4];
+	ssize_t	 n;
+	int	 rc = 0;
+
+	if (ans == NULL || (text = json_dumps(ans, JSON_COMPACT)) == NULL) {
+		json_decref(ans);
+		return -1;
+	}
+	json_decref(ans);
+	len = strlen(text);
+	hdr[0] = (uint8_t)(len >> 24);
+	hdr[1] = (uint8_t)(len >> 16);
+	hdr[2] = (uint8_t)(len >> 8);
+	hdr[3] = (uint8_t)len;
+	/* Answers are small; a client that does not read them is gone. */
+	if ((n = send(ac->fd, hdr, 4, MSG_NOSIGNAL)) != 4 ||
+	    (n = send(ac->fd, text, len, MSG_NOSIGNAL)) != (ssize_t)len)
+		rc = -1;
+	free(text);
+	return rc;
+}
+
+static int
+admin_fail(struct admin_conn *ac, const char *fmt, ...)
+{
+	va_list	ap;
+	char	msg[2048];
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_warnx("admin: %s", msg);
+	(void)admin_answer(ac, json_pack("{s:b, s:s}", "ok", 0, "error", msg));
+	return -1;
+}
+
+void
+admin_shutdown(void)
+{
+	struct admin_conn	*ac;
+
+	while ((ac = LIST_FIRST(&A_conns)) != NULL) {
+		ac->gone = NULL;
+		admin_conn_free(ac);
+	}
+	if (A_lev != NULL) {
+		event_free(A_lev);
+		A_lev = NULL;
+	}
+	if (A_lfd >= 0) {
+		close(A_lfd);
+		A_lfd = -1;
+	}
+	if (A_path != NULL) {
+		(void)unlink(A_path);
+		free(A_path);
+		A_path = NULL;
+	}
+}

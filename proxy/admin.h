@@ -1,0 +1,39 @@
+/*
+ * admin.h - moatd's admin socket: sandboxes registered at run time with
+ * their own policy and the listening sockets they hold (see
+ * admin_proto.h for the protocol).  Runs in the main thread.
+ */
+#ifndef MOAT_ADMIN_H
+#define MOAT_ADMIN_H
+
+#include <stddef.h>
+
+struct event_base;
+struct worker;
+
+struct admin_ctx {
+	struct event_base	*base;
+	struct worker		**workers;
+	size_t			 nworkers;
+};
+
+/*
+ * Listens on a Unix socket path (bound now, before privileges are
+ * dropped; mode applied as for listeners).  Returns the socket, or -1 with
+ * a message in err.
+ */
+int	admin_bind(const char *path, int mode, char *err, size_t errlen);
+/* Serves the bound socket: accepts clients whose uid is root or ours. */
+int	admin_serve(struct admin_ctx *ctx, int lfd, const char *path);
+/*
+ * Serves one already connected socket (moatd --admin-fd): the private
+ * moatd of `moat run`.  When it closes, moatd has nothing left to serve
+ * and stops (the callback is called).
+ */
+int	admin_adopt(struct admin_ctx *ctx, int fd, void (*gone)(void *),
+	    void *arg);
+/* Closes every admin connection (unregistering their sandboxes) and the
+ * listening socket, removing its path. */
+void	admin_shutdown(void);
+
+#endif /* MOAT_ADMIN_H */

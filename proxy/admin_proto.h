@@ -1,0 +1,53 @@
+/*
+ * admin_proto.h - the admin protocol between moatd and the programs that
+ * register sandboxes with it (`moat run`, `moat attach`, a sandbox
+ * platform).  Shared by proxy/admin.c (the server) and netns-helper/
+ * (the clients).
+ *
+ * Transport: a Unix stream socket: the path of "admin.address" in moatd's
+ * config (mode "admin.mode", default 0600; moatd also checks the peer's
+ * uid with SO_PEERCRED: root or moatd's own uid only), or a socketpair
+ * end handed to a private moatd with `moatd --admin-fd N`.
+ *
+ * Framing: each message is a 4-byte big-endian length N (1..ADMIN_MSG_MAX)
+ * followed by N bytes of one JSON object (UTF-8, no trailing data).
+ * Descriptors travel as SCM_RIGHTS on the sendmsg() that carries the
+ * length prefix of their message, at most ADMIN_FDS_MAX per message; a
+ * message that arrives with descriptors it does not announce, or without
+ * the ones it announces, is a protocol error.  On any protocol error moatd
+ * answers {"ok": false, "error": "..."} if it can and closes the
+ * connection.
+ *
+ * Requests and answers (every answer has "ok"; failures have "error", a
+ * human-readable sentence):
+ *
+ *   {"op": "hello", "version": 1}
+ *     -> {"ok": true, "version": 1, "moatd": "0.1.0"}
+ *   {"op": "register", "sandbox": NAME, "config": CONFIG,
+ *    "listeners": [{"proto": PROTO, "fd": I}, ...]}  + descriptors
+ *     NAME: [A-Za-z0-9._-]{1,64}, unique among live sandboxes.
+ *     CONFIG: a moat.json object holding only "policy" (and, with TLS
+ *       interception, "secrets"); validated like moatd's own config,
+ *       errors reported as "sandbox NAME:LINE:COLUMN: message".
+ *     PROTO: "http", "socks5", "http+socks5", "transparent", "dns-udp",
+ *       "dns-tcp"; I indexes the descriptors of this message; each is a
+ *       socket already bound (and, but for dns-udp, listening), usually
+ *       inside the sandbox's network namespace.
+ *     -> {"ok": true, "sandbox": NAME}
+ *   {"op": "unregister", "sandbox": NAME}
+ *     -> {"ok": true}
+ *
+ * A sandbox lives as long as the admin connection that registered it:
+ * when that connection closes, moatd unregisters it, closes its
+ * listening sockets and ends its connections.  Audit lines of a sandbox
+ * carry its NAME in "sandbox".
+ */
+#ifndef MOAT_ADMIN_PROTO_H
+#define MOAT_ADMIN_PROTO_H
+
+#define ADMIN_PROTO_VERSION	1
+#define ADMIN_MSG_MAX		(1u << 20)	/* largest JSON message, bytes */
+#define ADMIN_FDS_MAX		16		/* descriptors per message */
+#define ADMIN_NAME_MAX		64		/* sandbox name, bytes */
+
+#endif /* MOAT_ADMIN_PROTO_H */

@@ -1,0 +1,279 @@
+/*
+ * sandbox.c - sandbox identities, their policies and the table of names
+ * moatd's DNS answers gave them.
+ *
+ * The attribution table is written by the DNS listener and read by the
+ * transparent listener, in any worker, so it has a mutex; both sides do
+ * one hash lookup under it.
+ */
+#include "config.h"
+
+#include <sys/queue.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/sandbox.h"
+#include "proxy/util.h"
+
+#define SANDBOX_ATTR_BUCKETS	1024	/* power of two */
+
+/* One rule's token bucket; few rules have a rate, so a list is enough. */
+struct sandbox_rate {
+	size_t			 rule;
+	double			 tokens;
+	uint64_t		 last_ms;
+	struct sandbox_rate	*next;
+};
+
+struct sandbox_attr {
+	struct policy_addr		 addr;
+	uint64_t			 expires_ms;
+	struct sandbox_attr		*hnext;
+	TAILQ_ENTRY(sandbox_attr)	 lru;
+	char				 name[];
+};
+
+struct sandbox_attrs {
+	pthread_mutex_t			 mu;
+	struct sandbox_attr		*buckets[SANDBOX_ATTR_BUCKETS];
+	TAILQ_HEAD(attrq, sandbox_attr)	 lru;	/* most recent first */
+	size_t				 n;
+};
+
+static void
+rate_free(struct sandbox_rate *r)
+{
+	struct sandbox_rate	*n;
+
+	for (; r != NULL; r = n) {
+		n = r->next;
+		free(r);
+	}
+}
+
+static uint32_t
+attr_hash(const struct policy_addr *a)
+{
+	const unsigned char	*p = (const unsigned char *)&a->u;
+	size_t			 len = a->family == AF_INET ? 4 : 16, i;
+	uint32_t		 h = 2166136261u;
+
+	for (i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 16777619u;
+	}
+	return h & (SANDBOX_ATTR_BUCKETS - 1);
+}
+
+static int
+attr_eq(const struct policy_addr *a, const struct policy_addr *b)
+{
+	if (a->family != b->family)
+		return 0;
+	return a->family == AF_INET ?
+	    a->u.v4.s_addr == b->u.v4.s_addr :
+	    memcmp(&a->u.v6, &b->u.v6, 16) == 0;
+}
+
+struct sandbox *
+sandbox_new(const char *name, struct moat_config *cfg)
+{
+	struct sandbox	*sb;
+
+	if ((sb = calloc(1, sizeof(*sb))) == NULL)
+		return NULL;
+	if ((sb->attrs = calloc(1, sizeof(*sb->attrs))) == NULL) {
+		free(sb);
+		return NULL;
+	}
+	pthread_mutex_init(&sb->attrs->mu, NULL);
+	TAILQ_INIT(&sb->attrs->lru);
+	strncpy(sb->name, name, sizeof(sb->name) - 1);
+	atomic_init(&sb->refcnt, 1);
+	atomic_init(&sb->dead, 0);
+	sb->cfg = cfg;
+	sb->dns_tokens = SANDBOX_DNS_BURST;
+	sb->dns_last_ms = util_now_ms();
+	return sb;
+}
+
+struct sandbox *
+sandbox_ref(struct sandbox *sb)
+{
+	atomic_fetch_add(&sb->refcnt, 1);
+	return sb;
+}
+
+void
+sandbox_unref(struct sandbox *sb)
+{
+	struct sandbox_attr	*a;
+
+	if (sb == NULL || atomic_fetch_sub(&sb->refcnt, 1) != 1)
+		return;
+	while ((a = TAILQ_FIRST(&sb->attrs->lru)) != NULL) {
+		TAILQ_REMOVE(&sb->attrs->lru, a, lru);
+		free(a);
+	}
+	rate_free(sb->rates);
+	pthread_mutex_destroy(&sb->attrs->mu);
+	free(sb->attrs);
+	policy_config_unref(sb->cfg);
+	free(sb);
+}
+
+const struct policy *
+sandbox_policy(const struct sandbox *sb, const struct moat_config *daemon)
+{
+	return sb != NULL && sb->cfg != NULL ? sb->cfg->policy :
+	    daemon->policy;
+}
+
+/* Unlinks a from its bucket and the LRU list (under the mutex). */
+static void
+attr_unlink(struct sandbox_attrs *t, struct sandbox_attr *a)
+{
+	struct sandbox_attr	**pp;
+
+	for (pp = &t->buckets[attr_hash(&a->addr)]; *pp != NULL;
+	    pp = &(*pp)->hnext) {
+		if (*pp == a) {
+			*pp = a->hnext;
+			break;
+		}
+	}
+	TAILQ_REMOVE(&t->lru, a, lru);
+	t->n--;
+}
+
+void
+sandbox_attr_add(struct sandbox *sb, const struct policy_addr *addr,
+    const char *name, uint32_t ttl_s)
+{
+	struct sandbox_attrs	*t = sb->attrs;
+	struct sandbox_attr	*a, *old;
+	size_t			 nlen = strlen(name) + 1;
+	uint32_t		 h = attr_hash(addr);
+
+	if (ttl_s < SANDBOX_ATTR_TTL_MIN_S)
+		ttl_s = SANDBOX_ATTR_TTL_MIN_S;
+	if ((a = malloc(sizeof(*a) + nlen)) == NULL)
+		return;		/* the connection will be judged without it */
+	a->addr = *addr;
+	a->expires_ms = util_now_ms() + (uint64_t)ttl_s * 1000;
+	memcpy(a->name, name, nlen);
+	pthread_mutex_lock(&t->mu);
+	for (old = t->buckets[h]; old != NULL; old = old->hnext)
+		if (attr_eq(&old->addr, addr))
+			break;
+	if (old != NULL) {
+		attr_unlink(t, old);
+		free(old);
+	}
+	while (t->n >= SANDBOX_ATTR_MAX &&
+	    (old = TAILQ_LAST(&t->lru, attrq)) != NULL) {
+		attr_unlink(t, old);
+		free(old);
+	}
+	a->hnext = t->buckets[h];
+	t->buckets[h] = a;
+	TAILQ_INSERT_HEAD(&t->lru, a, lru);
+	t->n++;
+	pthread_mutex_unlock(&t->mu);
+}
+
+int
+sandbox_attr_find(struct sandbox *sb, const struct policy_addr *addr,
+    char *name, size_t len)
+{
+	struct sandbox_attrs	*t = sb->attrs;
+	struct sandbox_attr	*a;
+	uint64_t		 now = util_now_ms();
+	int			 rc = -1;
+
+	pthread_mutex_lock(&t->mu);
+	for (a = t->buckets[attr_hash(addr)]; a != NULL; a = a->hnext) {
+		if (!attr_eq(&a->addr, addr))
+			continue;
+		if (a->expires_ms > now && strlen(a->name) < len) {
+			memcpy(name, a->name, strlen(a->name) + 1);
+			rc = 0;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&t->mu);
+	return rc;
+}
+
+int
+sandbox_dns_take(struct sandbox *sb, uint64_t *refused)
+{
+	struct sandbox_attrs	*t = sb->attrs;
+	uint64_t		 now = util_now_ms();
+	int			 ok;
+
+	*refused = 0;
+	pthread_mutex_lock(&t->mu);
+	sb->dns_tokens += (double)(now - sb->dns_last_ms) * SANDBOX_DNS_RATE /
+	    1000.0;
+	if (sb->dns_tokens > SANDBOX_DNS_BURST)
+		sb->dns_tokens = SANDBOX_DNS_BURST;
+	sb->dns_last_ms = now;
+	ok = sb->dns_tokens >= 1.0;
+	if (ok) {
+		sb->dns_tokens -= 1.0;
+		*refused = sb->dns_refused;
+		sb->dns_refused = 0;
+	} else
+		sb->dns_refused++;
+	pthread_mutex_unlock(&t->mu);
+	return ok;
+}
+
+int
+sandbox_rate_take(struct sandbox *sb, const struct policy *p,
+    const struct policy_rule *rule)
+{
+	struct sandbox_attrs	*t = sb->attrs;
+	struct sandbox_rate	*r;
+	unsigned		 requests, per;
+	uint64_t		 now = util_now_ms();
+	size_t			 idx;
+	int			 ok;
+
+	if (rule == NULL || !policy_rule_rate(rule, &requests, &per) ||
+	    requests == 0 || per == 0)
+		return 1;
+	idx = policy_rule_index(rule);
+	pthread_mutex_lock(&t->mu);
+	if (sb->rate_policy != p) {
+		rate_free(sb->rates);
+		sb->rates = NULL;
+		sb->rate_policy = p;
+	}
+	for (r = sb->rates; r != NULL; r = r->next)
+		if (r->rule == idx)
+			break;
+	if (r == NULL) {
+		if ((r = calloc(1, sizeof(*r))) == NULL) {
+			pthread_mutex_unlock(&t->mu);
+			return 0;	/* fail closed */
+		}
+		r->rule = idx;
+		r->tokens = requests;
+		r->last_ms = now;
+		r->next = sb->rates;
+		sb->rates = r;
+	}
+	r->tokens += (double)(now - r->last_ms) * requests / (per * 1000.0);
+	if (r->tokens > requests)
+		r->tokens = requests;
+	r->last_ms = now;
+	ok = r->tokens >= 1.0;
+	if (ok)
+		r->tokens -= 1.0;
+	pthread_mutex_unlock(&t->mu);
+	return ok;
+}

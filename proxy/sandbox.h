@@ -1,0 +1,95 @@
+/*
+ * sandbox.h - a sandbox as moatd sees it: an identity for audit lines, the
+ * policy its connections are judged by, and the names moatd's DNS listener
+ * gave it, so a redirected connection to an address can be attributed to
+ * the name the sandbox asked for (DESIGN.md invariant 5).
+ *
+ * A sandbox comes from the config (the "sandbox" of a listener; it follows
+ * the daemon's policy, reloads included) or from the admin socket (it has
+ * a policy of its own and lives as long as the admin connection that
+ * registered it).  Listeners, connections and tunnels hold references.
+ */
+#ifndef MOAT_SANDBOX_H
+#define MOAT_SANDBOX_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/policy.h"
+#include "proxy/admin_proto.h"
+
+#define SANDBOX_ATTR_MAX	4096	/* addresses remembered per sandbox */
+#define SANDBOX_ATTR_TTL_MIN_S	5	/* an answer is remembered at least this
+					   long: clients connect after the TTL */
+#define SANDBOX_DNS_RATE	500	/* DNS queries per second, sustained */
+#define SANDBOX_DNS_BURST	1000	/* ... and in a burst */
+
+struct sandbox_attrs;
+struct sandbox_rate;
+
+struct sandbox {
+	char			 name[ADMIN_NAME_MAX + 1];
+	atomic_int		 refcnt;
+	atomic_int		 dead;		/* unregistered: end its connections */
+	struct moat_config	*cfg;		/* own policy, or NULL: the daemon's */
+	struct sandbox_attrs	*attrs;		/* private: attribution table */
+	/* DNS query rate: a token bucket, under attrs' mutex. */
+	double			 dns_tokens;
+	uint64_t		 dns_last_ms;
+	uint64_t		 dns_refused;	/* since the last audit of it */
+	/* Rule "rate" buckets, under attrs' mutex. */
+	const struct policy	*rate_policy;	/* the policy they count for */
+	struct sandbox_rate	*rates;		/* hash chains */
+};
+
+/*
+ * Creates a sandbox with one reference.  cfg (may be NULL) is taken over
+ * (the caller's reference moves to the sandbox).  Returns NULL on
+ * allocation failure (then cfg is still the caller's).
+ */
+struct sandbox	*sandbox_new(const char *name, struct moat_config *cfg);
+struct sandbox	*sandbox_ref(struct sandbox *sb);
+/* Drops a reference; frees at zero.  NULL is ok.  Thread-safe. */
+void		 sandbox_unref(struct sandbox *sb);
+
+/*
+ * The policy a connection of sb is judged by: its own, or the daemon
+ * config's (daemon is the connection's current config).
+ */
+const struct policy	*sandbox_policy(const struct sandbox *sb,
+			    const struct moat_config *daemon);
+
+/*
+ * Remembers that moatd's DNS listener answered name with addr for ttl_s
+ * seconds.  Thread-safe.  Bounded by SANDBOX_ATTR_MAX: the entry closest to
+ * expiry is dropped first.
+ */
+void	sandbox_attr_add(struct sandbox *sb, const struct policy_addr *addr,
+	    const char *name, uint32_t ttl_s);
+/*
+ * The name moatd answered addr with, most recently, if that answer has not
+ * expired: copied into name (size len).  Returns 0, or -1 if none.
+ * Thread-safe.
+ */
+int	sandbox_attr_find(struct sandbox *sb, const struct policy_addr *addr,
+	    char *name, size_t len);
+
+/*
+ * Takes one DNS query from sb's token bucket.  Returns 1 if the query may
+ * be answered, 0 if the sandbox is over SANDBOX_DNS_RATE.  When it returns
+ * 1 after refusals, *refused says how many were refused meanwhile (for one
+ * audit line), else 0.  Thread-safe.
+ */
+int	sandbox_dns_take(struct sandbox *sb, uint64_t *refused);
+
+/*
+ * Takes one request from the token bucket of rule r ("rate": requests per
+ * per_seconds) for this sandbox.  Returns 1 if the rule has no rate or a
+ * token was left, 0 if the rule's rate is used up.  Buckets belong to the
+ * policy p: a reload starts them anew.  Thread-safe.
+ */
+int	sandbox_rate_take(struct sandbox *sb, const struct policy *p,
+	    const struct policy_rule *r);
+
+#endif /* MOAT_SANDBOX_H */
