@@ -21,6 +21,8 @@
 
 #define AUDIT_LINE_STACK_BYTES	2048
 #define AUDIT_LINE_MAX_BYTES	16384	/* longest line (detail, path cut before) */
+#define AUDIT_BATCH_US		2000	/* lines gather this long before a write */
+#define AUDIT_FLUSH_BYTES	(256u << 10) /* ... unless this much is queued */
 
 static struct {
 	pthread_mutex_t	 mu;
@@ -175,9 +177,23 @@ audit_writer(void *arg)
 
 	for (;;) {
 		pthread_mutex_lock(&A.mu);
+		/*
+		 * Wait for the first line, then let more gather for
+		 * AUDIT_BATCH_US before writing: a wake-up and a write(2) per
+		 * batch, not per request.  A worker signals only when the
+		 * queue goes from empty to not empty while the writer sleeps.
+		 */
 		A.writer_busy = 0;
 		while (A.qlen == 0 && !A.stop && !A.reopen && A.dropped == 0)
 			pthread_cond_wait(&A.cv, &A.mu);
+		if (!A.stop && A.qlen < AUDIT_FLUSH_BYTES) {
+			struct timespec ts = { 0, AUDIT_BATCH_US * 1000L };
+
+			A.writer_busy = 1;
+			pthread_mutex_unlock(&A.mu);
+			nanosleep(&ts, NULL);
+			pthread_mutex_lock(&A.mu);
+		}
 		A.writer_busy = 1;
 		t = A.q;
 		tc = A.qcap;
@@ -457,8 +473,8 @@ audit_emit(const struct audit_rec *r)
 			A.qlen += n;
 		}
 	}
-	if (!A.writer_busy)
-		pthread_cond_signal(&A.cv);
+	if (!A.writer_busy && A.qlen == n)
+		pthread_cond_signal(&A.cv);	/* first line for a sleeping writer */
 	pthread_mutex_unlock(&A.mu);
 	if (line != stack)
 		free(line);

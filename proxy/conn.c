@@ -102,7 +102,9 @@ conn_accept(struct worker *w, struct listener *l, int fd,
 	c->sb = sandbox_ref(l->sb);
 	c->sandbox = l->sandbox;
 	conn_format_peer(sa, salen, c->client, sizeof(c->client));
-	if (sa->sa_family != AF_UNIX)
+	/* Config listeners pass TCP_NODELAY on; held sockets may not. */
+	if (sa->sa_family != AF_UNIX && l->unix_path == NULL &&
+	    l->nfds == 1)
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 		    sizeof(one));
 	c->timer = evtimer_new(w->base, conn_timer_cb, c);
@@ -391,6 +393,13 @@ conn_dial(struct conn *c, const struct policy_addr *addrs, size_t n)
 		memcpy(c->addrs, addrs, n * sizeof(*addrs));
 	c->naddrs = n;
 	conn_connect(c);
+}
+
+void
+conn_hold_input(struct conn *c)
+{
+	if (io_in_len(c->cio) > CONN_HOLD_MAX_BYTES)
+		io_read(c->cio, 0);
 }
 
 int

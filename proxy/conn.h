@@ -152,6 +152,12 @@ void	conn_set_deadline(struct conn *c, unsigned ms);
  * failure path (http_deny / socks5_deny).
  */
 void	conn_route(struct conn *c);
+/* Client bytes that arrive while a route is worked out wait in the
+ * buffer; past this many, reading stops until they are wanted. */
+#define CONN_HOLD_MAX_BYTES	(256u << 10)
+
+/* Stops reading from the client once its buffered input is too large. */
+void	conn_hold_input(struct conn *c);
 /* 1 if c->dec's rule has no "rate" or a token was left; 0 otherwise. */
 int	conn_rate_ok(struct conn *c);
 /* Connects to addrs[0..n) (already judged) and continues as conn_route. */

@@ -160,7 +160,17 @@ http_client_event(struct io *io, int ev, void *arg)
 		return;
 	case CONN_ST_RESOLVING:
 	case CONN_ST_CONNECTING:
-		if (ev & (IO_EV_EOF | IO_EV_ERROR)) {
+		if (ev & IO_EV_READ) {
+			conn_hold_input(c);
+			return;
+		}
+		/* A client that half-closed after its request still gets
+		 * its answer (HTTP) or its tunnel, which passes the EOF on. */
+		if (ev & IO_EV_EOF) {
+			c->client_keepalive = false;
+			return;
+		}
+		if (ev & IO_EV_ERROR) {
 			conn_audit(c, c->kind == CONN_KIND_CONNECT ? "open" :
 			    "request", POLICY_DENY, POLICY_R_BAD_REQUEST,
 			    "client closed before the upstream answered");
@@ -169,7 +179,10 @@ http_client_event(struct io *io, int ev, void *arg)
 		return;
 	case CONN_ST_HTTP_EXCHANGE:
 		if (ev & IO_EV_READ) {
-			http_pump_request(c);
+			if (c->reqb.done)
+				conn_hold_input(c);
+			else
+				http_pump_request(c);
 			return;
 		}
 		if (ev & IO_EV_DRAINED) {
@@ -232,7 +245,8 @@ http_read_head(struct conn *c)
 		return;
 	}
 	evbuffer_drain(in, head_len);
-	io_read(c->cio, 0);	/* the body waits until the route is known */
+	/* Reading stays on (toggling it costs two epoll_ctl per request);
+	 * what arrives meanwhile waits in the buffer, up to a cap. */
 	c->nrequests++;
 	c->t_start = util_now_ms();
 	conn_set_deadline(c, 0);
@@ -842,10 +856,15 @@ http_pump_request(struct conn *c)
 		return;
 	}
 	if (c->reqb.done) {
-		/* Leave later (pipelined) bytes for the next request. */
-		io_read(c->cio, 0);
+		/* Later (pipelined) bytes wait for the next request. */
+		conn_hold_input(c);
 		if (c->respb.done && c->resp_head_done)
 			http_finish(c);
+		return;
+	}
+	if (io_eof(c->cio) && io_in_len(c->cio) == 0) {
+		http_abort(c, POLICY_R_BAD_REQUEST, "client closed in the middle "
+		    "of the request body");
 		return;
 	}
 	if (io_out_len(c->uio) > HTTP_BUF_HIGH_BYTES) {

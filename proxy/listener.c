@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <arpa/inet.h>
 
 #include <errno.h>
@@ -63,6 +64,11 @@ listener_bind_tcp(const struct moat_listen *ml, int type, char *err,
 		close(fd);
 		return -1;
 	}
+	/* Accepted sockets inherit TCP_NODELAY: one setsockopt per
+	 * listener instead of one per connection. */
+	if (type == SOCK_STREAM)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		    sizeof(one));
 	if (bind(fd, (struct sockaddr *)&ss, slen) == -1) {
 		snprintf(err, errlen, "%s: cannot bind: %s%s", ml->address,
 		    strerror(errno), errno == EADDRINUSE ? " (another process "

@@ -70,7 +70,17 @@ socks5_event(struct io *io, int ev, void *arg)
 		return;
 	case CONN_ST_RESOLVING:
 	case CONN_ST_CONNECTING:
-		if (ev & (IO_EV_EOF | IO_EV_ERROR)) {
+		if (ev & IO_EV_READ) {
+			conn_hold_input(c);	/* early data for the tunnel */
+			return;
+		}
+		/* A client that half-closed after its request still gets
+		 * its answer (HTTP) or its tunnel, which passes the EOF on. */
+		if (ev & IO_EV_EOF) {
+			c->client_keepalive = false;
+			return;
+		}
+		if (ev & IO_EV_ERROR) {
 			conn_audit(c, "open", POLICY_DENY, POLICY_R_BAD_REQUEST,
 			    "client closed before the upstream answered");
 			conn_close(c, POLICY_R_BAD_REQUEST, NULL);
@@ -242,7 +252,6 @@ socks5_request(struct conn *c, const uint8_t *p, size_t len)
 		return -1;
 	}
 	evbuffer_drain(io_in(c->cio), (size_t)n);
-	io_read(c->cio, 0);
 	conn_set_deadline(c, 0);
 	c->t_start = util_now_ms();
 	c->port = r.port;

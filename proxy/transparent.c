@@ -167,12 +167,21 @@ transparent_event(struct io *io, int ev, void *arg)
 		return;
 	case CONN_ST_RESOLVING:
 	case CONN_ST_CONNECTING:
-		if (ev & (IO_EV_EOF | IO_EV_ERROR)) {
+		if (ev & IO_EV_READ) {
+			conn_hold_input(c);	/* they go first in the tunnel */
+			return;
+		}
+		/* A client that half-closed after its request still gets
+		 * its answer (HTTP) or its tunnel, which passes the EOF on. */
+		if (ev & IO_EV_EOF) {
+			c->client_keepalive = false;
+			return;
+		}
+		if (ev & IO_EV_ERROR) {
 			conn_audit(c, "open", POLICY_DENY, POLICY_R_BAD_REQUEST,
 			    "client closed before the upstream answered");
 			conn_close(c, POLICY_R_BAD_REQUEST, NULL);
 		}
-		/* Further bytes wait in the buffer for the tunnel. */
 		return;
 	default:
 		conn_close(c, POLICY_R_INTERNAL, "transparent event in a "
@@ -260,7 +269,6 @@ transparent_name(struct conn *c, const char *name, size_t len)
 	const char	*err = NULL;
 
 	conn_set_deadline(c, 0);
-	io_read(c->cio, 0);
 	if (policy_host_normalise(name, len, &c->target, &err) == -1) {
 		transparent_denied(c, POLICY_R_BAD_REQUEST, err);
 		return;

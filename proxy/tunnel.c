@@ -7,8 +7,9 @@
  * "from" or writable "to" re-runs that direction's pump, which works until
  * the kernel says EAGAIN.
  *
- * The pump only splices into an empty pipe.  That matters: a pipe holds
- * 16 buffers, so small segments can fill it long before 64 KiB, and then
+ * The pump only splices into an empty pipe.  That matters: a pipe holds a
+ * fixed number of buffers, so small segments can fill it long before its
+ * byte capacity, and then
  * splice(socket -> pipe) says EAGAIN although the socket has data; with an
  * empty pipe EAGAIN can only mean the socket is drained, so no readiness
  * edge is ever lost.  An empty pipe goes back to the worker's pool at once,
@@ -261,8 +262,14 @@ tdir_pump(struct tunnel *t, struct tunnel_dir *d)
 		if (d->eof) {
 			tdir_release_pipe(t, d);
 			if (!d->shut) {
+				struct tunnel_dir *o = d == &t->up ? &t->down :
+				    &t->up;
+
 				d->shut = 1;
-				(void)shutdown(d->to, SHUT_WR);
+				/* The other way is done too: close() says FIN
+				 * in a moment, no need for a shutdown first. */
+				if (!o->shut)
+					(void)shutdown(d->to, SHUT_WR);
 			}
 			return 0;
 		}

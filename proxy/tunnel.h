@@ -21,7 +21,7 @@ struct sandbox;
 struct tunnel;
 struct worker;
 
-#define TUNNEL_SPLICE_BYTES	(1u << 16)	/* most bytes one splice moves */
+#define TUNNEL_SPLICE_BYTES	(256u << 10)	/* most bytes one splice moves */
 #define TUNNEL_ROUNDS		16		/* splice rounds per wakeup */
 
 /* What the close audit line needs to say; strings are copied. */

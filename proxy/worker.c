@@ -71,7 +71,15 @@ worker_new(int idx, struct moat_config *cfg, struct listener *listeners,
 	pthread_mutex_init(&w->mu, NULL);
 	if ((ec = event_config_new()) == NULL)
 		goto nomem;
-	event_config_set_flag(ec, EVENT_BASE_FLAG_NOLOCK);
+	/*
+	 * NOLOCK: only this thread touches the base.  EPOLL_USE_CHANGELIST:
+	 * epoll_ctl calls are deferred to the next dispatch and merged, so a
+	 * socket handed from one event to another (io -> tunnel, connect ->
+	 * io) costs no DEL + ADD pair.  libevent warns against it for
+	 * descriptors that are dup()ed; moatd never dups a socket.
+	 */
+	event_config_set_flag(ec, EVENT_BASE_FLAG_NOLOCK |
+	    EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
 	w->base = event_base_new_with_config(ec);
 	event_config_free(ec);
 	if (w->base == NULL)
@@ -516,7 +524,13 @@ worker_pipe_get(struct worker *w, int p[2])
 		p[1] = w->pipes[w->npipes][1];
 		return 0;
 	}
-	return pipe2(p, O_NONBLOCK | O_CLOEXEC);
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) == -1)
+		return -1;
+	/* A bigger pipe moves a bulk transfer in fewer, larger splices.
+	 * Pages are only allocated while bytes sit in it; when the user's
+	 * pipe quota says no, the default size still works. */
+	(void)fcntl(p[1], F_SETPIPE_SZ, WORKER_PIPE_BYTES);
+	return 0;
 }
 
 void

@@ -30,6 +30,7 @@ struct sandbox;
 struct tunnel;
 
 #define WORKER_PIPE_POOL_MAX	64	/* idle pipes a worker keeps */
+#define WORKER_PIPE_BYTES	(256 << 10) /* capacity asked for each pipe */
 #define WORKER_ACCEPT_BATCH	64	/* accept(2) calls per wakeup */
 #define WORKER_ACCEPT_PAUSE_MS	100	/* pause when out of fds or at the limit */
 
