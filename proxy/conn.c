@@ -32,6 +32,7 @@
 #include "proxy/dns.h"
 #include "proxy/resolver.h"
 #include "proxy/sandbox.h"
+#include "proxy/tls.h"
 #include "proxy/tunnel.h"
 #include "proxy/upstream.h"
 #include "proxy/util.h"
@@ -58,6 +59,8 @@ static const char *const conn_state_names[CONN_ST__COUNT] = {
 	[CONN_ST_CONNECTING] = "connecting",
 	[CONN_ST_HTTP_EXCHANGE] = "http-exchange",
 	[CONN_ST_PEEK] = "peek",
+	[CONN_ST_INTERCEPT_PEEK] = "intercept-peek",
+	[CONN_ST_TLS_HANDSHAKE] = "tls-handshake",
 	[CONN_ST_DNS_TCP] = "dns-tcp",
 	[CONN_ST_FLUSH_CLOSE] = "flush-close",
 };
@@ -222,6 +225,8 @@ conn_policy(const struct conn *c)
 const char *
 conn_proto(const struct conn *c)
 {
+	if (c->intercept && c->kind == CONN_KIND_HTTP)
+		return c->tls_client ? "https" : "http";
 	switch (c->kind) {
 	case CONN_KIND_CONNECT:
 		return "connect";
@@ -298,10 +303,11 @@ conn_route(struct conn *c)
 		conn_fail(c, c->dec.reason, NULL);
 		return;
 	}
-	if (c->kind != CONN_KIND_HTTP && (c->dec.flags & POLICY_F_INSPECT)) {
+	if (c->kind != CONN_KIND_HTTP && (c->dec.flags & POLICY_F_INSPECT) &&
+	    !intercept_possible(c)) {
 		conn_fail(c, POLICY_R_NEEDS_INSPECTION, "the rule that allows "
-		    "this host checks methods or paths, which needs TLS "
-		    "interception (not configured)");
+		    "this host must see the requests inside the tunnel, and no "
+		    "CA is configured for TLS interception");
 		return;
 	}
 	if (c->target.kind == POLICY_HOST_ADDR) {
@@ -375,10 +381,11 @@ conn_resolved(struct conn *c, const struct resolver_result *res)
 	}
 	c->ip[0] = '\0';
 	c->dec = first_allow;
-	if (c->kind != CONN_KIND_HTTP && (c->dec.flags & POLICY_F_INSPECT)) {
+	if (c->kind != CONN_KIND_HTTP && (c->dec.flags & POLICY_F_INSPECT) &&
+	    !intercept_possible(c)) {
 		conn_fail(c, POLICY_R_NEEDS_INSPECTION, "the rule that allows "
-		    "this host checks methods or paths, which needs TLS "
-		    "interception (not configured)");
+		    "this host must see the requests inside the tunnel, and no "
+		    "CA is configured for TLS interception");
 		return;
 	}
 	conn_connect(c);
@@ -483,6 +490,14 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		http_denied(c, POLICY_R_TIMEOUT, "the upstream did not answer "
 		    "in time");
 		return;
+	case CONN_ST_INTERCEPT_PEEK:
+	case CONN_ST_TLS_HANDSHAKE:
+		conn_audit(c, "request", POLICY_DENY, POLICY_R_TIMEOUT,
+		    c->state == CONN_ST_TLS_HANDSHAKE ? "the client's TLS "
+		    "handshake did not finish in time" : "the client sent "
+		    "nothing into the inspected tunnel in time");
+		conn_close(c, POLICY_R_TIMEOUT, NULL);
+		return;
 	case CONN_ST_PEEK:
 		transparent_denied(c, POLICY_R_NO_RULE, "nothing named the "
 		    "destination in time: no DNS answer from moatd, no TLS "
@@ -561,6 +576,7 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 	io_free(c->cio);
 	io_free(c->uio);
 	http_free_request(c);
+	tls_unref(c->tls);
 	policy_config_unref(c->cfg);
 	sandbox_unref(c->sb);
 	TAILQ_REMOVE(&w->conns, c, link);

@@ -30,6 +30,7 @@ struct event;
 struct io;
 struct listener;
 struct sandbox;
+struct tls;
 struct upstream_connect;
 struct worker;
 
@@ -43,6 +44,8 @@ enum conn_state {
 	CONN_ST_CONNECTING,	/* upstream connect under way */
 	CONN_ST_HTTP_EXCHANGE,	/* forwarding a request and its response */
 	CONN_ST_PEEK,		/* transparent: reading first bytes for a name */
+	CONN_ST_INTERCEPT_PEEK,	/* inspected tunnel: TLS or plain HTTP inside? */
+	CONN_ST_TLS_HANDSHAKE,	/* inspected tunnel: TLS with the client */
 	CONN_ST_DNS_TCP,	/* DNS over TCP: reading and answering queries */
 	CONN_ST_FLUSH_CLOSE,	/* writing a last reply, then close */
 	CONN_ST__COUNT
@@ -126,6 +129,17 @@ struct conn {
 
 	/* DNS over TCP */
 	unsigned		 dns_pending;	/* queries being answered */
+
+	/* Inspected tunnels: moatd reads the HTTP inside. */
+	bool			 intercept;	/* requests come from inside a tunnel */
+	bool			 tls_client;	/* ... over TLS that moatd terminates */
+	enum conn_kind		 via;		/* CONNECT, SOCKS5 or TRANSPARENT */
+	struct tls		*tls;		/* a reference, with tls_client */
+	struct policy_host	 tunnel_target;	/* the tunnel's host, fixed */
+	char			 tunnel_host[POLICY_NAME_MAX + 1];
+	uint16_t		 tunnel_port;
+	char			 up_tls_host[POLICY_NAME_MAX + 1]; /* SNI/verify */
+	bool			 up_tls_is_addr;
 };
 
 /* Called by the worker for each accepted socket. */
@@ -174,6 +188,18 @@ void	conn_to_tunnel(struct conn *c, int ufd);
 /* The policy c is judged by: its sandbox's, or the daemon config's. */
 const struct policy *conn_policy(const struct conn *c);
 
+/* intercept.c */
+/*
+ * The tunnel's rule must see inside: instead of splicing, moatd reads the
+ * client's first bytes; TLS is terminated with a leaf for the tunnel's
+ * host and re-originated upstream, plain HTTP is read as is; then the HTTP
+ * engine judges each request.  The reply that opens the tunnel is already
+ * queued on c->cio.
+ */
+void	intercept_start(struct conn *c, int ufd);
+/* Whether w can intercept (a CA is configured). */
+int	intercept_possible(const struct conn *c);
+
 /* transparent.c */
 void	transparent_start(struct conn *c);
 void	transparent_denied(struct conn *c, enum policy_reason reason,
@@ -187,6 +213,7 @@ void	http_denied(struct conn *c, enum policy_reason reason,
 	    const char *detail);
 void	http_connected(struct conn *c, int ufd);
 void	http_head_timeout(struct conn *c);
+void	http_upstream_event(struct io *io, int ev, void *arg);
 void	http_free_request(struct conn *c);
 
 /* socks5.c */

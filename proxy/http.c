@@ -35,6 +35,7 @@
 #include "proxy/io.h"
 #include "proxy/listener.h"
 #include "proxy/log.h"
+#include "proxy/tls.h"
 #include "proxy/util.h"
 #include "proxy/worker.h"
 
@@ -52,8 +53,9 @@ struct http_status_info {
 static void	http_read_head(struct conn *c);
 static void	http_handle_request(struct conn *c);
 static int	http_check_auth(struct conn *c);
+static int	http_tunnel_request(struct conn *c);
+static int	http_proxy_target(struct conn *c);
 static int	http_precheck_chunked(struct conn *c, const char **err);
-static void	http_upstream_event(struct io *io, int ev, void *arg);
 static void	http_send_request(struct conn *c);
 static void	http_pump_request(struct conn *c);
 static void	http_read_response(struct conn *c);
@@ -262,47 +264,9 @@ http_handle_request(struct conn *c)
 	c->kind = strcmp(req->method, "CONNECT") == 0 ? CONN_KIND_CONNECT :
 	    CONN_KIND_HTTP;
 	c->client_keepalive = req->keep_alive && !c->w->draining;
-	if (c->l->nauth > 0 && http_check_auth(c) == -1)
+	if ((c->intercept ? http_tunnel_request(c) : http_proxy_target(c)) ==
+	    -1)
 		return;
-	switch (req->form) {
-	case HTTP_FORM_AUTHORITY:
-		if (req->port == 0) {
-			http_denied(c, POLICY_R_BAD_REQUEST,
-			    "CONNECT needs host:port");
-			return;
-		}
-		c->port = req->port;
-		break;
-	case HTTP_FORM_ABSOLUTE:
-		if (strcmp(req->scheme, "http") != 0 &&
-		    strcmp(req->scheme, "ws") != 0) {
-			http_denied(c, POLICY_R_BAD_REQUEST, "moat forwards "
-			    "plain http:// URLs; for https:// the client must "
-			    "use CONNECT (set HTTPS_PROXY)");
-			return;
-		}
-		c->port = req->port ? req->port : 80;
-		break;
-	case HTTP_FORM_ORIGIN:
-		http_denied(c, POLICY_R_BAD_REQUEST, "moat is a forward proxy: "
-		    "send absolute-form requests (GET http://host/path) or "
-		    "CONNECT host:port");
-		return;
-	default:
-		http_denied(c, POLICY_R_BAD_REQUEST, "asterisk-form requests "
-		    "are not forwarded");
-		return;
-	}
-	if (policy_host_normalise(req->host, strlen(req->host), &c->target,
-	    &err) == -1) {
-		snprintf(c->host, sizeof(c->host), "%s", "-");
-		http_denied(c, POLICY_R_BAD_REQUEST, err);
-		return;
-	}
-	if (c->target.kind == POLICY_HOST_NAME)
-		snprintf(c->host, sizeof(c->host), "%s", c->target.name);
-	else
-		policy_addr_format(&c->target.addr, c->host, sizeof(c->host));
 
 	if (c->kind == CONN_KIND_HTTP) {
 		c->reqb.kind = req->body;
@@ -386,6 +350,126 @@ http_precheck_chunked(struct conn *c, const char **err)
 				return 0;
 			off += used;
 		}
+	}
+	return 0;
+}
+
+/*
+ * The target of a request to the proxy itself: CONNECT host:port, or an
+ * absolute-form http:// URL; proxy authentication first where the
+ * listener asks for it.  Returns 0, or -1 after answering the client.
+ */
+static int
+http_proxy_target(struct conn *c)
+{
+	struct http_request_head	*req = &c->req;
+	const char			*err = NULL;
+
+	if (c->l->nauth > 0 && http_check_auth(c) == -1)
+		return -1;
+	switch (req->form) {
+	case HTTP_FORM_AUTHORITY:
+		if (req->port == 0) {
+			http_denied(c, POLICY_R_BAD_REQUEST,
+			    "CONNECT needs host:port");
+			return -1;
+		}
+		c->port = req->port;
+		break;
+	case HTTP_FORM_ABSOLUTE:
+		if (strcmp(req->scheme, "http") != 0 &&
+		    strcmp(req->scheme, "ws") != 0) {
+			http_denied(c, POLICY_R_BAD_REQUEST, "moat forwards "
+			    "plain http:// URLs; for https:// the client must "
+			    "use CONNECT (set HTTPS_PROXY)");
+			return -1;
+		}
+		c->port = req->port ? req->port : 80;
+		break;
+	case HTTP_FORM_ORIGIN:
+		http_denied(c, POLICY_R_BAD_REQUEST, "moat is a forward proxy: "
+		    "send absolute-form requests (GET http://host/path) or "
+		    "CONNECT host:port");
+		return -1;
+	default:
+		http_denied(c, POLICY_R_BAD_REQUEST, "asterisk-form requests "
+		    "are not forwarded");
+		return -1;
+	}
+	if (policy_host_normalise(req->host, strlen(req->host), &c->target,
+	    &err) == -1) {
+		snprintf(c->host, sizeof(c->host), "%s", "-");
+		http_denied(c, POLICY_R_BAD_REQUEST, err);
+		return -1;
+	}
+	if (c->target.kind == POLICY_HOST_NAME)
+		snprintf(c->host, sizeof(c->host), "%s", c->target.name);
+	else
+		policy_addr_format(&c->target.addr, c->host, sizeof(c->host));
+	return 0;
+}
+
+/*
+ * A request inside an inspected tunnel: the target is the tunnel's, fixed
+ * when the tunnel was judged.  The request must say so: origin-form (or
+ * absolute-form naming the same host and port), and a Host field naming
+ * the tunnel's host, so one tunnel cannot carry requests for another host
+ * (domain fronting).  CONNECT inside a tunnel is refused.  Returns 0, or
+ * -1 after answering the client.
+ */
+static int
+http_tunnel_request(struct conn *c)
+{
+	struct http_request_head	*req = &c->req;
+	struct policy_host		 h;
+	const char			*hv, *colon, *err = NULL;
+	size_t				 hlen;
+	uint16_t			 hport = 0;
+	char				 detail[POLICY_NAME_MAX * 2 + 64];
+
+	c->target = c->tunnel_target;
+	c->port = c->tunnel_port;
+	memcpy(c->host, c->tunnel_host, sizeof(c->host));
+	if (c->kind != CONN_KIND_HTTP || (req->form != HTTP_FORM_ORIGIN &&
+	    req->form != HTTP_FORM_ABSOLUTE)) {
+		c->kind = CONN_KIND_HTTP;
+		http_denied(c, POLICY_R_BAD_REQUEST, "inside a tunnel, send "
+		    "origin-form requests (GET /path) to the tunnel's host");
+		return -1;
+	}
+	hv = req->form == HTTP_FORM_ABSOLUTE ? req->authority :
+	    req->host_header;
+	if (hv == NULL) {
+		http_denied(c, POLICY_R_BAD_REQUEST, "no Host field");
+		return -1;
+	}
+	hlen = strlen(hv);
+	if (hv[0] == '[') {
+		const char *rb = strchr(hv, ']');
+
+		colon = rb != NULL && rb[1] == ':' ? rb + 1 : NULL;
+	} else
+		colon = strrchr(hv, ':');
+	if (colon != NULL) {
+		hport = (uint16_t)atoi(colon + 1);
+		hlen = (size_t)(colon - hv);
+	}
+	if (policy_host_normalise(hv, hlen, &h, &err) == -1 ||
+	    h.kind != c->tunnel_target.kind ||
+	    (h.kind == POLICY_HOST_NAME &&
+	    strcmp(h.name, c->tunnel_target.name) != 0) ||
+	    (h.kind == POLICY_HOST_ADDR && memcmp(&h.addr,
+	    &c->tunnel_target.addr, sizeof(h.addr)) != 0) ||
+	    (hport != 0 && hport != c->tunnel_port)) {
+		snprintf(detail, sizeof(detail), "the request names %.*s, not "
+		    "the tunnel's host %s:%u", (int)(hlen < 200 ? hlen : 200),
+		    hv, c->tunnel_host, c->tunnel_port);
+		if (c->up_tls_host[0] != '\0' && c->tunnel_target.kind ==
+		    POLICY_HOST_ADDR && h.kind == POLICY_HOST_NAME &&
+		    strcmp(h.name, c->up_tls_host) == 0)
+			return 0;	/* the name the client's SNI gave */
+		http_denied_code(c, 421, POLICY_R_BAD_REQUEST, detail);
+		return -1;
 	}
 	return 0;
 }
@@ -672,10 +756,17 @@ http_flush_close(struct conn *c)
 void
 http_connected(struct conn *c, int ufd)
 {
+	char	e[256];
+	SSL	*ssl;
+
 	if (c->kind == CONN_KIND_CONNECT) {
-		conn_audit(c, "open", POLICY_ALLOW, POLICY_R_ALLOWED, NULL);
 		evbuffer_add(io_out(c->cio),
 		    "HTTP/1.1 200 Connection established\r\n\r\n", 39);
+		if (c->dec.flags & POLICY_F_INSPECT) {
+			intercept_start(c, ufd);
+			return;
+		}
+		conn_audit(c, "open", POLICY_ALLOW, POLICY_R_ALLOWED, NULL);
 		conn_to_tunnel(c, ufd);
 		return;
 	}
@@ -684,6 +775,15 @@ http_connected(struct conn *c, int ufd)
 		close(ufd);
 		http_denied(c, POLICY_R_INTERNAL, "out of memory");
 		return;
+	}
+	/* A reconnect inside an inspected TLS tunnel: TLS upstream too. */
+	if (c->intercept && c->tls_client) {
+		ssl = tls_client_ssl(c->tls, c->up_tls_host, c->up_tls_is_addr,
+		    c->port, e, sizeof(e));
+		if (ssl == NULL || io_start_tls(c->uio, ssl) == -1) {
+			http_denied(c, POLICY_R_TLS, ssl ? "out of memory" : e);
+			return;
+		}
 	}
 	memcpy(c->up_host, c->host, sizeof(c->up_host));
 	memcpy(c->up_ip, c->ip, sizeof(c->up_ip));
@@ -756,7 +856,7 @@ http_send_request(struct conn *c)
 	evbuffer_add(out, " ", 1);
 	eb_str(out, req->path);
 	evbuffer_add(out, " HTTP/1.1\r\nHost: ", 17);
-	eb_str(out, req->authority);
+	eb_str(out, req->authority ? req->authority : req->host_header);
 	evbuffer_add(out, "\r\n", 2);
 	http_add_fields(out, req->headers, req->nheaders);
 	if (req->body == HTTP_BODY_LENGTH) {
@@ -874,11 +974,13 @@ http_pump_request(struct conn *c)
 		io_read(c->cio, 1);
 }
 
-static void
+void
 http_upstream_event(struct io *io, int ev, void *arg)
 {
 	struct conn	*c = arg;
 
+	if (ev & IO_EV_TLS_UP)
+		return;		/* queued request bytes follow by themselves */
 	if (c->state != CONN_ST_HTTP_EXCHANGE) {
 		/* An idle kept connection spoke or closed: drop it. */
 		io_free(c->uio);
@@ -902,6 +1004,14 @@ http_upstream_event(struct io *io, int ev, void *arg)
 		c->client_keepalive = false;
 		io_read(c->uio, 0);
 		http_finish(c);
+		return;
+	}
+	if ((ev & IO_EV_ERROR) && io_tls_error(io) != NULL &&
+	    !c->resp_head_done) {
+		char d[200];
+
+		snprintf(d, sizeof(d), "upstream %s", io_tls_error(io));
+		http_denied(c, POLICY_R_TLS, d);
 		return;
 	}
 	http_upstream_lost(c, ev & IO_EV_EOF ? "upstream closed the "

@@ -13,12 +13,16 @@
  *   IO_EV_READ     bytes were appended to io_in()
  *   IO_EV_DRAINED  io_out() fell to the low-water mark (see io_want_drained)
  *   IO_EV_EOF      the peer closed its sending side; reading has stopped
- *   IO_EV_ERROR    a read or write failed; io_errno() tells why
+ *   IO_EV_ERROR    a read or write failed; io_errno() tells why (for
+ *                  TLS, io_tls_error() has OpenSSL's words)
+ *   IO_EV_TLS_UP   the TLS handshake started by io_start_tls() finished
  */
 #ifndef MOAT_IO_H
 #define MOAT_IO_H
 
 #include <stddef.h>
+
+#include <openssl/ssl.h>
 
 struct event_base;
 struct evbuffer;
@@ -28,6 +32,7 @@ struct io;
 #define IO_EV_DRAINED	0x02
 #define IO_EV_EOF	0x04
 #define IO_EV_ERROR	0x08
+#define IO_EV_TLS_UP	0x10
 
 #define IO_READ_CHUNK_BYTES	32768	/* most bytes one read(2) asks for */
 
@@ -74,5 +79,20 @@ size_t		 io_in_len(struct io *io);
  * owner ends the connection).  Never calls the callback.
  */
 int		 io_flush(struct io *io);
+
+/*
+ * Runs TLS over the io's socket from now on, with ssl (in accept or
+ * connect state; the io owns it and frees it).  Bytes already in io_in()
+ * are handed to OpenSSL first (a ClientHello that arrived with the CONNECT
+ * request), then the socket.  The handshake runs in the read and write
+ * paths; IO_EV_TLS_UP says it is done, IO_EV_ERROR that it failed.  Output
+ * queued before the handshake is encrypted and sent after it.  Returns 0,
+ * or -1 (allocation failure; ssl is freed).
+ */
+int		 io_start_tls(struct io *io, SSL *ssl);
+/* The io's SSL, or NULL. */
+SSL		*io_ssl(const struct io *io);
+/* Why TLS failed (for logs and error pages), or NULL. */
+const char	*io_tls_error(const struct io *io);
 
 #endif /* MOAT_IO_H */

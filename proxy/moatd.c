@@ -34,6 +34,7 @@
 #include "proxy/listener.h"
 #include "proxy/log.h"
 #include "proxy/secret.h"
+#include "proxy/tls.h"
 #include "proxy/worker.h"
 
 #define MOATD_CONFIG_MAX_BYTES	(64u << 20)	/* largest config file read */
@@ -44,6 +45,7 @@ struct moatd {
 	char			**allow_private;	/* from the command line */
 	size_t			 nallow_private;
 	struct moat_config	*cfg;
+	struct tls		*tls;		/* interception contexts, or NULL */
 	struct listener		*listeners;
 	struct worker		**workers;
 	size_t			 nworkers;
@@ -327,6 +329,8 @@ on_sighup(evutil_socket_t fd, short what, void *arg)
 {
 	struct moatd		*m = arg;
 	struct moat_config	*cfg;
+	struct tls		*tls;
+	char			 err[512];
 	size_t			 i;
 
 	if (m->draining)
@@ -353,13 +357,22 @@ on_sighup(evutil_socket_t fd, short what, void *arg)
 			    "start; restart moatd to change them");
 			break;
 		}
+	tls = tls_new(cfg, err, sizeof(err));
+	if (tls == NULL && err[0] != '\0') {
+		log_warnx("reload refused: tls: %s; the running config stays "
+		    "in force", err);
+		policy_config_unref(cfg);
+		return;
+	}
 	if (audit_set_path(cfg->audit_path) == -1)
 		log_warn("reload: cannot open the new audit log %s, keeping "
 		    "the old one", cfg->audit_path);
 	for (i = 0; i < m->nworkers; i++)
-		worker_post_config(m->workers[i], cfg);
+		worker_post_config(m->workers[i], cfg, tls);
 	policy_config_unref(m->cfg);
+	tls_unref(m->tls);
 	m->cfg = cfg;
+	m->tls = tls;
 	log_info("reload done: new requests use the new policy");
 }
 
@@ -545,7 +558,15 @@ main(int argc, char *argv[])
 		policy_config_unref(m.cfg);
 		return 1;
 	}
+	/* The CA and upstream CA files load now: --check reports them too. */
+	m.tls = tls_new(m.cfg, err, sizeof(err));
+	if (m.tls == NULL && err[0] != '\0') {
+		fprintf(stderr, "%s: tls: %s\n", m.cfg->file, err);
+		policy_config_unref(m.cfg);
+		return 1;
+	}
 	if (check) {
+		tls_unref(m.tls);
 		printf("%s: configuration OK\n", m.cfg->file);
 		policy_config_unref(m.cfg);
 		return 0;
@@ -581,8 +602,8 @@ main(int argc, char *argv[])
 	if ((m.workers = calloc(m.nworkers, sizeof(*m.workers))) == NULL)
 		fatalx("out of memory");
 	for (i = 0; i < m.nworkers; i++) {
-		if ((m.workers[i] = worker_new((int)i, m.cfg, m.listeners, err,
-		    sizeof(err))) == NULL)
+		if ((m.workers[i] = worker_new((int)i, m.cfg, m.tls,
+		    m.listeners, err, sizeof(err))) == NULL)
 			fatalx("worker %zu: %s", i, err);
 		m.workers[i]->done_fd = m.done_pipe[1];
 	}
@@ -649,6 +670,7 @@ main(int argc, char *argv[])
 	close(m.done_pipe[1]);
 	listener_free_all(m.listeners);
 	policy_config_unref(m.cfg);
+	tls_unref(m.tls);
 	free(m.allow_private);
 	log_info("stopped");
 	audit_stop();

@@ -337,9 +337,13 @@ socks5_connected(struct conn *c, int ufd)
 {
 	uint8_t	reply[10];
 
-	conn_audit(c, "open", POLICY_ALLOW, POLICY_R_ALLOWED, NULL);
 	socks5_build_reply(reply, SOCKS5_REP_OK);
 	evbuffer_add(io_out(c->cio), reply, sizeof(reply));
+	if (c->dec.flags & POLICY_F_INSPECT) {
+		intercept_start(c, ufd);
+		return;
+	}
+	conn_audit(c, "open", POLICY_ALLOW, POLICY_R_ALLOWED, NULL);
 	conn_to_tunnel(c, ufd);
 }
 

@@ -46,6 +46,7 @@ static void	transparent_event(struct io *io, int ev, void *arg);
 static void	transparent_peek(struct conn *c);
 static int	transparent_orig(struct conn *c, char *err, size_t errlen);
 static void	transparent_name(struct conn *c, const char *name, size_t len);
+static void	transparent_dial(struct conn *c);
 
 /*
  * The destination the client dialled, from the conntrack entry of the
@@ -100,6 +101,19 @@ transparent_orig(struct conn *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* Dials the address the client chose, which a decision just allowed. */
+static void
+transparent_dial(struct conn *c)
+{
+	if ((c->dec.flags & POLICY_F_INSPECT) && !intercept_possible(c)) {
+		transparent_denied(c, POLICY_R_NEEDS_INSPECTION, "the rule "
+		    "must see the requests inside, and no CA is configured "
+		    "for TLS interception");
+		return;
+	}
+	conn_dial(c, &c->orig, 1);
+}
+
 void
 transparent_start(struct conn *c)
 {
@@ -132,7 +146,7 @@ transparent_start(struct conn *c)
 			transparent_denied(c, c->dec.reason, NULL);
 			return;
 		}
-		conn_dial(c, &c->orig, 1);
+		transparent_dial(c);
 		return;
 	}
 	/* 2. An IP rule that allows the address itself. */
@@ -140,7 +154,7 @@ transparent_start(struct conn *c)
 	    c->dec.rule != NULL) {
 		c->target.kind = POLICY_HOST_ADDR;
 		c->target.addr = c->orig;
-		conn_dial(c, &c->orig, 1);
+		transparent_dial(c);
 		return;
 	}
 	/* 3. A name from the client's first bytes. */
@@ -298,6 +312,10 @@ transparent_denied(struct conn *c, enum policy_reason reason,
 void
 transparent_connected(struct conn *c, int ufd)
 {
+	if (c->dec.flags & POLICY_F_INSPECT) {
+		intercept_start(c, ufd);
+		return;
+	}
 	conn_audit(c, "open", POLICY_ALLOW, POLICY_R_ALLOWED, NULL);
 	conn_to_tunnel(c, ufd);
 }

@@ -29,6 +29,7 @@
 #include "proxy/log.h"
 #include "proxy/resolver.h"
 #include "proxy/sandbox.h"
+#include "proxy/tls.h"
 #include "proxy/tunnel.h"
 #include "proxy/util.h"
 #include "proxy/worker.h"
@@ -51,8 +52,8 @@ static void	 worker_sandbox_gone(struct worker *w, struct sandbox *sb);
 static void	 worker_messages(struct worker *w);
 
 struct worker *
-worker_new(int idx, struct moat_config *cfg, struct listener *listeners,
-    char *err, size_t errlen)
+worker_new(int idx, struct moat_config *cfg, struct tls *tls,
+    struct listener *listeners, char *err, size_t errlen)
 {
 	struct worker		*w;
 	struct event_config	*ec = NULL;
@@ -85,6 +86,7 @@ worker_new(int idx, struct moat_config *cfg, struct listener *listeners,
 	if (w->base == NULL)
 		goto nomem;
 	w->cfg = policy_config_ref(cfg);
+	w->tls = tls ? tls_ref(tls) : NULL;
 	w->res = resolver_new(w->base, cfg->resolver_servers,
 	    cfg->resolver_tries, cfg->timeouts.dns_ms,
 	    cfg->limits.dns_cache_entries, err, errlen);
@@ -220,6 +222,8 @@ worker_free(struct worker *w)
 		event_base_free(w->base);
 	policy_config_unref(w->cfg);
 	policy_config_unref(w->new_cfg);
+	tls_unref(w->tls);
+	tls_unref(w->new_tls);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
 }
@@ -233,11 +237,13 @@ worker_post(struct worker *w)
 }
 
 void
-worker_post_config(struct worker *w, struct moat_config *cfg)
+worker_post_config(struct worker *w, struct moat_config *cfg, struct tls *tls)
 {
 	pthread_mutex_lock(&w->mu);
 	policy_config_unref(w->new_cfg);
+	tls_unref(w->new_tls);
 	w->new_cfg = policy_config_ref(cfg);
+	w->new_tls = tls ? tls_ref(tls) : NULL;
 	pthread_mutex_unlock(&w->mu);
 	worker_post(w);
 }
@@ -347,6 +353,7 @@ worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker		*w = arg;
 	struct moat_config	*cfg;
+	struct tls		*tls;
 	struct conn		*c, *cn;
 	struct tunnel		*t;
 	uint64_t		 n;
@@ -355,7 +362,9 @@ worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 	(void)!read(fd, &n, sizeof(n));
 	pthread_mutex_lock(&w->mu);
 	cfg = w->new_cfg;
+	tls = w->new_tls;
 	w->new_cfg = NULL;
+	w->new_tls = NULL;
 	drain = w->cmd_drain;
 	stop = w->cmd_stop;
 	pthread_mutex_unlock(&w->mu);
@@ -368,6 +377,8 @@ worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 			    "servers", w->idx);
 		policy_config_unref(w->cfg);
 		w->cfg = cfg;
+		tls_unref(w->tls);
+		w->tls = tls;
 		w->cfg_gen++;
 	}
 	worker_messages(w);

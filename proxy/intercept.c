@@ -1,0 +1,216 @@
+/*
+ * intercept.c - inspected tunnels: the start of TLS interception.
+ *
+ * A tunnel (CONNECT, SOCKS5, transparent) whose rule must see the
+ * requests (methods, paths, injected secrets, git preset, "intercept":
+ * true) is not spliced.  moatd looks at the client's first bytes:
+ *  - a TLS ClientHello: its server name, if any, must be the tunnel's host
+ *    (a tunnel to A cannot carry a TLS session for B); moatd answers with
+ *    a leaf for that host signed by its CA, and opens its own TLS session
+ *    to the upstream, verified against the trusted roots;
+ *  - anything else: plain HTTP inside the tunnel.
+ * From then on the HTTP engine (http.c) reads origin-form requests from
+ * the client, checks each Host against the tunnel's host, judges each
+ * request, and forwards it over the tunnel's upstream connection.
+ *
+ * Not here: the TLS contexts (tls.c), the TLS byte moving (io.c), the
+ * HTTP exchange (http.c).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+
+#include "policy/policy.h"
+#include "proxy/audit.h"
+#include "proxy/conn.h"
+#include "proxy/io.h"
+#include "proxy/log.h"
+#include "proxy/tls.h"
+#include "proxy/tls_parse.h"
+#include "proxy/util.h"
+#include "proxy/worker.h"
+
+static void	intercept_client_event(struct io *io, int ev, void *arg);
+static void	intercept_peek(struct conn *c);
+static void	intercept_fail(struct conn *c, enum policy_reason reason,
+		    const char *detail);
+
+int
+intercept_possible(const struct conn *c)
+{
+	return c->w->tls != NULL;
+}
+
+void
+intercept_start(struct conn *c, int ufd)
+{
+	conn_audit(c, "open", POLICY_ALLOW, POLICY_R_ALLOWED,
+	    "inspected: moatd reads the requests inside");
+	if ((c->uio = io_new(c->w->base, ufd, http_upstream_event, c)) ==
+	    NULL) {
+		close(ufd);
+		conn_close(c, POLICY_R_INTERNAL, "out of memory");
+		return;
+	}
+	io_read(c->uio, 1);	/* notice an upstream that closes early */
+	memcpy(c->up_host, c->host, sizeof(c->up_host));
+	memcpy(c->up_ip, c->ip, sizeof(c->up_ip));
+	c->up_port = c->port;
+	c->up_idle_since = util_now_ms();
+	c->via = c->kind;
+	c->intercept = true;
+	c->tunnel_target = c->target;
+	memcpy(c->tunnel_host, c->host, sizeof(c->tunnel_host));
+	c->tunnel_port = c->port;
+	if (io_flush(c->cio) == -1) {
+		conn_close(c, POLICY_R_BAD_REQUEST, "write failed");
+		return;
+	}
+	io_set_cb(c->cio, intercept_client_event, c);
+	conn_enter_state(c, CONN_ST_INTERCEPT_PEEK);
+	conn_set_deadline(c, c->cfg->timeouts.request_head_ms);
+	io_read(c->cio, 1);
+	if (io_in_len(c->cio) > 0)
+		intercept_peek(c);
+}
+
+static void
+intercept_client_event(struct io *io, int ev, void *arg)
+{
+	struct conn	*c = arg;
+
+	switch (c->state) {
+	case CONN_ST_INTERCEPT_PEEK:
+		if (ev & IO_EV_READ) {
+			intercept_peek(c);
+			return;
+		}
+		if (ev & IO_EV_DRAINED)
+			return;
+		conn_close(c, POLICY_R_ALLOWED, "client left an inspected "
+		    "tunnel before sending anything");
+		return;
+	case CONN_ST_TLS_HANDSHAKE:
+		if (ev & IO_EV_TLS_UP) {
+			http_start(c);
+			return;
+		}
+		if (ev & (IO_EV_READ | IO_EV_DRAINED))
+			return;
+		/* Usually: the client does not trust moat's CA. */
+		intercept_fail(c, POLICY_R_TLS, io_tls_error(io) ?
+		    io_tls_error(io) : "the client ended the TLS handshake");
+		return;
+	default:
+		conn_close(c, POLICY_R_INTERNAL, "intercept event in a foreign "
+		    "state");
+		return;
+	}
+}
+
+/*
+ * The client's first bytes decide: TLS (terminate it) or plain HTTP.
+ */
+static void
+intercept_peek(struct conn *c)
+{
+	struct evbuffer		*in = io_in(c->cio);
+	struct tls_client_hello	 hello;
+	struct policy_host	 sni;
+	const char		*err = NULL, *leaf_host;
+	char			 e[256], addr[64];
+	size_t			 len = evbuffer_get_length(in);
+	const uint8_t		*p;
+	SSL			*ssl;
+	int			 rc;
+
+	if (len > TLS_HELLO_MAX_BYTES + 1)
+		len = TLS_HELLO_MAX_BYTES + 1;
+	if ((p = evbuffer_pullup(in, len)) == NULL) {
+		conn_close(c, POLICY_R_INTERNAL, "out of memory");
+		return;
+	}
+	rc = tls_parse_client_hello(p, len, &hello, &err);
+	if (rc == TLS_NEED_MORE && len <= TLS_HELLO_MAX_BYTES)
+		return;
+	if (rc == TLS_NOT_TLS) {
+		/* Plain HTTP inside the tunnel: read it as it is. */
+		c->tls_client = false;
+		http_start(c);
+		return;
+	}
+	if (rc <= 0) {
+		intercept_fail(c, POLICY_R_BAD_REQUEST, err ? err :
+		    "malformed TLS ClientHello");
+		return;
+	}
+	leaf_host = c->host;
+	c->up_tls_is_addr = c->tunnel_target.kind == POLICY_HOST_ADDR;
+	snprintf(c->up_tls_host, sizeof(c->up_tls_host), "%s", c->host);
+	if (hello.has_sni && !hello.sni_is_ip) {
+		if (policy_host_normalise(hello.sni, hello.sni_len, &sni,
+		    &err) == -1) {
+			intercept_fail(c, POLICY_R_BAD_REQUEST, err);
+			return;
+		}
+		if (c->tunnel_target.kind == POLICY_HOST_NAME &&
+		    (sni.kind != POLICY_HOST_NAME ||
+		    strcmp(sni.name, c->tunnel_target.name) != 0)) {
+			/* A tunnel judged for A carries no TLS for B. */
+			snprintf(e, sizeof(e), "the TLS server name %.100s is "
+			    "not the tunnel's host %.100s", sni.name, c->host);
+			intercept_fail(c, POLICY_R_BAD_REQUEST, e);
+			return;
+		}
+		if (c->tunnel_target.kind == POLICY_HOST_ADDR &&
+		    sni.kind == POLICY_HOST_NAME) {
+			/* A tunnel to an allowed address, TLS for a name at
+			 * it: present and verify that name. */
+			snprintf(c->up_tls_host, sizeof(c->up_tls_host), "%s",
+			    sni.name);
+			c->up_tls_is_addr = false;
+			leaf_host = c->up_tls_host;
+		}
+	}
+	if (c->tunnel_target.kind == POLICY_HOST_ADDR && c->up_tls_is_addr) {
+		policy_addr_format(&c->tunnel_target.addr, addr, sizeof(addr));
+		leaf_host = addr;
+	}
+	c->tls = tls_ref(c->w->tls);
+	c->tls_client = true;
+	if ((ssl = tls_server_ssl(c->tls, leaf_host, e, sizeof(e))) == NULL) {
+		intercept_fail(c, POLICY_R_INTERNAL, e);
+		return;
+	}
+	if (io_start_tls(c->cio, ssl) == -1) {
+		conn_close(c, POLICY_R_INTERNAL, "out of memory");
+		return;
+	}
+	/* Meanwhile, the upstream side. */
+	if (c->uio != NULL) {
+		ssl = tls_client_ssl(c->tls, c->up_tls_host, c->up_tls_is_addr,
+		    c->tunnel_port, e, sizeof(e));
+		if (ssl == NULL || io_start_tls(c->uio, ssl) == -1) {
+			io_free(c->uio);
+			c->uio = NULL;
+		}
+	}
+	conn_enter_state(c, CONN_ST_TLS_HANDSHAKE);
+	conn_set_deadline(c, c->cfg->timeouts.tls_handshake_ms);
+}
+
+/* The tunnel was allowed, but what is inside cannot be served. */
+static void
+intercept_fail(struct conn *c, enum policy_reason reason, const char *detail)
+{
+	conn_set_deadline(c, 0);
+	conn_audit(c, "request", POLICY_DENY, reason, detail);
+	log_debug("conn=%llu inspected tunnel to %s:%u: %s: %s",
+	    (unsigned long long)c->id, c->host, c->port,
+	    policy_reason_str(reason), detail);
+	conn_close(c, reason, NULL);
+}

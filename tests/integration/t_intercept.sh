@@ -1,0 +1,115 @@
+#!/bin/bash
+# t_intercept.sh - TLS interception where a rule must see inside.
+#
+#   cli: curl / openssl s_client --> moat: moatd 10.200.0.1:3128
+#     (CA made by `moat ca init`; trusts origin.crt for upstreams)
+#     --> net: origin.py 203.0.113.10:443 (TLS, origin.crt: origin.test,
+#              *.wild.test, 203.0.113.10)
+#   (the full drawing is at the top of lib.sh)
+#
+# origin.test:443 has a rule with methods and paths: moatd terminates TLS
+# with a leaf for origin.test from its own CA, checks each request inside,
+# and re-originates TLS to the origin, verifying it.  A host without such
+# a rule stays an opaque spliced tunnel.  Host and SNI must be the
+# tunnel's host; an upstream whose certificate does not match gets 502
+# tls; a client that does not trust moat's CA fails its handshake and the
+# failure is audited.
+
+. "$(dirname "$0")/lib.sh"
+
+mt_init
+mt_need_moatd
+[ -x "$MOAT" ] || mt_error "moat (the CLI) not built at $MOAT"
+mt_world
+"$MOAT" ca init "$MT_T/ca" >/dev/null || mt_error "moat ca init failed"
+conf=$MT_T/moatd.json
+mt_conf "$conf"
+mt_conf_set "$conf" policy.rules '[
+  {"name": "inspected", "action": "allow", "hosts": ["origin.test", "x.origin.test"],
+   "ports": [443], "methods": ["GET", "HEAD"], "paths": ["/ok/*", "/ok"]},
+  {"name": "opaque", "action": "allow", "hosts": ["*.wild.test"], "ports": [443]},
+  {"name": "plain", "action": "allow", "hosts": ["origin.test"], "ports": [80]}]'
+mt_conf_set "$conf" tls "{\"ca_cert\": \"$MT_T/ca/ca.crt\", \"ca_key\": \"$MT_T/ca/ca.key\", \"upstream_ca_files\": [\"$MT_T/origin.crt\"]}"
+mt_moatd_start "$conf"
+A=$MT_T/audit.log
+C=(-x "http://$MT_HTTP" --cacert "$MT_T/ca/ca.crt")
+
+# --- inside an inspected tunnel ------------------------------------------------------
+mt_mark
+mt_curl i1 "${C[@]}" https://origin.test/ok/1
+mt_allowed "GET /ok/1 through the inspected tunnel" i1
+mt_eq "audit: the request line inside, proto https" https \
+    "$(mt_jl "$A" get proto event=request path=/ok/1)"
+mt_eq "audit: the tunnel is marked inspected" \
+    "inspected: moatd reads the requests inside" \
+    "$(mt_jl "$A" get detail event=open host=origin.test port=443)"
+issuer=$(echo | mt_in cli timeout 10 openssl s_client -proxy "$MT_HTTP" \
+    -connect origin.test:443 -servername origin.test 2>/dev/null |
+    sed -n 's/^issuer=//p' | head -n 1)
+if echo "$issuer" | grep -q "moat sandbox CA"; then
+	mt_pass "the client sees a leaf from moat's CA ($issuer)"
+else
+	mt_fail "issuer of the leaf: '$issuer'"
+fi
+mt_curl i2 "${C[@]}" -X POST -d x=1 https://origin.test/ok/2
+mt_denied "POST inside the tunnel: the rule allows GET and HEAD" i2 403 \
+    origin.test method inspected
+mt_curl i3 "${C[@]}" https://origin.test/secret
+mt_denied "a path the rule does not list" i3 403 origin.test path inspected
+mt_curl i4 "${C[@]}" https://origin.test/ok/../secret
+mt_denied "a dot-segment trick" i4 403 origin.test path inspected
+mt_curl i5 "${C[@]}" -H "Host: evil.test" https://origin.test/ok/5
+mt_eq "a Host other than the tunnel's: 421" 421 "$MT_CODE"
+mt_eq "...reason bad-request" bad-request "$(mt_hdr i5 X-Moat-Reason)"
+out=$(echo | mt_in cli timeout 10 openssl s_client -proxy "$MT_HTTP" \
+    -connect origin.test:443 -servername evil.test 2>&1)
+if echo "$out" | grep -qi "CONNECTED" && ! echo "$out" | grep -q "issuer="; then
+	mt_pass "an SNI other than the tunnel's host: no handshake"
+else
+	mt_fail "SNI evil.test on a tunnel to origin.test: $(echo "$out" | head -n 5)"
+fi
+mt_eq "audit: the SNI mismatch" bad-request \
+    "$(mt_jl "$A" get reason event=request host=origin.test 'detail~server name')"
+mt_eq "the origin got only the allowed requests" 1 \
+    "$(mt_new origin | mt_jl /dev/stdin count event=request)"
+
+# --- keep-alive inside the tunnel: several requests, one tunnel -----------------------
+o0=$(mt_jl "$A" count event=open host=origin.test)
+r0=$(mt_jl "$A" count event=request host=origin.test status=200)
+mt_curl k1 "${C[@]}" https://origin.test/ok/a https://origin.test/ok/b
+mt_eq "two requests in one curl run" 200 "$MT_CODE"
+mt_eq "...through one inspected tunnel" $((o0 + 1)) \
+    "$(mt_jl "$A" count event=open host=origin.test)"
+mt_eq "...each judged and audited" $((r0 + 2)) \
+    "$(mt_jl "$A" count event=request host=origin.test status=200)"
+
+# --- the upstream is verified ------------------------------------------------------------
+mt_curl u1 "${C[@]}" https://x.origin.test/ok/u1
+mt_denied "an upstream whose certificate does not name the host" u1 502 \
+    x.origin.test tls inspected
+
+# --- a client that does not trust moat's CA ---------------------------------------------
+mt_curl n1 -x "http://$MT_HTTP" --cacert "$MT_T/origin.crt" https://origin.test/ok/n1
+if [ "$MT_RC" = 60 ] || [ "$MT_RC" = 35 ]; then
+	mt_pass "a client without moat's CA refuses the leaf (curl exit $MT_RC)"
+else
+	mt_fail "curl without moat's CA: exit $MT_RC, HTTP $MT_CODE"
+fi
+mt_wait_log "$A" '"reason":"tls"' 30
+mt_eq "audit: the client's failed handshake, reason tls" tls \
+    "$(mt_jl "$A" get reason event=request host=origin.test reason=tls)"
+
+# --- opaque hosts stay spliced --------------------------------------------------------------
+mt_curl o1 -x "http://$MT_HTTP" --cacert "$MT_T/origin.crt" https://a.wild.test/opaque
+mt_eq "a host without an inspecting rule: the origin's own certificate, end to end" \
+    200 "$MT_CODE"
+mt_eq "audit: no request line for the opaque tunnel" 0 \
+    "$(mt_jl "$A" count event=request host=a.wild.test)"
+
+# --- plain HTTP through CONNECT on an inspected host is read too ----------------------------
+if mt_moatd_alive; then
+	mt_pass "moatd survived"
+else
+	mt_fail "moatd died" "$MT_T/moatd.err"
+fi
+mt_finish
