@@ -4,12 +4,16 @@
  * What it is: the user's entry point.  `moat explain` loads a config,
  * decides on a target exactly as moatd would and prints the verdict and
  * the rule that made it, without sending a byte or resolving a name;
- * `moat ca` creates the CA for TLS interception (certs/ca_cmd.c).
+ * `moat ca` creates the CA for TLS interception (certs/ca_cmd.c);
+ * `moat run` runs a command with moatd as its only network exit (run.c)
+ * and `moat attach` puts an existing network namespace behind moatd
+ * (attach.c).
  *
- * What it is not: a proxy.  Nothing here opens a socket.  The policy
- * library does no I/O, so reading the config file is done here.
+ * What it is not: a proxy.  explain opens no socket; the policy library
+ * does no I/O, so reading the config file is done here.
  *
- * Exit status: 0 allow, 1 deny, 2 usage or config errors.
+ * Exit status (explain): 0 allow, 1 deny, 2 usage or config errors; run
+ * and attach document their own.
  */
 #include "config.h"
 
@@ -20,6 +24,7 @@
 #include <string.h>
 
 #include "certs/certs.h"
+#include "netns-helper/moat_int.h"
 #include "policy/policy.h"
 
 #define MOAT_EXIT_ALLOW		0
@@ -39,6 +44,9 @@ static void	moat_print_decision(const struct moat_config *c,
 static void	moat_print_notes(const struct policy_explain_target *et,
 		    const struct policy_decision *d, bool have_addr,
 		    bool final);
+static void	moat_print_traffic(const struct moat_config *c,
+		    const struct policy_decision *d, const char *detail,
+		    enum policy_transport xport);
 static int	moat_explain(int argc, char *argv[]);
 
 static void
@@ -47,12 +55,16 @@ moat_usage(FILE *f)
 	fprintf(f,
 	    "usage: moat explain [-c FILE] [--method M] [--addr IP] TARGET\n"
 	    "       moat ca init DIR\n"
+	    "       moat run [OPTIONS] -- COMMAND [ARG...]\n"
+	    "       moat attach --netns PATH [OPTIONS]\n"
 	    "       moat --help | --version\n"
 	    "\n"
 	    "Commands:\n"
 	    "  explain   print the decision moat makes for TARGET (a URL or\n"
 	    "            HOST:PORT) and the rule that makes it; sends nothing\n"
 	    "  ca        create the CA moatd signs intercepted hosts with\n"
+	    "  run       run COMMAND with moatd as its only network exit\n"
+	    "  attach    put an existing network namespace behind moatd\n"
 	    "\n"
 	    "Run `moat COMMAND --help` for a command's options.\n");
 }
@@ -65,7 +77,10 @@ moat_explain_usage(FILE *f)
 	    "\n"
 	    "Prints the decision moat makes for TARGET without sending or\n"
 	    "resolving anything.  TARGET is a URL (http, https, ws, wss;\n"
-	    "\"METHOD URL\" also works) or HOST:PORT for a tunnel.\n"
+	    "\"METHOD URL\" also works) or HOST:PORT for a tunnel.  For an\n"
+	    "allowed target it also prints how moatd carries the traffic\n"
+	    "(TLS terminated by moatd, an opaque tunnel, or plain HTTP) and\n"
+	    "the secrets the rule injects, by name (never a value).\n"
 	    "\n"
 	    "  -c, --config FILE  the config (default: the built-in one)\n"
 	    "  -m, --method M     the HTTP method of a URL target "
@@ -198,11 +213,52 @@ moat_print_notes(const struct policy_explain_target *et,
 		    "was not needed\n");
 	if (d->verdict == POLICY_ALLOW && et->t.method == NULL &&
 	    (d->flags & POLICY_F_INSPECT) != 0)
-		printf("note     methods or paths decide: moatd must see the "
-		    "requests inside this tunnel (TLS interception)\n");
+		printf("note     methods, paths, injections or the git preset "
+		    "act per request: moatd must see the requests inside "
+		    "this tunnel\n");
 	if (d->verdict == POLICY_ALLOW && (d->flags & POLICY_F_OPAQUE) != 0)
 		printf("note     intercept is false: moatd never terminates "
 		    "TLS for this rule\n");
+}
+
+/* How the traffic is carried, why a late check denied, what is injected. */
+static void
+moat_print_traffic(const struct moat_config *c,
+    const struct policy_decision *d, const char *detail,
+    enum policy_transport xport)
+{
+	const struct policy_inject	*in;
+	char				 line[MOAT_DIAG_MAX];
+	size_t				 n = 0, i;
+
+	if (detail != NULL)
+		printf("why      %s\n", detail);
+	switch (xport) {
+	case POLICY_XPORT_INSPECTED:
+		printf("traffic  inspected: TLS is terminated by moatd\n");
+		break;
+	case POLICY_XPORT_OPAQUE:
+		printf("traffic  opaque tunnel: moatd passes the bytes "
+		    "unread\n");
+		break;
+	case POLICY_XPORT_PLAIN:
+		printf("traffic  plain HTTP: moatd reads each request\n");
+		break;
+	case POLICY_XPORT_NONE:
+		return;
+	}
+	if (d->rule == NULL)
+		return;
+	in = policy_rule_injects(d->rule, &n);
+	for (i = 0; i < n; i++)
+		printf("inject   %s\n", policy_explain_inject(c, &in[i], line,
+		    sizeof(line)));
+	if (n > 0 && xport == POLICY_XPORT_PLAIN)
+		printf("note     plain_http is true: the injected values "
+		    "cross the network in clear text\n");
+	if (policy_rule_git(d->rule) == POLICY_GIT_READ_ONLY)
+		printf("git      read-only: fetch and clone pass, push and "
+		    "dumb-HTTP writes are denied\n");
 }
 
 static int
@@ -220,8 +276,9 @@ moat_explain(int argc, char *argv[])
 	struct policy_target		 t2;
 	struct policy_host		 ah;
 	struct moat_config		*c = NULL;
+	enum policy_transport		 xport;
 	const char			*file = NULL, *method = NULL;
-	const char			*addr = NULL, *err = NULL;
+	const char			*addr = NULL, *err = NULL, *detail;
 	char				 a[POLICY_NAME_MAX + 1];
 	int				 ch, rc = MOAT_EXIT_USAGE;
 	bool				 final = true;
@@ -278,16 +335,17 @@ moat_explain(int argc, char *argv[])
 	    et.host.name, et.t.port);
 	if (et.t.method != NULL)
 		printf("request  %s %s\n", et.t.method, et.t.path);
-	policy_decide(c->policy, &et.t, &d);
+	policy_explain_decide(c, &et, &et.t, &d, &detail, &xport);
 	if (addr != NULL && d.verdict == POLICY_ALLOW) {
 		t2 = et.t;
 		t2.addr = &ah.addr;
 		printf("address  %s\n", policy_addr_format(&ah.addr, a,
 		    sizeof(a)));
-		policy_decide(c->policy, &t2, &d);
+		policy_explain_decide(c, &et, &t2, &d, &detail, &xport);
 	} else if (addr != NULL)
 		final = false;
 	moat_print_decision(c, &d);
+	moat_print_traffic(c, &d, detail, xport);
 	moat_print_notes(&et, &d, addr != NULL, final);
 	rc = d.verdict == POLICY_ALLOW ? MOAT_EXIT_ALLOW : MOAT_EXIT_DENY;
  out:
@@ -330,6 +388,14 @@ main(int argc, char *argv[])
 	}
 	if (strcmp(argv[optind], "ca") == 0)
 		return certs_cmd_ca(argc - optind, argv + optind);
+	if (strcmp(argv[optind], "run") == 0) {
+		argv[optind] = (char *)"moat run";
+		return run_main(argc - optind, argv + optind);
+	}
+	if (strcmp(argv[optind], "attach") == 0) {
+		argv[optind] = (char *)"moat attach";
+		return attach_main(argc - optind, argv + optind);
+	}
 	fprintf(stderr, "moat: unknown command %s\n", argv[optind]);
 	moat_usage(stderr);
 	return MOAT_EXIT_USAGE;

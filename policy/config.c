@@ -35,6 +35,7 @@
 #define CONFIG_UNIX_PATH_MAX	107	/* sun_path minus the NUL */
 #define CONFIG_USER_MAX		32	/* user names (useradd's limit) */
 #define CONFIG_METHOD_MAX	32	/* longest HTTP method token */
+#define CONFIG_HEADER_MAX	128	/* longest injected header name */
 #define CONFIG_SUGGEST_DIST	2	/* did-you-mean: most edits */
 #define CONFIG_SUGGEST_LEN	32	/* ... for keys at most this long */
 #define CONFIG_NOOFF		SIZE_MAX	/* applied by its section */
@@ -160,12 +161,24 @@ struct config_field {
 	size_t		 pos;	/* its jsonpos entry */
 };
 
+/* What a template may hold beyond ${SECRET}, "$$" and plain text. */
+enum config_tpl {
+	CONFIG_TPL_VALUE = 0,	/* a header value: no edge whitespace */
+	CONFIG_TPL_USER,	/* a Basic user: no ":" */
+	CONFIG_TPL_PASSWORD	/* a Basic password */
+};
+
 struct config_ctx {
 	struct policy_diags	*d;
 	const struct jsonpos	*jp;
+	const char		*buf;		/* the config text */
+	size_t			 len;
 	struct moat_config	*c;
 	struct policy		*p;
 	struct domain_table	 rule_names;	/* name -> rule index */
+	json_t			*secrets_json;	/* "secrets" as written */
+	bool			*secret_used;	/* per c->secrets[]: injected */
+	bool			 ca_given;	/* "tls" has a CA, maybe bad */
 	char			 path[CONFIG_PATH_MAX];
 	size_t			 pathlen;
 	char			 q[CONFIG_NQUOTE][CONFIG_QUOTE_MAX * 4 + 8];
@@ -176,12 +189,19 @@ struct config_ctx {
 static void	config_vdiag(struct config_ctx *x, enum policy_diag_level lvl,
 		    size_t pos, bool at_key, const char *fmt, va_list ap)
 		    __attribute__((format(printf, 5, 0)));
+static void	config_vdiag_at(struct config_ctx *x,
+		    enum policy_diag_level lvl, int line, int col, bool bare,
+		    const char *fmt, va_list ap)
+		    __attribute__((format(printf, 6, 0)));
 static void	config_err(struct config_ctx *x, size_t pos, const char *fmt,
 		    ...) __attribute__((format(printf, 3, 4)));
 static void	config_warn(struct config_ctx *x, size_t pos, const char *fmt,
 		    ...) __attribute__((format(printf, 3, 4)));
 static void	config_err_key(struct config_ctx *x, size_t pos,
 		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void	config_err_in(struct config_ctx *x, size_t pos, size_t off,
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int	config_str_col(struct config_ctx *x, size_t pos, size_t off);
 static void	config_oom(struct config_ctx *x);
 static const char	*config_q(struct config_ctx *x, const char *s,
 			    size_t n);
@@ -246,6 +266,33 @@ static bool	config_paths(struct config_ctx *x, json_t *v, size_t pos,
 		    struct policy_rule *r);
 static bool	config_rate(struct config_ctx *x, json_t *v, size_t pos,
 		    struct policy_rule *r);
+static bool	config_rule_secrets(struct config_ctx *x,
+		    struct config_field *f, bool deny, struct policy_rule *r);
+static bool	config_injects(struct config_ctx *x, json_t *v, size_t pos,
+		    struct policy_rule *r);
+static bool	config_inject(struct config_ctx *x, json_t *v, size_t pos,
+		    struct policy_rule *r, struct policy_inject *in);
+static bool	config_inject_header(struct config_ctx *x,
+		    const struct config_field *f, struct policy_rule *r,
+		    struct policy_inject *in);
+static bool	config_inject_basic(struct config_ctx *x, json_t *v,
+		    size_t pos, struct policy_rule *r,
+		    struct policy_inject *in);
+static bool	config_inject_placeholders(struct config_ctx *x, json_t *v,
+		    size_t pos, struct policy_rule *r,
+		    struct policy_inject *in);
+static bool	config_inject_unique(struct config_ctx *x, size_t pos,
+		    const struct policy_rule *r,
+		    const struct policy_inject *in);
+static bool	config_template(struct config_ctx *x, json_t *v, size_t pos,
+		    enum config_tpl kind, struct policy_rule *r,
+		    struct policy_template *t, size_t *nrefs);
+static bool	config_tpl_push(struct policy_tpl_part **parts, size_t *n,
+		    size_t *cap, const char *text, size_t len, size_t secret);
+static size_t	config_secret(struct config_ctx *x, const char *name,
+		    size_t n, size_t pos, size_t off);
+static bool	config_rule_uses(struct config_ctx *x, struct policy_rule *r,
+		    size_t secret);
 static void	config_hosts(struct config_ctx *x, json_t *v, size_t pos,
 		    uint32_t rule);
 static void	config_host(struct config_ctx *x, json_t *v, size_t pos,
@@ -266,6 +313,7 @@ static void	config_workers(struct config_ctx *x, json_t *v, size_t pos);
 static void	config_user(struct config_ctx *x, json_t *v, size_t pos);
 static void	config_check_addresses(struct config_ctx *x);
 static void	config_check_inspection(struct config_ctx *x);
+static void	config_check_secrets(struct config_ctx *x);
 
 /* Whole load. */
 static void	config_syntax(struct policy_diags *d, const char *buf,
@@ -285,7 +333,6 @@ config_vdiag(struct config_ctx *x, enum policy_diag_level lvl, size_t pos,
     bool at_key, const char *fmt, va_list ap)
 {
 	const struct jsonpos_ent	*e = NULL;
-	char				*msg = NULL;
 	int				 line = 0, col = 0;
 
 	if (pos < x->jp->n) {
@@ -297,11 +344,21 @@ config_vdiag(struct config_ctx *x, enum policy_diag_level lvl, size_t pos,
 			col = (int)e->kcol;
 		}
 	}
+	config_vdiag_at(x, lvl, line, col, at_key, fmt, ap);
+}
+
+/* The message, after the JSON path unless bare. */
+static void
+config_vdiag_at(struct config_ctx *x, enum policy_diag_level lvl, int line,
+    int col, bool bare, const char *fmt, va_list ap)
+{
+	char	*msg = NULL;
+
 	if (vasprintf(&msg, fmt, ap) == -1) {
 		diag_add(x->d, lvl, line, col, "out of memory");
 		return;
 	}
-	if (at_key || x->pathlen == 0)
+	if (bare || x->pathlen == 0)
 		diag_add(x->d, lvl, line, col, "%s", msg);
 	else
 		diag_add(x->d, lvl, line, col, "%s: %s", x->path, msg);
@@ -336,6 +393,81 @@ config_err_key(struct config_ctx *x, size_t pos, const char *fmt, ...)
 	va_start(ap, fmt);
 	config_vdiag(x, POLICY_DIAG_ERROR, pos, true, fmt, ap);
 	va_end(ap);
+}
+
+/*
+ * An error at byte off of the string value at entry pos (off counts the
+ * decoded bytes jansson returns), located at the column of the byte in the
+ * text that encodes it.
+ */
+static void
+config_err_in(struct config_ctx *x, size_t pos, size_t off,
+    const char *fmt, ...)
+{
+	va_list	ap;
+	int	line = 0, col = 0;
+
+	if (pos < x->jp->n) {
+		line = (int)x->jp->v[pos].vline;
+		col = config_str_col(x, pos, off);
+	}
+	va_start(ap, fmt);
+	config_vdiag_at(x, POLICY_DIAG_ERROR, line, col, false, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * The column of decoded byte off of the string at entry pos.  A JSON
+ * string holds no raw newline, so the line is the string's own.  An
+ * escape (backslash-n, a backslash-u code point, a surrogate pair) stands
+ * for 1-4 decoded bytes; off inside one gives the escape's column.
+ */
+static int
+config_str_col(struct config_ctx *x, size_t pos, size_t off)
+{
+	const struct jsonpos_ent	*e = &x->jp->v[pos];
+	const char			*b = x->buf;
+	size_t				 i = 0, line = 1, start, p, d = 0, w;
+	unsigned			 cp, lo;
+
+	while (line < e->vline && i < x->len)
+		if (b[i++] == '\n')
+			line++;
+	start = i + e->vcol - 1;
+	if (start >= x->len || b[start] != '"')
+		return (int)e->vcol;
+	for (p = start + 1; p < x->len && b[p] != '"'; p += w) {
+		w = 1;
+		cp = 0;
+		if (b[p] == '\\' && p + 1 < x->len) {
+			w = 2;
+			if (b[p + 1] == 'u' && p + 6 <= x->len &&
+			    sscanf(b + p + 2, "%4x", &cp) == 1) {
+				w = 6;
+				if (cp >= 0xd800 && cp <= 0xdbff &&
+				    p + 12 <= x->len && b[p + 6] == '\\' &&
+				    b[p + 7] == 'u' &&
+				    sscanf(b + p + 8, "%4x", &lo) == 1 &&
+				    lo >= 0xdc00 && lo <= 0xdfff) {
+					w = 12;
+					cp = 0x10000;
+				}
+			}
+		}
+		/* Decoded bytes of this source unit. */
+		if (w <= 2 || cp < 0x80)
+			cp = 1;
+		else if (cp < 0x800)
+			cp = 2;
+		else if (cp < 0x10000)
+			cp = 3;
+		else
+			cp = 4;
+		if (d + cp > off)
+			break;
+		d += cp;
+	}
+	return (int)(p - start + e->vcol);
 }
 
 static void
@@ -751,8 +883,9 @@ config_sections(struct config_ctx *x, json_t *obj, size_t pos,
 /* Top level                                                            */
 /* ------------------------------------------------------------------ */
 
+/* In the order sections are read: secrets before the rules that use them. */
 enum {
-	TOP_LISTEN = 0, TOP_POLICY, TOP_SECRETS, TOP_AUDIT, TOP_RESOLVER,
+	TOP_LISTEN = 0, TOP_SECRETS, TOP_POLICY, TOP_AUDIT, TOP_RESOLVER,
 	TOP_TLS, TOP_ADMIN, TOP_TIMEOUTS, TOP_LIMITS, TOP_WORKERS, TOP_USER,
 	TOP__COUNT
 };
@@ -797,8 +930,12 @@ config_top(struct config_ctx *x, json_t *root)
 			config_policy(x, f[i].v, f[i].pos);
 			break;
 		case TOP_SECRETS:
+			x->secrets_json = f[i].v;
 			config_refs(x, f[i].v, f[i].pos, true,
 			    &x->c->secrets, &x->c->nsecrets);
+			if (x->c->nsecrets > 0 && (x->secret_used = calloc(
+			    x->c->nsecrets, sizeof(*x->secret_used))) == NULL)
+				config_oom(x);
 			break;
 		case TOP_AUDIT:
 			config_audit(x, f[i].v, f[i].pos);
@@ -828,6 +965,8 @@ config_top(struct config_ctx *x, json_t *root)
 		config_pop(x, old);
 	}
 	config_check_addresses(x);
+	config_check_inspection(x);
+	config_check_secrets(x);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1080,38 +1219,62 @@ config_check_addresses(struct config_ctx *x)
 }
 
 /*
- * A rule that checks methods or paths needs to see requests: plain http://
- * ones it always does; inside a tunnel (CONNECT, SOCKS5, transparent) only
- * with TLS interception.  Without a CA, say so once per rule: such tunnels
- * are refused (an allow rule's, and, so that a deny rule cannot be
- * bypassed by encryption, those to hosts a deny rule matches).
+ * A rule that needs to see requests (inject, methods, paths, git,
+ * "intercept": true) sees plain http:// ones always, and those inside a
+ * tunnel (CONNECT, SOCKS5, transparent) only by terminating TLS, which
+ * needs a CA.  Without one, moatd would have to refuse every tunnel such
+ * a rule allows, or, for a deny rule, every tunnel to the hosts it
+ * matches (else encryption would bypass it): refuse the config instead,
+ * so the problem shows at --check, not as 403s.  A rule whose ports are
+ * exactly [80] reaches only plain HTTP and needs no CA; an opaque rule
+ * ("intercept": false) never terminates TLS.
  */
 static void
 config_check_inspection(struct config_ctx *x)
 {
 	const struct policy_rule	*r;
+	char				 what[64];
 	size_t				 i;
 
-	if (x->c->tls.ca_cert != NULL)
+	if (x->c->tls.ca_cert != NULL || x->ca_given)
 		return;
 	for (i = 0; i < x->p->nrules; i++) {
 		r = &x->p->rules[i];
 		if ((r->flags & POLICY_F_INSPECT) == 0 ||
 		    (r->flags & POLICY_F_OPAQUE) != 0)
 			continue;
-		if (r->nmethods == 0 && r->npaths == 0)
-			diag_add(x->d, POLICY_DIAG_WARNING, r->line,
-			    r->column, "policy.rules[%zu]: rule %s asks for "
-			    "TLS interception: set tls.ca_cert and tls.ca_key, "
-			    "or the tunnels it allows are refused", i, r->name);
-		else
-			diag_add(x->d, POLICY_DIAG_WARNING, r->line,
-			    r->column, "policy.rules[%zu]: rule %s checks "
-			    "methods or paths, which inside a tunnel needs TLS "
-			    "interception: set tls.ca_cert and tls.ca_key, or "
-			    "tunnels %s are refused", i, r->name,
-			    r->action == POLICY_ALLOW ? "it allows" :
-			    "to the hosts it matches");
+		if (r->nports == 1 && r->ports[0].lo == 80 &&
+		    r->ports[0].hi == 80)
+			continue;
+		snprintf(what, sizeof(what), "%s%s%s%s%s",
+		    (r->given & POLICY_GIVEN_INJECT) ? ", inject" : "",
+		    r->nmethods > 0 ? ", methods" : "",
+		    r->npaths > 0 ? ", paths" : "",
+		    (r->given & POLICY_GIVEN_GIT) ? ", git" : "",
+		    (r->given & POLICY_GIVEN_INTERCEPT) ? ", intercept" : "");
+		diag_add(x->d, POLICY_DIAG_ERROR, r->line, r->column,
+		    "policy.rules[%zu]: rule %s needs to see inside TLS (%s) "
+		    "but no CA is configured: set tls.ca_cert and tls.ca_key "
+		    "(moat ca init DIR)", i, r->name, what[0] != '\0' ?
+		    what + 2 : "intercept");
+	}
+}
+
+/* A secret that no rule injects is likely a typo or a forgotten rule. */
+static void
+config_check_secrets(struct config_ctx *x)
+{
+	const struct moat_secret_ref	*s;
+	size_t				 i;
+
+	if (x->secret_used == NULL)
+		return;
+	for (i = 0; i < x->c->nsecrets; i++) {
+		s = &x->c->secrets[i];
+		if (!x->secret_used[i])
+			diag_add(x->d, POLICY_DIAG_WARNING, s->line,
+			    s->column, "secrets.%s: secret %s is not used by "
+			    "any rule: no rule injects it", s->name, s->name);
 	}
 }
 
@@ -1365,7 +1528,8 @@ config_cidr(struct config_ctx *x, json_t *v, size_t pos, struct addr_cidr *c)
 
 enum {
 	RULE_NAME = 0, RULE_ACTION, RULE_HOSTS, RULE_CIDRS, RULE_PORTS,
-	RULE_METHODS, RULE_PATHS, RULE_INTERCEPT, RULE_RATE, RULE__COUNT
+	RULE_METHODS, RULE_PATHS, RULE_INTERCEPT, RULE_RATE, RULE_INJECT,
+	RULE_PLAIN_HTTP, RULE_GIT, RULE__COUNT
 };
 
 static void
@@ -1381,12 +1545,15 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 		[RULE_PATHS] = { "paths", NULL, 0 },
 		[RULE_INTERCEPT] = { "intercept", NULL, 0 },
 		[RULE_RATE] = { "rate", NULL, 0 },
+		[RULE_INJECT] = { "inject", NULL, 0 },
+		[RULE_PLAIN_HTTP] = { "plain_http", NULL, 0 },
+		[RULE_GIT] = { "git", NULL, 0 },
 	};
 	struct policy_rule	 r;
 	const char		*s;
 	size_t			 old;
 	uint32_t		 idx;
-	bool			 ok = true;
+	bool			 ok = true, deny = false;
 
 	memset(&r, 0, sizeof(r));
 	r.line = (int)x->jp->v[pos].vline;
@@ -1404,9 +1571,10 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 		    json_string_value(f[RULE_ACTION].v) : "";
 		if (strcmp(s, "allow") == 0)
 			r.action = POLICY_ALLOW;
-		else if (strcmp(s, "deny") == 0)
+		else if (strcmp(s, "deny") == 0) {
 			r.action = POLICY_DENY;
-		else {
+			deny = true;
+		} else {
 			config_err(x, f[RULE_ACTION].pos, "must be \"allow\" "
 			    "or \"deny\"");
 			ok = false;
@@ -1456,9 +1624,10 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 			    "boolean, got %s",
 			    config_typename(f[RULE_INTERCEPT].v));
 			ok = false;
-		} else if (json_is_true(f[RULE_INTERCEPT].v))
+		} else if (json_is_true(f[RULE_INTERCEPT].v)) {
 			r.flags |= POLICY_F_INSPECT;
-		else {
+			r.given |= POLICY_GIVEN_INTERCEPT;
+		} else {
 			r.flags |= POLICY_F_OPAQUE;
 			if (r.nmethods > 0 || r.npaths > 0)
 				config_warn(x, f[RULE_INTERCEPT].pos, "rule "
@@ -1472,6 +1641,18 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 		old = config_push_key(x, "rate");
 		ok &= config_rate(x, f[RULE_RATE].v, f[RULE_RATE].pos, &r);
 		config_pop(x, old);
+	}
+	ok &= config_rule_secrets(x, f, deny, &r);
+	if ((r.flags & POLICY_F_OPAQUE) != 0 && (r.given &
+	    (POLICY_GIVEN_INJECT | POLICY_GIVEN_GIT)) != 0) {
+		old = config_push_key(x, "intercept");
+		config_err(x, f[RULE_INTERCEPT].pos, "rule %s %s, which needs "
+		    "moatd to see inside TLS: remove \"intercept\": false "
+		    "(moatd never looks inside an opaque tunnel)", r.name,
+		    (r.given & POLICY_GIVEN_INJECT) != 0 ? "injects secrets" :
+		    "uses the git preset");
+		config_pop(x, old);
+		ok = false;
 	}
 
 	if ((idx = policy_add_rule(x->p, &r)) == POLICY_NONE) {
@@ -1764,6 +1945,535 @@ config_rate(struct config_ctx *x, json_t *v, size_t pos,
 	return ok;
 }
 
+/* ------------------------------------------------------------------ */
+/* inject, plain_http, git                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The keys that hand a rule secrets or make it look inside requests:
+ * "inject", "plain_http" and "git" of the rule's fields f.  A deny rule
+ * may have none of them.
+ */
+static bool
+config_rule_secrets(struct config_ctx *x, struct config_field *f,
+    bool deny, struct policy_rule *r)
+{
+	static const int	keys[] = { RULE_INJECT, RULE_PLAIN_HTTP,
+				    RULE_GIT };
+	struct config_field	*g = &f[RULE_GIT];
+	const char		*s;
+	size_t			 old, i;
+	bool			 ok = true;
+
+	for (i = 0; deny && i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (f[keys[i]].v == NULL)
+			continue;
+		old = config_push_key(x, f[keys[i]].key);
+		config_err(x, f[keys[i]].pos, "a deny rule cannot have "
+		    "\"%s\": only an allow rule %s", f[keys[i]].key,
+		    keys[i] == RULE_GIT ? "opens git fetch" : "sends secrets");
+		config_pop(x, old);
+		f[keys[i]].v = NULL;
+		ok = false;
+	}
+	if (f[RULE_INJECT].v != NULL) {
+		r->given |= POLICY_GIVEN_INJECT;
+		old = config_push_key(x, "inject");
+		ok &= config_injects(x, f[RULE_INJECT].v, f[RULE_INJECT].pos,
+		    r);
+		config_pop(x, old);
+	}
+	if (f[RULE_PLAIN_HTTP].v != NULL) {
+		old = config_push_key(x, "plain_http");
+		if (!json_is_boolean(f[RULE_PLAIN_HTTP].v)) {
+			config_err(x, f[RULE_PLAIN_HTTP].pos, "expected a "
+			    "boolean, got %s",
+			    config_typename(f[RULE_PLAIN_HTTP].v));
+			ok = false;
+		} else if (json_is_true(f[RULE_PLAIN_HTTP].v)) {
+			r->plain_http = 1;
+			if (f[RULE_INJECT].v == NULL)
+				config_warn(x, f[RULE_PLAIN_HTTP].pos, "rule "
+				    "%s injects nothing: \"plain_http\" has no "
+				    "effect", r->name);
+		}
+		config_pop(x, old);
+	}
+	if (g->v != NULL) {
+		r->given |= POLICY_GIVEN_GIT;
+		old = config_push_key(x, "git");
+		s = json_is_string(g->v) ? json_string_value(g->v) : NULL;
+		if (s != NULL && strcmp(s, "read-only") == 0)
+			r->git = POLICY_GIT_READ_ONLY;
+		else {
+			config_err(x, g->pos, "expected \"read-only\" (the "
+			    "only git preset: fetch and clone, no push), got "
+			    "%s", s != NULL ? config_q(x, s,
+			    json_string_length(g->v)) : config_typename(g->v));
+			ok = false;
+		}
+		config_pop(x, old);
+	}
+	/* By the keys, not their valid parts: the checks that follow
+	 * (CA, intercept) then say all there is to say in one pass. */
+	if ((r->given & (POLICY_GIVEN_INJECT | POLICY_GIVEN_GIT)) != 0)
+		r->flags |= POLICY_F_INSPECT;
+	return ok;
+}
+
+static bool
+config_injects(struct config_ctx *x, json_t *v, size_t pos,
+    struct policy_rule *r)
+{
+	size_t	n, i, ci, old;
+	bool	ok = true;
+
+	if (!config_array(x, v, pos, "injection ({\"header\": NAME, "
+	    "\"value\": TEMPLATE}, {\"basic\": {...}} or {\"placeholders\": "
+	    "[...]})"))
+		return false;
+	n = json_array_size(v);
+	if ((r->injects = calloc(n, sizeof(*r->injects))) == NULL) {
+		config_oom(x);
+		return false;
+	}
+	for (i = 0, ci = pos + 1; i < n; i++, ci = jsonpos_next(x->jp, ci)) {
+		old = config_push_index(x, i);
+		if (config_inject(x, json_array_get(v, i), ci, r,
+		    &r->injects[r->ninjects]))
+			r->ninjects++;
+		else
+			ok = false;
+		config_pop(x, old);
+	}
+	return ok;
+}
+
+enum {
+	INJ_HEADER = 0, INJ_VALUE, INJ_BASIC, INJ_PLACEHOLDERS, INJ__COUNT
+};
+
+/* One entry of "inject".  On failure *in is left empty. */
+static bool
+config_inject(struct config_ctx *x, json_t *v, size_t pos,
+    struct policy_rule *r, struct policy_inject *in)
+{
+	struct config_field	f[INJ__COUNT] = {
+		[INJ_HEADER] = { "header", NULL, 0 },
+		[INJ_VALUE] = { "value", NULL, 0 },
+		[INJ_BASIC] = { "basic", NULL, 0 },
+		[INJ_PLACEHOLDERS] = { "placeholders", NULL, 0 },
+	};
+	size_t			old, kpos = pos;
+	int			kinds;
+	bool			ok;
+
+	memset(in, 0, sizeof(*in));
+	in->line = (int)x->jp->v[pos].vline;
+	in->column = (int)x->jp->v[pos].vcol;
+	if (!config_fields(x, v, pos, f, INJ__COUNT))
+		return false;
+	kinds = (f[INJ_HEADER].v != NULL || f[INJ_VALUE].v != NULL) +
+	    (f[INJ_BASIC].v != NULL) + (f[INJ_PLACEHOLDERS].v != NULL);
+	if (kinds != 1) {
+		config_err(x, pos, "give exactly one of {\"header\": NAME, "
+		    "\"value\": TEMPLATE}, {\"basic\": {\"user\": TEMPLATE, "
+		    "\"password\": TEMPLATE}} and {\"placeholders\": "
+		    "[SECRET, ...]}");
+		return false;
+	}
+	if (f[INJ_BASIC].v != NULL) {
+		kpos = f[INJ_BASIC].pos;
+		old = config_push_key(x, "basic");
+		ok = config_inject_basic(x, f[INJ_BASIC].v, kpos, r, in);
+		config_pop(x, old);
+	} else if (f[INJ_PLACEHOLDERS].v != NULL) {
+		old = config_push_key(x, "placeholders");
+		ok = config_inject_placeholders(x, f[INJ_PLACEHOLDERS].v,
+		    f[INJ_PLACEHOLDERS].pos, r, in);
+		config_pop(x, old);
+	} else {
+		if (f[INJ_HEADER].v == NULL)
+			config_err(x, pos, "missing \"header\" (the field "
+			    "\"value\" is for, such as \"Authorization\")");
+		if (f[INJ_VALUE].v == NULL)
+			config_err(x, pos, "missing \"value\" (a template such "
+			    "as \"Bearer ${API_KEY}\")");
+		if (f[INJ_HEADER].v == NULL || f[INJ_VALUE].v == NULL)
+			return false;
+		kpos = f[INJ_HEADER].pos;
+		ok = config_inject_header(x, f, r, in);
+	}
+	if (ok && in->header != NULL) {
+		old = config_push_key(x, in->kind == POLICY_INJECT_BASIC ?
+		    "basic" : "header");
+		ok = config_inject_unique(x, kpos, r, in);
+		config_pop(x, old);
+	}
+	if (!ok)
+		inject_clear(in);
+	return ok;
+}
+
+/* {"header": NAME, "value": TEMPLATE} */
+static bool
+config_inject_header(struct config_ctx *x, const struct config_field *f,
+    struct policy_rule *r, struct policy_inject *in)
+{
+	json_t		*h = f[INJ_HEADER].v;
+	const char	*s, *why;
+	size_t		 n, i, old, nrefs;
+	bool		 ok = false;
+
+	in->kind = POLICY_INJECT_HEADER;
+	old = config_push_key(x, "header");
+	if (config_want(x, h, f[INJ_HEADER].pos, JSON_STRING,
+	    "a header field name (string)")) {
+		s = json_string_value(h);
+		n = json_string_length(h);
+		for (i = 0; i < n && host_is_tchar((unsigned char)s[i]); i++)
+			;
+		if (n == 0 || n > CONFIG_HEADER_MAX || i < n)
+			config_err(x, f[INJ_HEADER].pos, "%s is not a header "
+			    "field name (an HTTP token such as "
+			    "\"Authorization\")", config_q(x, s, n));
+		else if ((why = inject_header_refused(s, n)) != NULL)
+			config_err(x, f[INJ_HEADER].pos, "%s cannot be "
+			    "injected: %s", config_q(x, s, n), why);
+		else
+			ok = (in->header = config_strdup(x, s)) != NULL;
+	}
+	config_pop(x, old);
+	old = config_push_key(x, "value");
+	if (config_template(x, f[INJ_VALUE].v, f[INJ_VALUE].pos,
+	    CONFIG_TPL_VALUE, r, &in->value, &nrefs) && nrefs == 0) {
+		config_err(x, f[INJ_VALUE].pos, "no ${SECRET} in the value: "
+		    "an injection puts a secret into the request (write, "
+		    "e.g., \"Bearer ${API_KEY}\"; \"$$\" is a literal \"$\")");
+		ok = false;
+	} else if (in->value.parts == NULL)
+		ok = false;
+	config_pop(x, old);
+	return ok;
+}
+
+enum { BAS_USER = 0, BAS_PASSWORD, BAS__COUNT };
+
+/* {"basic": {"user": TEMPLATE, "password": TEMPLATE}} */
+static bool
+config_inject_basic(struct config_ctx *x, json_t *v, size_t pos,
+    struct policy_rule *r, struct policy_inject *in)
+{
+	struct config_field	 f[BAS__COUNT] = {
+		[BAS_USER] = { "user", NULL, 0 },
+		[BAS_PASSWORD] = { "password", NULL, 0 },
+	};
+	struct policy_template	*t[BAS__COUNT] = { &in->user, &in->password };
+	size_t			 old, nrefs[BAS__COUNT] = { 0, 0 };
+	int			 i;
+	bool			 ok = true;
+
+	in->kind = POLICY_INJECT_BASIC;
+	if (!config_fields(x, v, pos, f, BAS__COUNT))
+		return false;
+	for (i = 0; i < BAS__COUNT; i++) {
+		if (f[i].v == NULL) {
+			config_err(x, pos, "missing \"%s\" (basic is "
+			    "{\"user\": TEMPLATE, \"password\": TEMPLATE})",
+			    f[i].key);
+			ok = false;
+			continue;
+		}
+		old = config_push_key(x, f[i].key);
+		ok &= config_template(x, f[i].v, f[i].pos, i == BAS_USER ?
+		    CONFIG_TPL_USER : CONFIG_TPL_PASSWORD, r, t[i], &nrefs[i]);
+		config_pop(x, old);
+	}
+	if (ok && nrefs[BAS_USER] + nrefs[BAS_PASSWORD] == 0) {
+		config_err(x, pos, "no ${SECRET} in user or password: an "
+		    "injection puts a secret into the request (write, e.g., "
+		    "\"password\": \"${GITHUB_TOKEN}\")");
+		ok = false;
+	}
+	if (ok && (in->header = config_strdup(x, "Authorization")) == NULL)
+		ok = false;
+	return ok;
+}
+
+/* {"placeholders": [SECRET, ...]} */
+static bool
+config_inject_placeholders(struct config_ctx *x, json_t *v, size_t pos,
+    struct policy_rule *r, struct policy_inject *in)
+{
+	size_t		*idx, n, i, j, ci, old, k;
+	json_t		*e;
+	bool		 ok = true;
+
+	in->kind = POLICY_INJECT_PLACEHOLDERS;
+	if (!config_array(x, v, pos, "secret name"))
+		return false;
+	n = json_array_size(v);
+	if ((idx = calloc(n, sizeof(*idx))) == NULL) {
+		config_oom(x);
+		return false;
+	}
+	in->secrets = idx;
+	for (i = 0, ci = pos + 1; i < n; i++, ci = jsonpos_next(x->jp, ci)) {
+		e = json_array_get(v, i);
+		old = config_push_index(x, i);
+		if (!config_want(x, e, ci, JSON_STRING, "a secret name "
+		    "(string)"))
+			ok = false;
+		else if ((k = config_secret(x, json_string_value(e),
+		    json_string_length(e), ci, SIZE_MAX)) == POLICY_TPL_LITERAL)
+			ok = false;
+		else {
+			for (j = 0; j < in->nsecrets && idx[j] != k; j++)
+				;
+			if (j < in->nsecrets) {
+				config_err(x, ci, "secret %s is listed twice",
+				    x->c->secrets[k].name);
+				ok = false;
+			} else if (!config_rule_uses(x, r, k))
+				ok = false;
+			else
+				idx[in->nsecrets++] = k;
+		}
+		config_pop(x, old);
+	}
+	return ok;
+}
+
+/* No two injections of a rule set the same header. */
+static bool
+config_inject_unique(struct config_ctx *x, size_t pos,
+    const struct policy_rule *r, const struct policy_inject *in)
+{
+	const struct policy_inject	*o;
+	size_t				 i;
+
+	for (i = 0; &r->injects[i] != in; i++) {
+		o = &r->injects[i];
+		if (o->header == NULL || strcasecmp(o->header, in->header) != 0)
+			continue;
+		config_err(x, pos, "%s is already set by an earlier injection "
+		    "of this rule (line %d)%s", config_q(x, in->header,
+		    strlen(in->header)), o->line, o->kind ==
+		    POLICY_INJECT_BASIC || in->kind == POLICY_INJECT_BASIC ?
+		    " (\"basic\" sets Authorization)" : "");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Appends a part: a copy of text (len bytes) if secret is
+ * POLICY_TPL_LITERAL, else the secret.  Returns false if memory ran out.
+ */
+static bool
+config_tpl_push(struct policy_tpl_part **parts, size_t *n, size_t *cap,
+    const char *text, size_t len, size_t secret)
+{
+	struct policy_tpl_part	*np;
+	char			*copy = NULL;
+
+	if (*n == *cap) {
+		size_t	ncap = *cap ? *cap * 2 : 4;
+
+		if ((np = reallocarray(*parts, ncap, sizeof(*np))) == NULL)
+			return false;
+		*parts = np;
+		*cap = ncap;
+	}
+	if (secret == POLICY_TPL_LITERAL) {
+		if ((copy = malloc(len + 1)) == NULL)
+			return false;
+		memcpy(copy, text, len);
+		copy[len] = '\0';
+	}
+	(*parts)[*n].text = copy;
+	(*parts)[*n].len = copy != NULL ? len : 0;
+	(*parts)[*n].secret = secret;
+	(*n)++;
+	return true;
+}
+
+/*
+ * A template: text with ${SECRET} references, "$$" for a literal "$".
+ * Every problem is reported at the column of the byte that causes it.
+ * Fills *t (empty on failure) and counts the references in *nrefs; each
+ * secret joins the rule's list.
+ */
+static bool
+config_template(struct config_ctx *x, json_t *v, size_t pos,
+    enum config_tpl kind, struct policy_rule *r, struct policy_template *t,
+    size_t *nrefs)
+{
+	struct policy_template	 tmp = { NULL, 0 };
+	struct policy_tpl_part	*parts = NULL;
+	const char		*s, *name, *close;
+	char			*lit;
+	size_t			 n, i, nl = 0, np = 0, cap = 0, k, nlen;
+	unsigned char		 c;
+	bool			 ok = true, oom = false;
+
+	*nrefs = 0;
+	memset(t, 0, sizeof(*t));
+	if (!config_want(x, v, pos, JSON_STRING, "a template (string)"))
+		return false;
+	s = json_string_value(v);
+	n = json_string_length(v);
+	if ((lit = malloc(n + 1)) == NULL) {
+		config_oom(x);
+		return false;
+	}
+	for (i = 0; i < n && !oom; ) {
+		c = (unsigned char)s[i];
+		if (c == '$' && i + 1 < n && s[i + 1] == '$') {
+			lit[nl++] = '$';
+			i += 2;
+			continue;
+		}
+		if (c == '$' && i + 1 < n && s[i + 1] == '{') {
+			name = s + i + 2;
+			if ((close = memchr(name, '}', n - i - 2)) == NULL) {
+				config_err_in(x, pos, i, "\"${\" is not closed "
+				    "by \"}\"");
+				ok = false;
+				break;
+			}
+			nlen = (size_t)(close - name);
+			if (!config_ident(name, nlen, CONFIG_SECRET_MAX, "_") ||
+			    (name[0] >= '0' && name[0] <= '9')) {
+				config_err_in(x, pos, i, "%s is not a secret "
+				    "reference: a secret name is "
+				    "[A-Za-z_][A-Za-z0-9_]{0,63}",
+				    config_q(x, s + i, nlen + 3));
+				ok = false;
+			} else if ((k = config_secret(x, name, nlen, pos, i)) ==
+			    POLICY_TPL_LITERAL)
+				ok = false;
+			else {
+				(*nrefs)++;
+				if (!config_rule_uses(x, r, k) || (nl > 0 &&
+				    !config_tpl_push(&parts, &np, &cap, lit, nl,
+				    POLICY_TPL_LITERAL)) ||
+				    !config_tpl_push(&parts, &np, &cap, NULL, 0,
+				    k))
+					oom = true;
+				nl = 0;
+			}
+			i += nlen + 3;
+			continue;
+		}
+		if (c == '$') {
+			config_err_in(x, pos, i, "\"$\" must start a secret "
+			    "reference ${SECRET} or be doubled (\"$$\" is a "
+			    "literal \"$\")");
+			ok = false;
+		} else if ((c < 0x20 && c != '\t') || c == 0x7f) {
+			config_err_in(x, pos, i, "control byte \\x%02x in a "
+			    "template (HTTP field values cannot carry one)", c);
+			ok = false;
+		} else if (kind == CONFIG_TPL_USER && c == ':') {
+			config_err_in(x, pos, i, "\":\" in a Basic user: it "
+			    "separates user from password");
+			ok = false;
+		} else
+			lit[nl++] = (char)c;
+		i++;
+	}
+	if (kind == CONFIG_TPL_VALUE && n > 0 && (s[0] == ' ' ||
+	    s[0] == '\t')) {
+		config_err_in(x, pos, 0, "a header value cannot start with a "
+		    "space or tab (HTTP strips it)");
+		ok = false;
+	}
+	if (kind == CONFIG_TPL_VALUE && n > 1 && (s[n - 1] == ' ' ||
+	    s[n - 1] == '\t')) {
+		config_err_in(x, pos, n - 1, "a header value cannot end with a "
+		    "space or tab (HTTP strips it)");
+		ok = false;
+	}
+	if (ok && !oom && nl > 0 && !config_tpl_push(&parts, &np, &cap, lit,
+	    nl, POLICY_TPL_LITERAL))
+		oom = true;
+	free(lit);
+	tmp.parts = parts;
+	tmp.nparts = np;
+	if (oom)
+		config_oom(x);
+	if (!ok || oom) {
+		inject_template_clear(&tmp);
+		return false;
+	}
+	/* An empty template ("") still has a place to point at. */
+	if (np == 0 && !config_tpl_push(&parts, &np, &cap, "", 0,
+	    POLICY_TPL_LITERAL)) {
+		config_oom(x);
+		tmp.parts = parts;
+		inject_template_clear(&tmp);
+		return false;
+	}
+	t->parts = parts;
+	t->nparts = np;
+	return true;
+}
+
+/*
+ * The index of the secret called name (n bytes), or POLICY_TPL_LITERAL
+ * after reporting that none is (at byte off of the string at pos, or at
+ * the string itself when off is SIZE_MAX).  A name declared in "secrets"
+ * but refused there was reported there, and is not reported again.
+ */
+static size_t
+config_secret(struct config_ctx *x, const char *name, size_t n, size_t pos,
+    size_t off)
+{
+	const struct moat_config	*c = x->c;
+	char				 nm[CONFIG_SECRET_MAX + 1];
+	size_t				 i;
+
+	for (i = 0; i < c->nsecrets; i++)
+		if (strlen(c->secrets[i].name) == n &&
+		    memcmp(c->secrets[i].name, name, n) == 0)
+			return i;
+	if (n <= CONFIG_SECRET_MAX && memchr(name, '\0', n) == NULL) {
+		memcpy(nm, name, n);
+		nm[n] = '\0';
+		if (json_is_object(x->secrets_json) &&
+		    json_object_get(x->secrets_json, nm) != NULL)
+			return POLICY_TPL_LITERAL;
+	}
+	if (off == SIZE_MAX)
+		config_err(x, pos, "%s names no secret: declare it in "
+		    "\"secrets\"", config_q(x, name, n));
+	else
+		config_err_in(x, pos, off, "${%.*s} names no secret: declare "
+		    "it in \"secrets\"", (int)n, name);
+	return POLICY_TPL_LITERAL;
+}
+
+/* Adds secret to the rule's list (once) and marks it used. */
+static bool
+config_rule_uses(struct config_ctx *x, struct policy_rule *r, size_t secret)
+{
+	size_t	*nv;
+
+	if (x->secret_used != NULL && secret < x->c->nsecrets)
+		x->secret_used[secret] = true;
+	if (inject_rule_has(r, secret))
+		return true;
+	if ((nv = reallocarray(r->secrets, r->nsecrets + 1,
+	    sizeof(*nv))) == NULL) {
+		config_oom(x);
+		return false;
+	}
+	r->secrets = nv;
+	r->secrets[r->nsecrets++] = secret;
+	return true;
+}
+
 static void
 config_hosts(struct config_ctx *x, json_t *v, size_t pos, uint32_t rule)
 {
@@ -1798,6 +2508,10 @@ config_host(struct config_ctx *x, json_t *v, size_t pos, uint32_t rule)
 	if (n == 1 && s[0] == '*') {
 		if (policy_add_star(x->p, rule) == -1)
 			config_oom(x);
+		else if (r->nsecrets > 0)
+			config_warn(x, pos, "rule %s injects secrets into "
+			    "every host (\"*\"): any name the sandbox asks "
+			    "for receives them", r->name);
 		return;
 	}
 	wild = n >= 2 && s[0] == '*' && s[1] == '.';
@@ -2027,8 +2741,12 @@ config_tls(struct config_ctx *x, json_t *v, size_t pos)
 	size_t			 old;
 	int			 i, have = -1;
 
+	if (!json_is_object(v))
+		x->ca_given = true;	/* reported next; not again per rule */
 	if (!config_fields(x, v, pos, f, TLS__COUNT))
 		return;
+	/* A CA given wrongly is reported here, not again as missing. */
+	x->ca_given = f[TLS_CA_CERT].v != NULL || f[TLS_CA_KEY].v != NULL;
 	if ((f[TLS_CA_CERT].v == NULL) != (f[TLS_CA_KEY].v == NULL)) {
 		have = f[TLS_CA_CERT].v != NULL ? TLS_CA_CERT : TLS_CA_KEY;
 		old = config_push_key(x, f[have].key);
@@ -2309,10 +3027,10 @@ policy_config_load(const char *name, const char *buf, size_t len,
 	x.jp = &jp;
 	x.c = c;
 	x.p = c->policy;
+	x.buf = buf;
+	x.len = len;
 	domain_init(&x.rule_names);
 	config_top(&x, root);
-	if (diags->nerrors == nerr0)
-		config_check_inspection(&x);
 	if (c->audit_path == NULL && (c->audit_path =
 	    strdup(config_default("audit", "path")->sdef)) == NULL)
 		goto oom;
@@ -2321,6 +3039,7 @@ policy_config_load(const char *name, const char *buf, size_t len,
 	diag_add(diags, POLICY_DIAG_ERROR, 0, 0, "out of memory");
  out:
 	domain_free(&x.rule_names);
+	free(x.secret_used);
 	jsonpos_free(&jp);
 	json_decref(root);
 	config_sort(diags, first);

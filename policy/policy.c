@@ -76,6 +76,7 @@ static const char *const	policy_reasons[POLICY_R__COUNT] = {
 	[POLICY_R_RATE] = "rate",
 	[POLICY_R_SHUTDOWN] = "shutdown",
 	[POLICY_R_INTERNAL] = "internal",
+	[POLICY_R_NEEDS_TLS] = "needs-tls",
 };
 
 static void	policy_rule_clear(struct policy_rule *r);
@@ -90,6 +91,8 @@ static void	policy_eval_rule(struct policy_eval *ev,
 		    const struct policy_rule *r);
 static void	policy_eval_list(const struct policy *p,
 		    struct policy_eval *ev, uint32_t head);
+static bool	policy_bound_list(const struct policy *p, uint32_t head,
+		    size_t secret, uint16_t port);
 
 const char *
 policy_reason_str(enum policy_reason r)
@@ -136,6 +139,10 @@ policy_rule_clear(struct policy_rule *r)
 	free(r->paths);
 	if (r->own_ports)
 		free((void *)r->ports);
+	for (i = 0; i < r->ninjects; i++)
+		inject_clear(&r->injects[i]);
+	free(r->injects);
+	free(r->secrets);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -478,6 +485,73 @@ policy_decide(const struct policy *p, const struct policy_target *t,
 	out->rule = r;
 	out->rule_name = r->name;
 	return out->verdict;
+}
+
+/* ------------------------------------------------------------------ */
+/* Secret binding                                                       */
+/* ------------------------------------------------------------------ */
+
+/* True if an allow rule of the list has the port and injects secret. */
+static bool
+policy_bound_list(const struct policy *p, uint32_t head, size_t secret,
+    uint16_t port)
+{
+	const struct policy_rule	*r;
+	uint32_t			 i;
+
+	for (i = head; i != POLICY_NONE; i = p->refs[i].next) {
+		r = &p->rules[p->refs[i].rule];
+		if (r->action == POLICY_ALLOW && r->nsecrets > 0 &&
+		    policy_port_ok(r, port) && inject_rule_has(r, secret))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The candidates are gathered exactly as policy_decide() gathers them, so
+ * a secret is bound to what the rules that inject it allow and to nothing
+ * else: a wildcard binds the names under it, not the bare domain; "*"
+ * binds every name but no IP literal; a cidr binds addresses only.
+ */
+bool
+policy_secret_bound(const struct policy *p, size_t secret, const char *name,
+    const struct policy_addr *addr, uint16_t port)
+{
+	const struct trie	*tr;
+	const char		*s, *dot;
+	uint32_t		 vals[TRIE_MATCH_MAX];
+	size_t			 len, k, i;
+
+	if (p == NULL)
+		return false;
+	if (name != NULL && name[0] == '\0')
+		name = NULL;
+	if (name == NULL && addr == NULL)
+		return false;
+	if (name != NULL && deny_name(name) != POLICY_R_ALLOWED)
+		return false;
+	if (addr != NULL && deny_addr(p, addr) != POLICY_R_ALLOWED)
+		return false;
+	if (name != NULL) {
+		len = strlen(name);
+		if (policy_bound_list(p, domain_lookup(&p->exact, name, len),
+		    secret, port))
+			return true;
+		for (s = name; (dot = strchr(s, '.')) != NULL; s = dot + 1)
+			if (policy_bound_list(p, domain_lookup(&p->wild,
+			    dot + 1, len - (size_t)(dot + 1 - name)), secret,
+			    port))
+				return true;
+		return policy_bound_list(p, p->star, secret, port);
+	}
+	tr = addr->family == AF_INET ? &p->cidr4 : &p->cidr6;
+	k = trie_match(tr, addr_bytes(addr), addr_bits(addr->family), vals,
+	    NULL);
+	for (i = 0; i < k; i++)
+		if (policy_bound_list(p, vals[i], secret, port))
+			return true;
+	return false;
 }
 
 /* ------------------------------------------------------------------ */

@@ -173,6 +173,9 @@ enum policy_reason {
 	POLICY_R_RATE,			/* "rate": rate limit exceeded */
 	POLICY_R_SHUTDOWN,		/* "shutdown": moatd is draining */
 	POLICY_R_INTERNAL,		/* "internal": moatd fault (out of memory, ...) */
+	POLICY_R_NEEDS_TLS,		/* "needs-tls": a rule that injects
+					   allowed a plain HTTP request but
+					   has no "plain_http": true */
 	POLICY_R__COUNT
 };
 
@@ -391,6 +394,184 @@ void			 policy_config_unref(struct moat_config *c);
 int	policy_config_allow_private(struct moat_config *c, const char *cidr,
 	    const char **err);
 
+/* ------------------------------------------------------------------ */
+/* Secrets in rules: injection, binding, the git preset                 */
+/* ------------------------------------------------------------------ */
+
+/*
+ * What moatd does with a rule's secrets.  The sandbox holds placeholders;
+ * moatd holds the values (read from moat_config.secrets[] refs) and puts
+ * them into the requests that a rule allowing the target says to, only
+ * where it sees the request: inside TLS it terminates (interception), or
+ * on plain http:// when the rule says "plain_http": true.
+ *
+ * Every secret index below is an index into moat_config.secrets[] (less
+ * than cfg->nsecrets) of the config the rule belongs to.  Everything is
+ * owned by the compiled policy and borrowed until the config's last
+ * reference is dropped.  Nothing here ever holds a secret value.
+ */
+
+enum policy_inject_kind {
+	POLICY_INJECT_HEADER = 0,	/* {"header": NAME, "value": TEMPLATE}:
+					   set NAME, replacing what the client
+					   sent (every field of that name) */
+	POLICY_INJECT_BASIC,		/* {"basic": {"user": T,
+					   "password": T}}: set Authorization
+					   to "Basic " + base64(user ":"
+					   password) */
+	POLICY_INJECT_PLACEHOLDERS	/* {"placeholders": [SECRET, ...]}:
+					   the sandbox's placeholder of each
+					   secret is replaced by its value in
+					   the request's header values, query
+					   and body */
+};
+
+#define POLICY_TPL_LITERAL	SIZE_MAX	/* .secret of a literal part */
+
+/*
+ * One piece of a template.  A literal: text holds len bytes (also
+ * NUL-terminated; never a NUL, CR, LF or other control byte but HTAB) and
+ * secret is POLICY_TPL_LITERAL.  A secret: text is NULL, len 0, secret the
+ * index of the secret whose value goes here.  "$$" in the config is one
+ * "$" in a literal.
+ */
+struct policy_tpl_part {
+	const char	*text;
+	size_t		 len;
+	size_t		 secret;
+};
+
+/*
+ * A template: its parts in order.  Adjacent literals are merged; an empty
+ * template is one empty literal; a template the entry's kind does not use
+ * has no parts (NULL, 0).
+ */
+struct policy_template {
+	const struct policy_tpl_part	*parts;
+	size_t				 nparts;
+};
+
+/*
+ * One entry of a rule's "inject" array.
+ *  HEADER: header is the field name as written (an RFC 9110 token; never
+ *    a hop-by-hop field, Host, Content-Length or Transfer-Encoding;
+ *    compare it case-insensitively); value has at least one secret; a
+ *    literal at its start or end has no leading or trailing SP/HTAB.
+ *  BASIC: header is "Authorization"; user and password are templates
+ *    (user's literals hold no ":"); at least one of them has a secret.
+ *  PLACEHOLDERS: secrets[0..nsecrets) (at least one, no repeats).
+ * A rule never has two entries that set the same header (BASIC counts as
+ * Authorization).  The proxy must refuse (not send) a request whose
+ * injected header value would hold CR, LF or NUL (a secret value with one
+ * of them), and a BASIC user whose secret value holds ":".
+ * line and column locate the entry in the config.
+ */
+struct policy_inject {
+	enum policy_inject_kind		 kind;
+	const char			*header;
+	struct policy_template		 value;
+	struct policy_template		 user;
+	struct policy_template		 password;
+	const size_t			*secrets;
+	size_t				 nsecrets;
+	int				 line, column;
+};
+
+/*
+ * The rule's injections in config order, *n set to their number (0 and
+ * NULL if it has none).  r and n must not be NULL.  Borrowed from the
+ * policy.
+ */
+const struct policy_inject	*policy_rule_injects(
+				    const struct policy_rule *r, size_t *n);
+/*
+ * Every secret the rule injects (header, basic or placeholders), each
+ * once, in order of first use; *idx points at their indexes (borrowed;
+ * NULL when there are none).  Returns their number.  For the audit line's
+ * "injected" (the names are cfg->secrets[idx[i]].name).
+ */
+size_t		policy_rule_secrets(const struct policy_rule *r,
+		    const size_t **idx);
+/*
+ * The rule's "plain_http" (default false).  A rule that injects applies
+ * its injections only where moatd terminated TLS unless this is true;
+ * see policy_plain_http_check().
+ */
+bool		policy_rule_plain_http(const struct policy_rule *r);
+/*
+ * For a request moatd reads as plain HTTP (not inside TLS it terminated)
+ * that rule r allowed: POLICY_R_NEEDS_TLS if r injects anything and its
+ * "plain_http" is false (deny the request: sending it would either leak
+ * the secret in clear text or miss the credential the rule promised),
+ * else POLICY_R_ALLOWED.  r NULL (an address rule decided): allowed.
+ */
+enum policy_reason	policy_plain_http_check(const struct policy_rule *r);
+
+#define POLICY_GIT_NONE		0	/* no "git" key */
+#define POLICY_GIT_READ_ONLY	1	/* "git": "read-only" */
+
+/* The rule's git preset: POLICY_GIT_NONE or POLICY_GIT_READ_ONLY. */
+int		policy_rule_git(const struct policy_rule *r);
+
+/*
+ * The "git": "read-only" preset, applied to one request that rule r
+ * allowed (call it after policy_decide() allowed a request, with the
+ * same method and origin-form path and query).  With the preset:
+ *  - GET and HEAD are allowed (smart fetch "info/refs?service=
+ *    git-upload-pack", dumb-protocol files, web pages), unless the path
+ *    or a "service" parameter names receive-pack;
+ *  - POST is allowed only to a path whose last segment is
+ *    "git-upload-pack" (a smart fetch);
+ *  - a path, or a query parameter's name or value, that contains
+ *    "receive-pack" (any case), or a "service" parameter other than
+ *    exactly "git-upload-pack", is git push (or an unknown service):
+ *    POLICY_R_PATH, detail "git push is denied by the read-only preset"
+ *    (another sentence for an unknown service);
+ *  - any other method (PUT, DELETE, MKCOL, PROPPATCH, LOCK, MOVE, COPY,
+ *    ... : dumb-HTTP writes; methods are case-sensitive): POLICY_R_METHOD.
+ * The path is normalised as for path rules (dot segments, "//",
+ * unreserved escapes); the query's names and values are percent-decoded
+ * ("+" is a space) and split at "&" and ";".  A path that cannot be
+ * normalised safely, a bad escape in the query, or "service" given twice
+ * is POLICY_R_PATH.  method NULL (a tunnel, decided per request later)
+ * or a rule without the preset: POLICY_R_ALLOWED.  path_and_query NULL
+ * with a method: POLICY_R_PATH.
+ *
+ * Returns POLICY_R_ALLOWED (and *detail NULL) or the reason, with *detail
+ * a static English sentence for the 403 page and the audit line.  detail
+ * may be NULL.  r NULL (no rule: an address decided): POLICY_R_ALLOWED.
+ * Allocates only for requests longer than a few KiB; out of memory is
+ * POLICY_R_PATH too (fail closed).
+ */
+enum policy_reason	policy_git_check(const struct policy_rule *r,
+			    const char *method, const char *path_and_query,
+			    const char **detail);
+
+/*
+ * True if secret (an index into moat_config.secrets[]) is bound to the
+ * target: some allow rule that applies to it injects the secret.  name is
+ * the canonical DNS name (as in struct policy_target), or NULL or "" for
+ * an IP literal target; addr the address, or NULL.  A rule applies as in
+ * policy_decide() for a tunnel (method and path unknown): its hosts match
+ * name (when there is a name; then address rules do not count, as they
+ * never allow a name) or its cidrs contain addr (no name), and its ports
+ * include port (0: any port).  A name or address in a built-in deny set
+ * is bound to nothing.  The proxy denies a request that carries a
+ * secret's value or placeholder to a target the secret is not bound to
+ * (POLICY_R_SECRET_LEAK).  Costs what policy_decide() costs; p NULL, or
+ * neither a name nor addr: false.
+ */
+bool	policy_secret_bound(const struct policy *p, size_t secret,
+	    const char *name, const struct policy_addr *addr, uint16_t port);
+
+/*
+ * Writes template t as the config spells it, a secret as ${NAME} and a
+ * "$" of a literal as "$$", never a value, into buf (NUL-terminated,
+ * truncated to len).  c is the config t belongs to.  Returns buf.
+ */
+char	*policy_template_format(const struct moat_config *c,
+	    const struct policy_template *t, char *buf, size_t len);
+
 /* The embedded default config (conf/default.json), NUL-terminated. */
 extern const char	moat_default_config[];
 extern const size_t	moat_default_config_len;
@@ -403,6 +584,9 @@ struct policy_explain_target {
 	struct policy_host	host;
 	struct policy_target	t;	/* points into this struct: do not copy */
 	char			*buf;	/* owned storage for t's strings */
+	bool			 tls;	/* https:// or wss:// URL, or a
+					   tunnel (HOST:PORT) to a port
+					   other than 80 */
 };
 
 /*
@@ -419,5 +603,42 @@ struct policy_explain_target {
  */
 int	policy_explain_parse(const char *arg, const char *method,
 	    struct policy_explain_target *out, const char **err);
+
+/* How moatd would carry an allowed target's traffic. */
+enum policy_transport {
+	POLICY_XPORT_NONE = 0,		/* denied: nothing is carried */
+	POLICY_XPORT_PLAIN,		/* plain HTTP: moatd reads requests */
+	POLICY_XPORT_INSPECTED,		/* TLS is terminated by moatd */
+	POLICY_XPORT_OPAQUE		/* opaque tunnel: bytes unread */
+};
+
+/*
+ * Decides on et as moatd would, beyond policy_decide(c->policy, t, d): t
+ * is et->t, or a copy of it with an address set.  After an allow:
+ *  - a TLS target (et->tls) whose decision needs inspection
+ *    (POLICY_F_INSPECT) is denied with needs-inspection if the config has
+ *    no CA (tls.ca_cert) or the rule says "intercept": false;
+ *  - a URL request is put through policy_git_check();
+ *  - a plain HTTP URL request (http://, ws://) is put through
+ *    policy_plain_http_check() (needs-tls).
+ * A deny made here keeps the rule in d and sets *detail to a static
+ * sentence saying why; otherwise *detail is NULL.  *xport says how an
+ * allowed target is carried (POLICY_XPORT_NONE when denied).  detail and
+ * xport may be NULL.  Returns d->verdict.
+ */
+enum policy_verdict	policy_explain_decide(const struct moat_config *c,
+			    const struct policy_explain_target *et,
+			    const struct policy_target *t,
+			    struct policy_decision *d, const char **detail,
+			    enum policy_transport *xport);
+
+/*
+ * Describes injection in (of config c) for `moat explain`, by secret name
+ * and never by value, into buf (NUL-terminated, truncated to len):
+ * "header Authorization: Bearer ${KEY}", "basic user ${U} password ${P}"
+ * or "placeholders of KEY, OTHER (headers, query, body)".  Returns buf.
+ */
+char	*policy_explain_inject(const struct moat_config *c,
+	    const struct policy_inject *in, char *buf, size_t len);
 
 #endif /* MOAT_POLICY_H */

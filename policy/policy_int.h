@@ -120,6 +120,25 @@ int	path_normalise(const char *in, size_t len, bool pattern, char *out,
 bool	path_match(const char *pattern, const char *path, size_t pathlen);
 
 /* ------------------------------------------------------------------ */
+/* inject.c: the parts of injections that need no config context       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Frees what one injection owns (header, template parts and their text,
+ * secret indexes) and zeroes it.  NULL is accepted.
+ */
+void	inject_clear(struct policy_inject *in);
+/* Frees a template's parts and their text, and zeroes it. */
+void	inject_template_clear(struct policy_template *t);
+/*
+ * If name (len bytes) may not be injected, returns a static reason ("a
+ * hop-by-hop field", ...); else NULL.  Case-insensitive.
+ */
+const char	*inject_header_refused(const char *name, size_t len);
+/* True if the rule injects secret (an index in moat_config.secrets[]). */
+bool	inject_rule_has(const struct policy_rule *r, size_t secret);
+
+/* ------------------------------------------------------------------ */
 /* trie.c: path-compressed binary tries of prefixes                    */
 /* ------------------------------------------------------------------ */
 
@@ -268,6 +287,9 @@ struct policy_rule {
 	const struct policy_port_range	*ports;	/* sorted, merged */
 	char				**methods;
 	char				**paths;	/* normalised patterns */
+	struct policy_inject		*injects;	/* see inject_clear() */
+	size_t				*secrets;	/* each injected one */
+	size_t				 ninjects, nsecrets;
 	uint32_t			 index;
 	int				 line, column;
 	unsigned			 rate_requests, rate_per_seconds;
@@ -277,7 +299,15 @@ struct policy_rule {
 	uint8_t				 flags;		/* POLICY_F_* */
 	uint8_t				 own_ports;	/* ports is malloc'd */
 	uint8_t				 has_cidrs;
+	uint8_t				 given;		/* POLICY_GIVEN_* */
+	uint8_t				 plain_http;	/* "plain_http": true */
+	uint8_t				 git;		/* POLICY_GIT_* */
 };
+
+/* policy_rule.given: keys that make a rule look inside (for messages). */
+#define POLICY_GIVEN_INJECT	0x01	/* "inject" */
+#define POLICY_GIVEN_GIT	0x02	/* "git" */
+#define POLICY_GIVEN_INTERCEPT	0x04	/* "intercept": true */
 
 /* A link of the list of rules attached to a name, suffix or prefix. */
 struct policy_ref {

@@ -35,6 +35,8 @@ static const struct moat_config	*fuzz_config(void);
 
 static const char	fuzz_conf[] =
     "{\"listen\": [{\"proto\": \"http\", \"address\": \"127.0.0.1:3128\"}],"
+    " \"tls\": {\"ca_cert\": \"/etc/moat/ca/ca.crt\", "
+    "\"ca_key\": \"/etc/moat/ca/ca.key\"},"
     " \"policy\": {\"allow_private\": [\"10.1.0.0/16\"], \"rules\": ["
     " {\"name\": \"wild\", \"action\": \"allow\", \"hosts\": "
     "[\"*.example.com\", \"example.org\", \"*\"], \"ports\": [\"*\"]},"

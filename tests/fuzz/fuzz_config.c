@@ -10,7 +10,14 @@
  *    scanner accepts it too and records exactly one entry per JSON value;
  *  - a loaded config answers decisions on a few targets without fault,
  *    and never allows a metadata or loopback name, nor an address the
- *    built-in deny sets refuse.
+ *    built-in deny sets refuse;
+ *  - every injection is well formed: secret indexes in range, literals
+ *    terminated and free of control bytes, a header on header and basic
+ *    entries that is never one moatd refuses, each secret used listed
+ *    once in the rule's secrets, and a rule that injects or has the git
+ *    preset needs inspection;
+ *  - a secret is bound only where some allow rule injects it;
+ *  - the git preset never lets a push through.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -27,6 +34,7 @@
 #include "policy/policy_int.h"
 
 #define FUZZ_DIAG_MAX	512	/* formatted diagnostic buffer */
+#define FUZZ_TEXT_MAX	256	/* formatted template or injection */
 
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -35,6 +43,12 @@ static void	fuzz_positions(const char *buf, size_t len);
 static void	fuzz_diags(const struct policy_diags *d, const char *buf,
 		    size_t len);
 static void	fuzz_decisions(const struct moat_config *c);
+static void	fuzz_template(const struct moat_config *c,
+		    const struct policy_rule *r,
+		    const struct policy_template *t);
+static void	fuzz_injects(const struct moat_config *c);
+static void	fuzz_bound(const struct moat_config *c);
+static void	fuzz_git(const struct moat_config *c);
 
 /* Number of values in a jansson tree, the root included. */
 static size_t
@@ -138,6 +152,162 @@ fuzz_decisions(const struct moat_config *c)
 		}
 }
 
+static void
+fuzz_template(const struct moat_config *c, const struct policy_rule *r,
+    const struct policy_template *t)
+{
+	const struct policy_tpl_part	*pt;
+	char				 out[FUZZ_TEXT_MAX];
+	size_t				 i, j;
+
+	if ((t->nparts == 0) != (t->parts == NULL))
+		abort();
+	for (i = 0; i < t->nparts; i++) {
+		pt = &t->parts[i];
+		if (pt->secret == POLICY_TPL_LITERAL) {
+			if (pt->text == NULL || pt->text[pt->len] != '\0' ||
+			    strlen(pt->text) != pt->len)
+				abort();
+			for (j = 0; j < pt->len; j++)
+				if (((unsigned char)pt->text[j] < 0x20 &&
+				    pt->text[j] != '\t') || pt->text[j] == 0x7f)
+					abort();
+		} else if (pt->secret >= c->nsecrets || pt->text != NULL ||
+		    !inject_rule_has(r, pt->secret))
+			abort();
+	}
+	policy_template_format(c, t, out, sizeof(out));
+	if (strlen(out) >= sizeof(out))
+		abort();
+}
+
+static void
+fuzz_injects(const struct moat_config *c)
+{
+	const struct policy		*p = c->policy;
+	const struct policy_rule	*r;
+	const struct policy_inject	*in;
+	const size_t			*idx;
+	char				 out[FUZZ_TEXT_MAX];
+	size_t				 i, j, k, n, ns;
+
+	for (i = 0; i < p->nrules; i++) {
+		r = &p->rules[i];
+		in = policy_rule_injects(r, &n);
+		ns = policy_rule_secrets(r, &idx);
+		if ((n > 0 || policy_rule_git(r) != POLICY_GIT_NONE) &&
+		    ((r->flags & POLICY_F_INSPECT) == 0 ||
+		    (r->flags & POLICY_F_OPAQUE) != 0 ||
+		    r->action != POLICY_ALLOW))
+			abort();
+		if ((n > 0) != (ns > 0) || (policy_plain_http_check(r) ==
+		    POLICY_R_NEEDS_TLS) != (n > 0 &&
+		    !policy_rule_plain_http(r)))
+			abort();
+		for (j = 0; j < ns; j++) {
+			if (idx[j] >= c->nsecrets)
+				abort();
+			for (k = 0; k < j; k++)
+				if (idx[k] == idx[j])
+					abort();
+		}
+		for (j = 0; j < n; j++) {
+			switch (in[j].kind) {
+			case POLICY_INJECT_HEADER:
+				if (in[j].header == NULL ||
+				    inject_header_refused(in[j].header,
+				    strlen(in[j].header)) != NULL ||
+				    in[j].value.nparts == 0)
+					abort();
+				break;
+			case POLICY_INJECT_BASIC:
+				if (in[j].header == NULL ||
+				    strcmp(in[j].header, "Authorization") != 0)
+					abort();
+				break;
+			case POLICY_INJECT_PLACEHOLDERS:
+				if (in[j].header != NULL || in[j].nsecrets == 0)
+					abort();
+				for (k = 0; k < in[j].nsecrets; k++)
+					if (in[j].secrets[k] >= c->nsecrets ||
+					    !inject_rule_has(r,
+					    in[j].secrets[k]))
+						abort();
+				break;
+			default:
+				abort();
+			}
+			fuzz_template(c, r, &in[j].value);
+			fuzz_template(c, r, &in[j].user);
+			fuzz_template(c, r, &in[j].password);
+			policy_explain_inject(c, &in[j], out, sizeof(out));
+			if (strlen(out) >= sizeof(out))
+				abort();
+		}
+	}
+}
+
+static void
+fuzz_bound(const struct moat_config *c)
+{
+	static const char *const	names[] = {
+		"example.com", "a.example.com", "api.openai.com",
+		"metadata.google.internal", "localhost", NULL
+	};
+	static const uint16_t		ports[] = { 0, 80, 443, 8443 };
+	const struct policy		*p = c->policy;
+	struct policy_addr		a;
+	size_t				i, j, k, s;
+	bool				any;
+
+	memset(&a, 0, sizeof(a));
+	a.family = AF_INET;
+	a.u.v4.s_addr = htonl(0x5db8d822);	/* 93.184.216.34 */
+	for (s = 0; s <= c->nsecrets; s++) {
+		/* Is secret s injected by any allow rule at all? */
+		for (any = false, i = 0; i < p->nrules; i++)
+			any |= p->rules[i].action == POLICY_ALLOW &&
+			    inject_rule_has(&p->rules[i], s);
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			for (j = 0; j < sizeof(ports) / sizeof(ports[0]); j++)
+				for (k = 0; k < 2; k++)
+					if (policy_secret_bound(p, s, names[i],
+					    k ? &a : NULL, ports[j]) && (!any ||
+					    i == 3 || i == 4))
+						abort();
+	}
+}
+
+static void
+fuzz_git(const struct moat_config *c)
+{
+	static const char *const	push[][2] = {
+		{ "POST", "/r.git/git-receive-pack" },
+		{ "POST", "/r.git/./git-receive-pack" },
+		{ "POST", "/r.git/git%2Dreceive-pack" },
+		{ "GET", "/r.git/info/refs?service=git-receive-pack" },
+		{ "GET", "/r.git/info/refs?service=git%2dreceive-pack" },
+		{ "PUT", "/r.git/objects/x" },
+		{ "MKCOL", "/r.git/x/" },
+	};
+	const struct policy		*p = c->policy;
+	const char			*detail;
+	size_t				 i, j;
+
+	for (i = 0; i < p->nrules; i++) {
+		if (policy_rule_git(&p->rules[i]) == POLICY_GIT_NONE)
+			continue;
+		for (j = 0; j < sizeof(push) / sizeof(push[0]); j++)
+			if (policy_git_check(&p->rules[i], push[j][0],
+			    push[j][1], &detail) == POLICY_R_ALLOWED ||
+			    detail == NULL)
+				abort();
+		if (policy_git_check(&p->rules[i], "GET", "/r.git/info/refs"
+		    "?service=git-upload-pack", &detail) != POLICY_R_ALLOWED)
+			abort();
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -154,8 +324,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((c == NULL) != (d.nerrors > 0))
 		abort();
 	fuzz_diags(&d, buf, size);
-	if (c != NULL)
+	if (c != NULL) {
 		fuzz_decisions(c);
+		fuzz_injects(c);
+		fuzz_bound(c);
+		fuzz_git(c);
+	}
  out:
 	policy_config_unref(c);
 	policy_diags_clear(&d);

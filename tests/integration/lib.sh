@@ -826,3 +826,117 @@ mt_wait_log()
 	done
 	return 1
 }
+
+# ------------------------------------------------------------------
+# moat run, moat attach, moat-forward (t_run_*.sh, t_attach.sh,
+# t_boundary.sh, t_sidecar.sh)
+# ------------------------------------------------------------------
+
+MOAT_NETNS=${MOAT_NETNS:-$MOAT_BUILDDIR/netns-helper/moat-netns}
+MOAT_FORWARD=${MOAT_FORWARD:-$MOAT_BUILDDIR/netns-helper/moat-forward}
+# What every `moat run` of the world needs: the world's resolver, and
+# its documentation ranges opened (moat denies them by default).
+MT_RUN_WORLD="--resolver 203.0.113.53 --allow-private 203.0.113.0/24 --allow-private 2001:db8::/32"
+MT_AS_NOBODY="setpriv --reuid nobody --regid nogroup --clear-groups"
+# The probe as the sandbox runs it (the system python: nobody cannot
+# read a per-user installation).
+MT_PROBE="/usr/bin/python3 $MOAT_SRCDIR/tests/integration/helpers/probe.py"
+
+# mt_run_need [TOOL...]: moat, moat-netns and moatd built, and the tools.
+mt_run_need()
+{
+	local t
+	mt_need_moatd
+	[ -x "$MOAT" ] || mt_error "moat not built at $MOAT"
+	[ -x "$MOAT_NETNS" ] || mt_error "moat-netns not built at $MOAT_NETNS"
+	[ -x /usr/bin/python3 ] || mt_skip "needs /usr/bin/python3"
+	for t in setpriv nft "$@"; do
+		command -v "$t" >/dev/null 2>&1 || mt_skip "needs $t"
+	done
+}
+
+# mt_userns_ok: 0 if user nobody may create user namespaces here.
+mt_userns_ok()
+{
+	mt_in moat $MT_AS_NOBODY unshare -Urnm true >/dev/null 2>&1
+}
+
+# mt_nobody_dir: $MT_T/nb, writable by nobody (audit files of rootless
+# runs); $MT_T itself becomes traversable.
+mt_nobody_dir()
+{
+	chmod 755 "$MT_T"
+	mkdir -p "$MT_T/nb" && chown nobody "$MT_T/nb"
+}
+
+# mt_moat_run AS NAME ARG...: `moat run --no-tty ARG...` in the moat
+# namespace as AS (root or nobody), stdin /dev/null, stdout in
+# $MT_T/NAME.out, stderr in NAME.err; MT_RUN_RC is its exit status.
+mt_moat_run()
+{
+	local as=$1 n=$2 priv=""
+	shift 2
+	[ "$as" = nobody ] && priv=$MT_AS_NOBODY
+	# shellcheck disable=SC2086 # priv is words
+	timeout -k 2 60 ip netns exec "$(mt_ns moat)" $priv env \
+	    MOAT_MOATD="$MOATD" MOAT_NETNS="$MOAT_NETNS" "$MOAT" run --no-tty \
+	    "$@" </dev/null >"$MT_T/$n.out" 2>"$MT_T/$n.err"
+	MT_RUN_RC=$?
+}
+
+# mt_out NAME KEY: a KEY=VALUE line of $MT_T/NAME.out.
+mt_out()
+{
+	sed -n "s/^$2=//p" "$MT_T/$1.out" 2>/dev/null | head -n 1
+}
+
+# mt_moat_state: what moat may leave in the moat namespace, one line:
+# moat-* links and moat tables (empty when nothing is left).
+mt_moat_state()
+{
+	{
+		ip -n "$(mt_ns moat)" -o link 2>/dev/null |
+		    grep -o 'moat-[a-z0-9]*' | sed 's/^/link /'
+		mt_in moat nft list tables 2>/dev/null | grep -w 'moat[-a-z0-9]*' |
+		    sed 's/^table //'
+	} | sort | tr '\n' ' '
+}
+
+# mt_ns_pids ROLE: the sorted pids in ROLE's namespace, one line.
+mt_ns_pids()
+{
+	ip netns pids "$(mt_ns "$1")" 2>/dev/null | sort -n | tr '\n' ' '
+}
+
+# mt_netns_users INODE: the processes whose network namespace is
+# net:[INODE] (none once a sandbox is gone).
+mt_netns_users()
+{
+	local p
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/ns/net" 2>/dev/null)" = "net:[$1]" ] &&
+		    echo "${p#/proc/}"
+	done | tr '\n' ' '
+}
+
+# mt_no_leftovers MESSAGE BEFORE_PIDS [INODE]: nothing of moat remains in
+# the moat namespace (links, tables), its processes are those of BEFORE,
+# and no process is in the sandbox's namespace INODE.
+mt_no_leftovers()
+{
+	local msg=$1 before=$2 ino=${3:-} state pids users="" i
+	# The kernel ends a namespace's last processes asynchronously.
+	for ((i = 0; i < 50; i++)); do
+		state=$(mt_moat_state)
+		pids=$(mt_ns_pids moat)
+		[ -n "$ino" ] && users=$(mt_netns_users "$ino")
+		[ -z "$state" ] && [ "$pids" = "$before" ] && [ -z "$users" ] &&
+		    break
+		sleep 0.1
+	done
+	if [ -z "$state" ] && [ "$pids" = "$before" ] && [ -z "$users" ]; then
+		mt_pass "$msg: nothing left (no moat link, table, process)"
+	else
+		mt_fail "$msg: left behind: state '$state' pids '$pids' (before '$before') in sandbox '$users'"
+	fi
+}

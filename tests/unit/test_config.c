@@ -22,7 +22,7 @@
 #include "policy/policy_int.h"
 #include "tests/unit/unit.h"
 
-#define CFG_MAXDIAG	12	/* diagnostics one vector may expect */
+#define CFG_MAXDIAG	24	/* diagnostics one vector may expect */
 #define CFG_LINE_MAX	1024	/* longest formatted diagnostic */
 
 /* Pieces shared by the vectors. */
@@ -30,6 +30,12 @@
 		"\"127.0.0.1:3128\"}]"
 #define POLICY	"\"policy\": {\"rules\": [{\"action\": \"allow\", " \
 		"\"hosts\": [\"example.com\"]}]}"
+#define TLS	"\"tls\": {\"ca_cert\": \"/etc/moat/ca/ca.crt\", " \
+		"\"ca_key\": \"/etc/moat/ca/ca.key\"}"
+#define SECRETS	"\"secrets\": {\"K\": {\"env\": \"A\"}, " \
+		"\"L\": {\"env\": \"B\"}}"
+#define RULE(n)	"{\"name\": \"" n "\", \"action\": \"allow\", \"hosts\": " \
+		"[\"" n ".example\"], "
 
 struct cfg_diag {
 	int		 line, col;
@@ -187,7 +193,7 @@ static const struct cfg_vec	cfg_vectors[] = {
 	  "[\"*\"], \"methods\": [\"GET\", \"G T\"], \"paths\": [\"x\", "
 	  "\"/a/%2e%2e/\"]},\n"
 	  "    {\"hosts\": [\"b.example\"]}\n"
-	  "  ]}\n}", 12, 0, {
+	  "  ]}\n}", 14, 0, {
 	    { 4, 48, "\"a*.example.com\"", "policy.rules[0].hosts[0]: "
 	      "\"a*.example.com\": \"*\" is allowed only as the whole host "
 	      "(\"*\") or as the first label (\"*.example.com\")" },
@@ -205,17 +211,21 @@ static const struct cfg_vec	cfg_vectors[] = {
 	      "203.0.113.0/24?" },
 	    { 6, 5, "{", "policy.rules[2]: a rule needs \"hosts\" or "
 	      "\"cidrs\" to say what it applies to" },
-	    { 6, 25, "\"inject\"", "unknown key \"inject\" in "
-	      "policy.rules[2]" },
+	    { 6, 5, "{", "policy.rules[2]: rule rule-2 needs to see inside "
+	      "TLS (inject) but no CA is configured: set tls.ca_cert and "
+	      "tls.ca_key (moat ca init DIR)" },
+	    { 6, 35, "[]", "policy.rules[2].inject: empty array: list at "
+	      "least one injection ({\"header\": NAME, \"value\": TEMPLATE}, "
+	      "{\"basic\": {...}} or {\"placeholders\": [...]}) (or remove "
+	      "the key)" },
+	    { 7, 5, "{", "policy.rules[3]: rule strict needs to see inside "
+	      "TLS (methods) but no CA is configured: set tls.ca_cert and "
+	      "tls.ca_key (moat ca init DIR)" },
 	    { 7, 77, "\"G T\"", "policy.rules[3].methods[1]: \"G T\" is not "
 	      "an HTTP method token" },
 	    { 7, 95, "\"x\"", "policy.rules[3].paths[0]: \"x\": path does "
 	      "not start with \"/\"" },
-	    { 7, 100, "\"/a/%2e%2e/\"", "policy.rules[3].paths[1]: "
-	      "\"/a/%2e%2e/\": dot segment spelt with escapes (\"%2e\") in "
-	      "path" },
-	    { 8, 5, "{", "policy.rules[4]: missing \"action\" (\"allow\" or "
-	      "\"deny\")" } } },
+	    } },
 	{ "rules, more",
 	  "{\n  " LISTEN ",\n  \"policy\": {\"rules\": [\n"
 	  "    {\"action\": \"allow\", \"hosts\": [\"b.example\"], "
@@ -244,7 +254,7 @@ static const struct cfg_vec	cfg_vectors[] = {
 	  "    \"K2\": {\"env\": \"9x\", \"sandbox_env\": \"K3\"},\n"
 	  "    \"K3\": {\"file\": \"\"},\n"
 	  "    \"K4\": {\"env\": \"Y\"}\n"
-	  "  },\n  " LISTEN ", " POLICY "\n}", 4, 0, {
+	  "  },\n  " LISTEN ", " POLICY "\n}", 4, 1, {
 	    { 3, 5, "\"1bad\"", "secrets: \"1bad\" is not a valid secret name "
 	      "([A-Za-z_][A-Za-z0-9_]{0,63})" },
 	    { 4, 13, "{", "secrets.BOTH: give exactly one of \"file\" and "
@@ -252,13 +262,19 @@ static const struct cfg_vec	cfg_vectors[] = {
 	    { 5, 19, "\"9x\"", "secrets.K2.env: \"9x\" is not an environment "
 	      "variable name ([A-Za-z_][A-Za-z0-9_]*)" },
 	    { 6, 20, "\"\"", "secrets.K3.file: empty file path" },
+	    { 7, 5, "\"K4\"", "warning: secrets.K4: secret K4 is not used by "
+	      "any rule: no rule injects it" },
 	    } },
 	{ "two secrets, one sandbox variable",
 	  "{\n  " LISTEN ", " POLICY ",\n  \"secrets\": {\n"
 	  "    \"A\": {\"env\": \"X\", \"sandbox_env\": \"TOKEN\"},\n"
-	  "    \"TOKEN\": {\"env\": \"Y\"}\n  }\n}", 1, 0, {
+	  "    \"TOKEN\": {\"env\": \"Y\"}\n  }\n}", 1, 2, {
+	    { 4, 5, "\"A\"", "warning: secrets.A: secret A is not used by any "
+	      "rule: no rule injects it" },
 	    { 5, 5, "\"TOKEN\"", "secrets: A and TOKEN both use the sandbox "
-	      "variable TOKEN: set \"sandbox_env\" on one" } } },
+	      "variable TOKEN: set \"sandbox_env\" on one" },
+	    { 5, 5, "\"TOKEN\"", "warning: secrets.TOKEN: secret TOKEN is not "
+	      "used by any rule: no rule injects it" } } },
 	{ "resolver, tls, admin, limits, timeouts, workers, user",
 	  "{\n  " LISTEN ", " POLICY ",\n"
 	  "  \"resolver\": {\"servers\": [\"1.1.1.1\", \"dns.google:53\"], "
@@ -322,21 +338,231 @@ static const struct cfg_vec	cfg_vectors[] = {
 	  "[\"b.example\"], \"intercept\": true},\n"
 	  "    {\"name\": \"plain\", \"action\": \"allow\", \"hosts\": "
 	  "[\"c.example\"], \"paths\": [\"/x\"], \"intercept\": false}\n"
-	  "  ]}\n}", 0, 4, {
-	    { 4, 5, "{", "warning: policy.rules[0]: rule api checks methods "
-	      "or paths, which inside a tunnel needs TLS interception: set "
-	      "tls.ca_cert and tls.ca_key, or tunnels it allows are "
-	      "refused" },
-	    { 5, 5, "{", "warning: policy.rules[1]: rule noput checks methods "
-	      "or paths, which inside a tunnel needs TLS interception: set "
-	      "tls.ca_cert and tls.ca_key, or tunnels to the hosts it matches "
-	      "are refused" },
-	    { 6, 5, "{", "warning: policy.rules[2]: rule look asks for TLS "
-	      "interception: set tls.ca_cert and tls.ca_key, or the tunnels "
-	      "it allows are refused" },
+	  "  ]}\n}", 3, 1, {
+	    { 4, 5, "{", "policy.rules[0]: rule api needs to see inside TLS "
+	      "(methods) but no CA is configured: set tls.ca_cert and "
+	      "tls.ca_key (moat ca init DIR)" },
+	    { 5, 5, "{", "policy.rules[1]: rule noput needs to see inside TLS "
+	      "(paths) but no CA is configured: set tls.ca_cert and "
+	      "tls.ca_key (moat ca init DIR)" },
+	    { 6, 5, "{", "policy.rules[2]: rule look needs to see inside TLS "
+	      "(intercept) but no CA is configured: set tls.ca_cert and "
+	      "tls.ca_key (moat ca init DIR)" },
 	    { 7, 96, "false", "warning: policy.rules[3].intercept: rule plain "
 	      "checks methods or paths but never intercepts TLS: its HTTPS "
 	      "requests cannot be checked" } } },
+	{ "inject: templates, each error at its byte",
+	  "{\n  " LISTEN ", " TLS ",\n  " SECRETS ",\n  \"policy\": "
+	  "{\"rules\": "
+	  "[" RULE("t") "\"inject\": [\n"
+	  "    {\"header\": \"X-A\", \"value\": \"Bearer $K\"},\n"
+	  "    {\"header\": \"X-B\", \"value\": \"${NOPE}-${K\"},\n"
+	  "    {\"header\": \"X-C\", \"value\": \"\\u00e9\\u00e9$x ${1x}\"},\n"
+	  "    {\"header\": \"X-D\", \"value\": \"a\\nb${K}\"},\n"
+	  "    {\"header\": \"X-E\", \"value\": \" ${K}\\t\"},\n"
+	  "    {\"header\": \"X-F\", \"value\": \"no secret $$\"},\n"
+	  "    {\"basic\": {\"user\": \"u:${L}\", \"password\": \"p\"}},\n"
+	  "    {\"basic\": {\"user\": \"u\", \"password\": \"p\"}},\n"
+	  "    {\"header\": \"X-G\", \"value\": \"\\ud83d\\ude00$\"},\n"
+	  "    {\"header\": \"X-H\", \"value\": \"${}${K}\"}\n"
+	  "  ]}]}\n}", 13, 0, {
+	    { 5, 40, "$K\"", "policy.rules[0].inject[0].value: \"$\" must "
+	      "start a secret reference ${SECRET} or be doubled (\"$$\" is a "
+	      "literal \"$\")" },
+	    { 6, 33, "${NOPE", "policy.rules[0].inject[1].value: ${NOPE} names "
+	      "no secret: declare it in \"secrets\"" },
+	    { 6, 41, "${K\"", "policy.rules[0].inject[1].value: \"${\" is not "
+	      "closed by \"}\"" },
+	    { 7, 45, "$x", "policy.rules[0].inject[2].value: \"$\" must start "
+	      "a secret reference ${SECRET} or be doubled (\"$$\" is a literal "
+	      "\"$\")" },
+	    { 7, 48, "${1x", "policy.rules[0].inject[2].value: \"${1x}\" is "
+	      "not a secret reference: a secret name is "
+	      "[A-Za-z_][A-Za-z0-9_]{0,63}" },
+	    { 8, 34, "\\nb${K", "policy.rules[0].inject[3].value: control byte "
+	      "\\x0a in a template (HTTP field values cannot carry one)" },
+	    { 9, 33, " ", "policy.rules[0].inject[4].value: a header value "
+	      "cannot start with a space or tab (HTTP strips it)" },
+	    { 9, 38, "\\t\"", "policy.rules[0].inject[4].value: a header value "
+	      "cannot end with a space or tab (HTTP strips it)" },
+	    { 10, 32, "\"no secret $$\"", "policy.rules[0].inject[5].value: no "
+	      "${SECRET} in the value: an injection puts a secret into the "
+	      "request (write, e.g., \"Bearer ${API_KEY}\"; \"$$\" is a "
+	      "literal \"$\")" },
+	    { 11, 26, ":${L", "policy.rules[0].inject[6].basic.user: \":\" in "
+	      "a Basic user: it separates user from password" },
+	    { 12, 15, "{\"user\":", "policy.rules[0].inject[7].basic: no "
+	      "${SECRET} in user or password: an injection puts a secret into "
+	      "the request (write, e.g., \"password\": \"${GITHUB_TOKEN}\")" },
+	    { 13, 45, "$\"", "policy.rules[0].inject[8].value: \"$\" must "
+	      "start a secret reference ${SECRET} or be doubled (\"$$\" is a "
+	      "literal \"$\")" },
+	    { 14, 33, "${", "policy.rules[0].inject[9].value: \"${}\" is not a "
+	      "secret reference: a secret name is "
+	      "[A-Za-z_][A-Za-z0-9_]{0,63}" },
+	    } },
+	{ "inject: entry shapes and header names",
+	  "{\n  " LISTEN ", " TLS ",\n  " SECRETS ",\n  \"policy\": "
+	  "{\"rules\": "
+	  "[" RULE("s") "\"inject\": [\n"
+	  "    {\"header\": \"Host\", \"value\": \"${K}\"},\n"
+	  "    {\"header\": \"proxy-authorization\", \"value\": \"${K}\"},\n"
+	  "    {\"header\": \"Content-Length\", \"value\": \"${K}\"}, "
+	  "{\"header\": \"TE\", \"value\": \"${K}\"},\n"
+	  "    {\"header\": \"a b\", \"value\": \"${K}\"}, {\"header\": 5, "
+	  "\"value\": \"${K}\"},\n"
+	  "    {\"header\": \"X\", \"basic\": {\"user\": \"u\", \"password\": "
+	  "\"${K}\"}},\n"
+	  "    {\"value\": \"${K}\"}, {\"header\": \"X\"}, {}, "
+	  "{\"cookie\": 1},\n"
+	  "    {\"placeholders\": []}, {\"placeholders\": [\"K\", \"K\", "
+	  "\"NOPE\", 5, \"L\"]},\n"
+	  "    {\"basic\": {\"user\": \"${K}\"}}, {\"basic\": \"x\"},\n"
+	  "    {\"header\": \"Authorization\", \"value\": \"${K}\"}, "
+	  "{\"basic\": {\"user\": \"x\", \"password\": \"${L}\"}},\n"
+	  "    {\"header\": \"x-dup\", \"value\": \"${K}\"}, {\"header\": "
+	  "\"X-Dup\", \"value\": \"${L}\"}\n"
+	  "  ]}]}\n}", 20, 0, {
+	    { 5, 16, "\"Host\"", "policy.rules[0].inject[0].header: \"Host\" "
+	      "cannot be injected: moatd sends the host it checked" },
+	    { 6, 16, "\"proxy-authoriza", "policy.rules[0].inject[1].header: "
+	      "\"proxy-authorization\" cannot be injected: a hop-by-hop field, "
+	      "not passed on to the upstream" },
+	    { 7, 16, "\"Content-Length\"", "policy.rules[0].inject[2].header: "
+	      "\"Content-Length\" cannot be injected: moatd frames the request "
+	      "itself" },
+	    { 7, 63, "\"TE\"", "policy.rules[0].inject[3].header: \"TE\" "
+	      "cannot be injected: a hop-by-hop field, not passed on to the "
+	      "upstream" },
+	    { 8, 16, "\"a b\"", "policy.rules[0].inject[4].header: \"a b\" is "
+	      "not a header field name (an HTTP token such as "
+	      "\"Authorization\")" },
+	    { 8, 52, "5", "policy.rules[0].inject[5].header: expected a header "
+	      "field name (string), got an integer" },
+	    { 9, 5, "{\"header\":", "policy.rules[0].inject[6]: give exactly "
+	      "one of {\"header\": NAME, \"value\": TEMPLATE}, {\"basic\": "
+	      "{\"user\": TEMPLATE, \"password\": TEMPLATE}} and "
+	      "{\"placeholders\": [SECRET, ...]}" },
+	    { 10, 5, "{\"value\":", "policy.rules[0].inject[7]: missing "
+	      "\"header\" (the field \"value\" is for, such as "
+	      "\"Authorization\")" },
+	    { 10, 24, "{\"header\":", "policy.rules[0].inject[8]: missing "
+	      "\"value\" (a template such as \"Bearer ${API_KEY}\")" },
+	    { 10, 41, "{", "policy.rules[0].inject[9]: give exactly one of "
+	      "{\"header\": NAME, \"value\": TEMPLATE}, {\"basic\": {\"user\": "
+	      "TEMPLATE, \"password\": TEMPLATE}} and {\"placeholders\": "
+	      "[SECRET, ...]}" },
+	    { 10, 45, "{\"cookie\":", "policy.rules[0].inject[10]: give "
+	      "exactly one of {\"header\": NAME, \"value\": TEMPLATE}, "
+	      "{\"basic\": {\"user\": TEMPLATE, \"password\": TEMPLATE}} and "
+	      "{\"placeholders\": [SECRET, ...]}" },
+	    { 10, 46, "\"cookie\"", "unknown key \"cookie\" in "
+	      "policy.rules[0].inject[10]" },
+	    { 11, 22, "[", "policy.rules[0].inject[11].placeholders: empty "
+	      "array: list at least one secret name (or remove the key)" },
+	    { 11, 50, "\"K\"", "policy.rules[0].inject[12].placeholders[1]: "
+	      "secret K is listed twice" },
+	    { 11, 55, "\"NOPE\"", "policy.rules[0].inject[12].placeholders[2]: "
+	      "\"NOPE\" names no secret: declare it in \"secrets\"" },
+	    { 11, 63, "5", "policy.rules[0].inject[12].placeholders[3]: "
+	      "expected a secret name (string), got an integer" },
+	    { 12, 15, "{\"user\":", "policy.rules[0].inject[13].basic: missing "
+	      "\"password\" (basic is {\"user\": TEMPLATE, \"password\": "
+	      "TEMPLATE})" },
+	    { 12, 44, "\"x\"", "policy.rules[0].inject[14].basic: expected an "
+	      "object, got a string" },
+	    { 13, 61, "{\"user\":", "policy.rules[0].inject[16].basic: "
+	      "\"Authorization\" is already set by an earlier injection of "
+	      "this rule (line 13) (\"basic\" sets Authorization)" },
+	    { 14, 54, "\"X-Dup\"", "policy.rules[0].inject[18].header: "
+	      "\"X-Dup\" is already set by an earlier injection of this rule "
+	      "(line 14)" },
+	    } },
+	{ "inject, git, plain_http: rule keys",
+	  "{\n  " LISTEN ", " TLS ",\n  \"secrets\": {\"K\": {\"env\": \"A\"}, "
+	  "\"Q\": {\"env\": \"9x\"}},\n  \"policy\": {\"rules\": [\n"
+	  "    {\"name\": \"d\", \"action\": \"deny\", \"hosts\": "
+	  "[\"d.example\"], "
+	  "\"inject\": [{\"placeholders\": [\"K\"]}], \"git\": \"read-only\", "
+	  "\"plain_http\": true},\n"
+	  "    " RULE("g") "\"git\": \"rw\", \"plain_http\": 1},\n"
+	  "    " RULE("h") "\"git\": true, \"plain_http\": true},\n"
+	  "    " RULE("o") "\"inject\": [{\"placeholders\": [\"K\"]}], "
+	  "\"intercept\": false},\n"
+	  "    " RULE("p") "\"git\": \"read-only\", \"intercept\": false},\n"
+	  "    {\"name\": \"all\", \"action\": \"allow\", \"hosts\": [\"*\"], "
+	  "\"inject\": [{\"header\": \"X-K\", \"value\": \"${K}${Q}\"}]}\n"
+	  "  ]}\n}", 9, 2, {
+	    { 3, 47, "\"9x\"", "secrets.Q.env: \"9x\" is not an environment "
+	      "variable name ([A-Za-z_][A-Za-z0-9_]*)" },
+	    { 5, 71, "[{\"placeholders\"", "policy.rules[0].inject: a deny "
+	      "rule cannot have \"inject\": only an allow rule sends secrets" },
+	    { 5, 105, "\"read-only\"", "policy.rules[0].git: a deny rule "
+	      "cannot have \"git\": only an allow rule opens git fetch" },
+	    { 5, 132, "true", "policy.rules[0].plain_http: a deny rule cannot "
+	      "have \"plain_http\": only an allow rule sends secrets" },
+	    { 6, 69, "\"rw\"", "policy.rules[1].git: expected \"read-only\" "
+	      "(the only git preset: fetch and clone, no push), got \"rw\"" },
+	    { 6, 89, "1", "policy.rules[1].plain_http: expected a boolean, got "
+	      "an integer" },
+	    { 7, 69, "true", "policy.rules[2].git: expected \"read-only\" (the "
+	      "only git preset: fetch and clone, no push), got a boolean" },
+	    { 7, 89, "true", "warning: policy.rules[2].plain_http: rule h "
+	      "injects nothing: \"plain_http\" has no effect" },
+	    { 8, 112, "false", "policy.rules[3].intercept: rule o injects "
+	      "secrets, which needs moatd to see inside TLS: remove "
+	      "\"intercept\": false (moatd never looks inside an opaque "
+	      "tunnel)" },
+	    { 9, 95, "false", "policy.rules[4].intercept: rule p uses the git "
+	      "preset, which needs moatd to see inside TLS: remove "
+	      "\"intercept\": false (moatd never looks inside an opaque "
+	      "tunnel)" },
+	    { 10, 50, "\"*\"", "warning: policy.rules[5].hosts[0]: rule all "
+	      "injects secrets into every host (\"*\"): any name the sandbox "
+	      "asks for receives them" },
+	    } },
+	{ "no CA: every rule that must see inside TLS is refused",
+	  "{\n  " LISTEN ",\n  \"tls\": {\"upstream_ca_files\": "
+	  "[\"/etc/ssl/x.pem\"]},\n  " SECRETS ",\n  \"policy\": "
+	  "{\"rules\": [\n"
+	  "    " RULE("inj") "\"inject\": [{\"header\": \"X-K\", \"value\": "
+	  "\"${K}\"}]},\n"
+	  "    " RULE("git") "\"ports\": [443], \"git\": \"read-only\"},\n"
+	  "    " RULE("plain") "\"ports\": [80], \"inject\": [{\"header\": "
+	  "\"X-L\", \"value\": \"${L}\"}], \"plain_http\": true, \"paths\": "
+	  "[\"/x\"]},\n"
+	  "    " RULE("both") "\"ports\": [80, 8080], \"methods\": [\"GET\"], "
+	  "\"paths\": [\"/\"]},\n"
+	  "    " RULE("range") "\"ports\": [\"80-80\"], \"methods\": "
+	  "[\"GET\"]},\n"
+	  "    {\"name\": \"deny80\", \"action\": \"deny\", \"hosts\": "
+	  "[\"*\"], "
+	  "\"ports\": [80], \"methods\": [\"PUT\"]},\n"
+	  "    {\"name\": \"denyall\", \"action\": \"deny\", \"hosts\": "
+	  "[\"f.example\"], \"methods\": [\"PUT\"]}\n"
+	  "  ]}\n}", 4, 0, {
+	    { 6, 5, "{\"name\":", "policy.rules[0]: rule inj needs to see "
+	      "inside TLS (inject) but no CA is configured: set tls.ca_cert "
+	      "and tls.ca_key (moat ca init DIR)" },
+	    { 7, 5, "{\"name\":", "policy.rules[1]: rule git needs to see "
+	      "inside TLS (git) but no CA is configured: set tls.ca_cert and "
+	      "tls.ca_key (moat ca init DIR)" },
+	    { 9, 5, "{\"name\":", "policy.rules[3]: rule both needs to see "
+	      "inside TLS (methods, paths) but no CA is configured: set "
+	      "tls.ca_cert and tls.ca_key (moat ca init DIR)" },
+	    { 12, 5, "{\"name\":", "policy.rules[6]: rule denyall needs to see "
+	      "inside TLS (methods) but no CA is configured: set tls.ca_cert "
+	      "and tls.ca_key (moat ca init DIR)" },
+	    } },
+	{ "a CA given wrongly is reported once, not again per rule",
+	  "{\n  " LISTEN ",\n  \"tls\": {\"ca_key\": \"/k\"},\n  " SECRETS ",\n"
+	  "  \"policy\": {\"rules\": [\n"
+	  "    " RULE("inj") "\"inject\": [{\"basic\": {\"user\": \"${K}\", "
+	  "\"password\": \"${L}\"}}]}\n"
+	  "  ]}\n}", 1, 0, {
+	    { 3, 21, "\"/k\"", "tls.ca_key: tls.ca_key is given without "
+	      "tls.ca_cert: give both or neither" },
+	    } },
 };
 
 static void	test_config_vectors(void);
@@ -346,6 +572,9 @@ static void	test_config_default_embedded(void);
 static void	test_config_examples(void);
 static void	test_config_format(void);
 static void	test_config_refs(void);
+static void	test_config_inject(void);
+static void	cfg_part(const struct policy_template *t, size_t i,
+		    const char *text, size_t secret);
 static const char	*cfg_text_at(const char *json, int line, int col);
 
 /* The text of json that starts at line:col (1-based), or NULL. */
@@ -439,7 +668,11 @@ test_config_good(void)
 	    "\"methods\": [\"post\"], \"paths\": [\"/v1/\"], "
 	    "\"intercept\": true, \"rate\": {\"requests\": 10, "
 	    "\"per_seconds\": 60}},\n"
-	    "    {\"action\": \"deny\", \"cidrs\": [\"203.0.113.9\"]}\n"
+	    "    {\"action\": \"deny\", \"cidrs\": [\"203.0.113.9\"]},\n"
+	    "    {\"name\": \"gh\", \"action\": \"allow\", \"hosts\": "
+	    "[\"github.com\"], \"inject\": [{\"basic\": {\"user\": "
+	    "\"x-access-token\", \"password\": \"${GH}\"}}, {\"header\": "
+	    "\"X-Api-Key\", \"value\": \"${OPENAI_API_KEY}\"}]}\n"
 	    "  ]},\n"
 	    "  \"secrets\": {\"OPENAI_API_KEY\": {\"env\": \"REAL_OPENAI\"}, "
 	    "\"GH\": {\"file\": \"/etc/gh\", \"sandbox_env\": "
@@ -503,7 +736,7 @@ test_config_good(void)
 	CU_ASSERT_EQUAL(c->listen[3].proto, MOAT_PROTO_TRANSPARENT);
 	CU_ASSERT_EQUAL(c->listen[4].mode, 0660);	/* unix default */
 
-	CU_ASSERT_EQUAL_FATAL(policy_rule_count(c->policy), 2);
+	CU_ASSERT_EQUAL_FATAL(policy_rule_count(c->policy), 3);
 	CU_ASSERT_EQUAL_FATAL(c->nsecrets, 2);
 	CU_ASSERT_STRING_EQUAL(c->secrets[0].name, "OPENAI_API_KEY");
 	CU_ASSERT_STRING_EQUAL(c->secrets[0].env, "REAL_OPENAI");
@@ -773,6 +1006,162 @@ test_config_refs(void)
 	policy_diags_clear(&d);
 }
 
+/* Part i of t is the literal text (secret POLICY_TPL_LITERAL) or secret. */
+static void
+cfg_part(const struct policy_template *t, size_t i, const char *text,
+    size_t secret)
+{
+	const struct policy_tpl_part	*p;
+
+	CU_ASSERT_FATAL(i < t->nparts);
+	p = &t->parts[i];
+	CU_ASSERT_EQUAL(p->secret, secret);
+	if (text == NULL) {
+		CU_ASSERT_PTR_NULL(p->text);
+		CU_ASSERT_EQUAL(p->len, 0);
+		return;
+	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p->text);
+	CU_ASSERT_EQUAL(p->len, strlen(text));
+	CU_ASSERT(memcmp(p->text, text, p->len) == 0);
+	CU_ASSERT_EQUAL(p->text[p->len], '\0');
+}
+
+/* inject, plain_http and git as compiled: parts, indexes, flags. */
+static void
+test_config_inject(void)
+{
+	static const char	 json[] =
+	    "{\n  " LISTEN ", " TLS ",\n"
+	    "  \"secrets\": {\"A\": {\"env\": \"X1\"}, \"B\": {\"file\": "
+	    "\"/b\"}, \"C\": {\"env\": \"X3\", \"sandbox_env\": \"CC\"}},\n"
+	    "  \"policy\": {\"rules\": [\n"
+	    "    {\"name\": \"api\", \"action\": \"allow\", \"hosts\": "
+	    "[\"api.example.com\"], \"ports\": [443], \"inject\": [\n"
+	    "      {\"header\": \"Authorization\", \"value\": "
+	    "\"Bearer ${A}\"},\n"
+	    "      {\"header\": \"X-Two\", \"value\": \"${B}:$${C}$$\"},\n"
+	    "      {\"placeholders\": [\"C\", \"A\"]}]},\n"
+	    "    {\"name\": \"gh\", \"action\": \"allow\", \"hosts\": "
+	    "[\"*.github.example\"], \"git\": \"read-only\", "
+	    "\"plain_http\": true,\n"
+	    "     \"inject\": [{\"basic\": {\"user\": \"x-access-token\", "
+	    "\"password\": \"${B}\"}}]},\n"
+	    "    {\"name\": \"plain\", \"action\": \"allow\", \"hosts\": "
+	    "[\"plain.example\"], \"methods\": [\"GET\"]}\n"
+	    "  ]}\n}\n";
+	struct policy_diags		 d;
+	struct moat_config		*c;
+	struct policy_decision		 dec;
+	struct policy_target		 t;
+	const struct policy_rule	*api, *gh, *plain;
+	const struct policy_inject	*in;
+	const size_t			*idx;
+	char				 buf[256];
+	size_t				 n;
+
+	policy_diags_init(&d);
+	c = policy_config_load("i.json", json, sizeof(json) - 1, &d);
+	for (n = 0; n < d.n; n++)
+		fprintf(stderr, "\n  %s", policy_diag_format(&d, n, buf,
+		    sizeof(buf)));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(d.n, 0);
+	CU_ASSERT_EQUAL_FATAL(c->nsecrets, 3);
+
+	memset(&t, 0, sizeof(t));
+	t.name = "api.example.com";
+	t.port = 443;
+	CU_ASSERT_EQUAL_FATAL(policy_decide(c->policy, &t, &dec),
+	    POLICY_ALLOW);
+	api = dec.rule;
+	CU_ASSERT_EQUAL(dec.flags, POLICY_F_INSPECT);
+	t.name = "x.github.example";
+	CU_ASSERT_EQUAL_FATAL(policy_decide(c->policy, &t, &dec),
+	    POLICY_ALLOW);
+	gh = dec.rule;
+	CU_ASSERT_EQUAL(dec.flags, POLICY_F_INSPECT);
+	t.name = "plain.example";
+	CU_ASSERT_EQUAL_FATAL(policy_decide(c->policy, &t, &dec),
+	    POLICY_ALLOW);
+	plain = dec.rule;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(api);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(gh);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(plain);
+
+	/* api: a header, a header with "$$", placeholders. */
+	in = policy_rule_injects(api, &n);
+	CU_ASSERT_EQUAL_FATAL(n, 3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(in);
+	CU_ASSERT_EQUAL(in[0].kind, POLICY_INJECT_HEADER);
+	CU_ASSERT_STRING_EQUAL(in[0].header, "Authorization");
+	CU_ASSERT_EQUAL(in[0].line, 6);
+	CU_ASSERT_EQUAL(in[0].column, 7);
+	CU_ASSERT_EQUAL_FATAL(in[0].value.nparts, 2);
+	cfg_part(&in[0].value, 0, "Bearer ", POLICY_TPL_LITERAL);
+	cfg_part(&in[0].value, 1, NULL, 0);
+	CU_ASSERT_EQUAL(in[0].user.nparts, 0);
+	CU_ASSERT_EQUAL(in[0].nsecrets, 0);
+	CU_ASSERT_EQUAL(in[1].kind, POLICY_INJECT_HEADER);
+	CU_ASSERT_STRING_EQUAL(in[1].header, "X-Two");
+	/* "$${C}" is a "$" and the text "{C}", not a reference. */
+	CU_ASSERT_EQUAL_FATAL(in[1].value.nparts, 2);
+	cfg_part(&in[1].value, 0, NULL, 1);
+	cfg_part(&in[1].value, 1, ":${C}$", POLICY_TPL_LITERAL);
+	CU_ASSERT_STRING_EQUAL(policy_template_format(c, &in[1].value, buf,
+	    sizeof(buf)), "${B}:$${C}$$");
+	CU_ASSERT_STRING_EQUAL(policy_template_format(c, &in[1].value, buf,
+	    6), "${B}:");	/* truncated, terminated */
+	CU_ASSERT_EQUAL(in[2].kind, POLICY_INJECT_PLACEHOLDERS);
+	CU_ASSERT_PTR_NULL(in[2].header);
+	CU_ASSERT_EQUAL_FATAL(in[2].nsecrets, 2);
+	CU_ASSERT_EQUAL(in[2].secrets[0], 2);
+	CU_ASSERT_EQUAL(in[2].secrets[1], 0);
+	CU_ASSERT_EQUAL(in[2].line, 8);
+	/* Every secret once, in order of first use. */
+	CU_ASSERT_EQUAL_FATAL(policy_rule_secrets(api, &idx), 3);
+	CU_ASSERT_EQUAL(idx[0], 0);
+	CU_ASSERT_EQUAL(idx[1], 1);
+	CU_ASSERT_EQUAL(idx[2], 2);
+	CU_ASSERT_FALSE(policy_rule_plain_http(api));
+	CU_ASSERT_EQUAL(policy_rule_git(api), POLICY_GIT_NONE);
+	CU_ASSERT_EQUAL(policy_plain_http_check(api), POLICY_R_NEEDS_TLS);
+	CU_ASSERT_STRING_EQUAL(policy_explain_inject(c, &in[0], buf,
+	    sizeof(buf)), "header Authorization: Bearer ${A}");
+	CU_ASSERT_STRING_EQUAL(policy_explain_inject(c, &in[2], buf,
+	    sizeof(buf)), "placeholders of C, A swapped for their values in "
+	    "header values, query and body");
+
+	/* gh: basic, git, plain_http. */
+	in = policy_rule_injects(gh, &n);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_EQUAL(in[0].kind, POLICY_INJECT_BASIC);
+	CU_ASSERT_STRING_EQUAL(in[0].header, "Authorization");
+	CU_ASSERT_EQUAL_FATAL(in[0].user.nparts, 1);
+	cfg_part(&in[0].user, 0, "x-access-token", POLICY_TPL_LITERAL);
+	CU_ASSERT_EQUAL_FATAL(in[0].password.nparts, 1);
+	cfg_part(&in[0].password, 0, NULL, 1);
+	CU_ASSERT_EQUAL(in[0].value.nparts, 0);
+	CU_ASSERT_EQUAL_FATAL(policy_rule_secrets(gh, &idx), 1);
+	CU_ASSERT_EQUAL(idx[0], 1);
+	CU_ASSERT_TRUE(policy_rule_plain_http(gh));
+	CU_ASSERT_EQUAL(policy_rule_git(gh), POLICY_GIT_READ_ONLY);
+	CU_ASSERT_EQUAL(policy_plain_http_check(gh), POLICY_R_ALLOWED);
+	CU_ASSERT_STRING_EQUAL(policy_explain_inject(c, &in[0], buf,
+	    sizeof(buf)), "header Authorization: Basic, user "
+	    "\"x-access-token\", password \"${B}\"");
+
+	/* plain: nothing. */
+	CU_ASSERT_PTR_NULL(policy_rule_injects(plain, &n));
+	CU_ASSERT_EQUAL(n, 0);
+	CU_ASSERT_EQUAL(policy_rule_secrets(plain, &idx), 0);
+	CU_ASSERT_PTR_NULL(idx);
+	CU_ASSERT_EQUAL(policy_plain_http_check(plain), POLICY_R_ALLOWED);
+	CU_ASSERT_EQUAL(policy_plain_http_check(NULL), POLICY_R_ALLOWED);
+	policy_config_unref(c);
+	policy_diags_clear(&d);
+}
+
 void
 test_config_register(void)
 {
@@ -788,4 +1177,5 @@ test_config_register(void)
 	CU_add_test(s, "conf/examples load clean", test_config_examples);
 	CU_add_test(s, "diagnostic format", test_config_format);
 	CU_add_test(s, "diagnostics in file order", test_config_refs);
+	CU_add_test(s, "inject, plain_http, git compiled", test_config_inject);
 }

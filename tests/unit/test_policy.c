@@ -25,8 +25,10 @@
 #define POL_LINE_MAX	1024	/* longest diagnostic printed */
 #define POL_BIG_RULES	1000000	/* rules in the scale test */
 
+/* A listener, and a CA: rules with methods or paths need one. */
 #define LISTEN	"\"listen\": [{\"proto\": \"http\", \"address\": " \
-		"\"127.0.0.1:3128\"}]"
+		"\"127.0.0.1:3128\"}], \"tls\": {\"ca_cert\": " \
+		"\"/etc/moat/ca/ca.crt\", \"ca_key\": \"/etc/moat/ca/ca.key\"}"
 
 /* A policy that allows every name and every address on every port. */
 #define ALLOW_ALL(ap)	"{" LISTEN ", \"policy\": {\"allow_private\": [" ap \
@@ -53,7 +55,14 @@ static void	test_policy_paths(void);
 static void	test_policy_pending(void);
 static void	test_policy_reason_strings(void);
 static void	test_policy_explain(void);
+static void	test_policy_bound(void);
+static void	test_policy_git(void);
+static void	test_policy_explain_decide(void);
 static void	test_policy_million(void);
+static bool	pol_bound(const struct moat_config *c, const char *secret,
+		    const char *name, const char *addr, uint16_t port);
+static const struct policy_rule	*pol_rule(const struct moat_config *c,
+				    const char *name);
 
 /* Loads json, which must produce no error (warnings are printed). */
 static struct moat_config *
@@ -758,7 +767,7 @@ test_policy_reason_strings(void)
 		"path", "private-address", "metadata", "bad-request",
 		"dns-failure", "upstream-unreachable", "timeout", "limit",
 		"needs-inspection", "auth", "dns-denied", "secret-leak", "tls",
-		"rate", "shutdown", "internal",
+		"rate", "shutdown", "internal", "needs-tls",
 	};
 	struct policy_target		t;
 	struct policy_decision		d;
@@ -841,6 +850,453 @@ test_policy_explain(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Secrets: binding, the git preset, explain                           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * policy_secret_bound() for the secret called secret; name as a client
+ * spells it (an IP literal becomes the address) or NULL; addr or NULL.
+ */
+static bool
+pol_bound(const struct moat_config *c, const char *secret, const char *name,
+    const char *addr, uint16_t port)
+{
+	struct policy_host	 hn, ha;
+	const char		*n = NULL, *err;
+	const struct policy_addr *a = NULL;
+	size_t			 i;
+
+	for (i = 0; i < c->nsecrets; i++)
+		if (strcmp(c->secrets[i].name, secret) == 0)
+			break;
+	CU_ASSERT_FATAL(i < c->nsecrets);
+	if (name != NULL) {
+		CU_ASSERT_EQUAL_FATAL(policy_host_normalise(name, strlen(name),
+		    &hn, &err), 0);
+		if (hn.kind == POLICY_HOST_NAME)
+			n = hn.name;
+		else
+			a = &hn.addr;
+	}
+	if (addr != NULL) {
+		CU_ASSERT_EQUAL_FATAL(policy_host_normalise(addr, strlen(addr),
+		    &ha, &err), 0);
+		a = &ha.addr;
+	}
+	return policy_secret_bound(c->policy, i, n, a, port);
+}
+
+/* The rule called name. */
+static const struct policy_rule *
+pol_rule(const struct moat_config *c, const char *name)
+{
+	struct policy_decision	d;
+	struct policy_target	t;
+	char			host[POLICY_NAME_MAX + 1];
+
+	/* Each rule of these tests allows NAME.example on port 443. */
+	snprintf(host, sizeof(host), "%s.example", name);
+	memset(&t, 0, sizeof(t));
+	t.name = host;
+	t.port = 443;
+	CU_ASSERT_EQUAL_FATAL(policy_decide(c->policy, &t, &d), POLICY_ALLOW);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d.rule);
+	CU_ASSERT_STRING_EQUAL_FATAL(d.rule_name, name);
+	return d.rule;
+}
+
+/* A secret is bound to what the rules that inject it allow, no more. */
+static void
+test_policy_bound(void)
+{
+	struct moat_config	*c;
+
+	c = pol_load("{" LISTEN ",\n"
+	    "\"secrets\": {\"OPENAI\": {\"env\": \"A\"}, \"GH\": {\"env\": "
+	    "\"B\"}, "
+	    "\"NET\": {\"env\": \"C\"}},\n"
+	    "\"policy\": {\"rules\": [\n"
+	    "{\"name\": \"openai\", \"action\": \"allow\", \"hosts\": "
+	    "[\"api.openai.com\"], \"ports\": [443], \"inject\": [{\"header\": "
+	    "\"Authorization\", \"value\": \"Bearer ${OPENAI}\"}]},\n"
+	    "{\"name\": \"gh\", \"action\": \"allow\", \"hosts\": "
+	    "[\"*.github.com\"], \"inject\": [{\"basic\": {\"user\": \"x\", "
+	    "\"password\": \"${GH}\"}}]},\n"
+	    "{\"name\": \"net\", \"action\": \"allow\", \"cidrs\": "
+	    "[\"93.184.216.0/24\"], \"ports\": [8443], \"inject\": "
+	    "[{\"placeholders\": [\"NET\"]}]},\n"
+	    "{\"name\": \"other\", \"action\": \"allow\", \"hosts\": "
+	    "[\"evil.example\", \"api.openai.com\"], \"ports\": [80, 443]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	/* Bound to its rule's host and port... */
+	CU_ASSERT_TRUE(pol_bound(c, "OPENAI", "api.openai.com", NULL, 443));
+	CU_ASSERT_TRUE(pol_bound(c, "OPENAI", "API.OpenAI.com.", NULL, 443));
+	CU_ASSERT_TRUE(pol_bound(c, "OPENAI", "api.openai.com", NULL, 0));
+	CU_ASSERT_TRUE(pol_bound(c, "OPENAI", "api.openai.com",
+	    "104.18.6.192", 443));
+	/* ...not to another host, port, or a look-alike name. */
+	CU_ASSERT_FALSE(pol_bound(c, "OPENAI", "evil.example", NULL, 443));
+	CU_ASSERT_FALSE(pol_bound(c, "OPENAI", "api.openai.com", NULL, 80));
+	CU_ASSERT_FALSE(pol_bound(c, "OPENAI", "api.openai.com", NULL, 8443));
+	CU_ASSERT_FALSE(pol_bound(c, "OPENAI", "openai.com", NULL, 443));
+	CU_ASSERT_FALSE(pol_bound(c, "OPENAI", "x.api.openai.com", NULL, 443));
+	CU_ASSERT_FALSE(pol_bound(c, "OPENAI", "api.openai.com.evil.example",
+	    NULL, 443));
+	CU_ASSERT_FALSE(pol_bound(c, "OPENAI", "x.github.com", NULL, 443));
+	/* Never to a denied address, whatever the name. */
+	CU_ASSERT_FALSE(pol_bound(c, "OPENAI", "api.openai.com", "127.0.0.1",
+	    443));
+	CU_ASSERT_FALSE(pol_bound(c, "OPENAI", "api.openai.com",
+	    "169.254.169.254", 443));
+	/* A wildcard binds the names under it, not the domain itself. */
+	CU_ASSERT_TRUE(pol_bound(c, "GH", "x.github.com", NULL, 443));
+	CU_ASSERT_TRUE(pol_bound(c, "GH", "a.b.github.com", NULL, 80));
+	CU_ASSERT_FALSE(pol_bound(c, "GH", "github.com", NULL, 443));
+	CU_ASSERT_FALSE(pol_bound(c, "GH", "x.github.com", NULL, 22));
+	CU_ASSERT_FALSE(pol_bound(c, "GH", "api.openai.com", NULL, 443));
+	/* A cidr binds addresses, never a name (as policy_decide()). */
+	CU_ASSERT_TRUE(pol_bound(c, "NET", "93.184.216.34", NULL, 8443));
+	CU_ASSERT_TRUE(pol_bound(c, "NET", NULL, "93.184.216.1", 8443));
+	CU_ASSERT_FALSE(pol_bound(c, "NET", "93.184.216.34", NULL, 443));
+	CU_ASSERT_FALSE(pol_bound(c, "NET", "93.184.217.34", NULL, 8443));
+	CU_ASSERT_FALSE(pol_bound(c, "NET", "x.example", "93.184.216.34",
+	    8443));
+	CU_ASSERT_FALSE(pol_bound(c, "GH", "93.184.216.34", NULL, 8443));
+	/* Nothing to bind to. */
+	CU_ASSERT_FALSE(policy_secret_bound(c->policy, 0, NULL, NULL, 443));
+	CU_ASSERT_FALSE(policy_secret_bound(c->policy, 0, "", NULL, 443));
+	CU_ASSERT_FALSE(policy_secret_bound(NULL, 0, "api.openai.com", NULL,
+	    443));
+	CU_ASSERT_FALSE(policy_secret_bound(c->policy, 99, "api.openai.com",
+	    NULL, 443));
+	policy_config_unref(c);
+
+	/* "*" binds every name but no address and no denied name. */
+	c = pol_load("{" LISTEN ",\n"
+	    "\"secrets\": {\"S\": {\"env\": \"A\"}},\n"
+	    "\"policy\": {\"rules\": [{\"name\": \"all\", \"action\": "
+	    "\"allow\", \"hosts\": [\"*\"], \"inject\": [{\"header\": \"X-S\", "
+	    "\"value\": \"${S}\"}]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_TRUE(pol_bound(c, "S", "anything.example", NULL, 443));
+	CU_ASSERT_FALSE(pol_bound(c, "S", "8.8.8.8", NULL, 443));
+	CU_ASSERT_FALSE(pol_bound(c, "S", "metadata.google.internal", NULL,
+	    80));
+	CU_ASSERT_FALSE(pol_bound(c, "S", "localhost", NULL, 80));
+	policy_config_unref(c);
+}
+
+struct git_vec {
+	const char		*method;
+	const char		*path;
+	enum policy_reason	 r;
+};
+
+#define PUSH	POLICY_R_PATH
+#define METH	POLICY_R_METHOD
+
+static const struct git_vec	git_vectors[] = {
+	/* fetch, clone, dumb reads, web pages */
+	{ "GET", "/o/r.git/info/refs?service=git-upload-pack", OK },
+	{ "POST", "/o/r.git/git-upload-pack", OK },
+	{ "POST", "/o/r/git-upload-pack", OK },
+	{ "POST", "/o/r.git/./git-upload-pack", OK },
+	{ "POST", "/o/r.git//git-upload-pack?x=1", OK },
+	{ "HEAD", "/o/r.git/HEAD", OK },
+	{ "GET", "/o/r.git/info/refs", OK },		/* dumb protocol */
+	{ "GET", "/o/r.git/objects/ab/cdef0123", OK },
+	{ "GET", "/", OK },
+	{ "GET", "/o/r?tab=readme&q=a+b", OK },
+	{ "GET", "/o/r.git/info/refs?service=git%2Dupload-pack", OK },
+	/* push, however spelt */
+	{ "GET", "/o/r.git/info/refs?service=git-receive-pack", PUSH },
+	{ "POST", "/o/r.git/git-receive-pack", PUSH },
+	{ "POST", "/o/r.git/./git-receive-pack", PUSH },
+	{ "POST", "/o/r.git/x/../git-receive-pack", PUSH },
+	{ "POST", "/o/r.git//git-receive-pack", PUSH },
+	{ "POST", "/o/r.git/git%2Dreceive%2Dpack", PUSH },
+	{ "POST", "/o/r.git/%67it-%72eceive-pack", PUSH },
+	{ "POST", "/o/r.git/GIT-RECEIVE-PACK", PUSH },
+	{ "POST", "/o/r.git/git-receive-pack/", PUSH },
+	{ "POST", "/o/r.git/git-receive-pack?service=git-upload-pack", PUSH },
+	{ "GET", "/o/r.git/git-receive-pack", PUSH },
+	{ "GET", "/o/r.git/info/refs?service=git%2dreceive-pack", PUSH },
+	{ "GET", "/o/r.git/info/refs?service=git%2Dreceive%2Dpack", PUSH },
+	{ "GET", "/o/r.git/info/refs?SERVICE=git-receive-pack", PUSH },
+	{ "GET", "/o/r.git/info/refs?service=Git-Receive-Pack", PUSH },
+	{ "GET", "/o/r.git/info/refs?service=git+receive-pack", PUSH },
+	{ "GET", "/o/r.git/info/refs?a=1&service=git-receive-pack", PUSH },
+	{ "GET", "/o/r.git/info/refs?a=1;service=git-receive-pack", PUSH },
+	{ "GET", "/o/r.git/info/refs?x=receive-pack", PUSH },
+	{ "GET", "/o/r.git/info/refs?%73ervice=git-receive-pack", PUSH },
+	/* ambiguous or undecodable: refused, not guessed */
+	{ "GET", "/o/r.git/info/refs?service=git-upload-pack&"
+	  "service=git-receive-pack", PUSH },
+	{ "GET", "/o/r.git/info/refs?service=git-upload-pack;"
+	  "service=git-upload-pack", PUSH },
+	{ "GET", "/o/r.git/info/refs?service=git-upload-archive", PUSH },
+	{ "GET", "/o/r.git/info/refs?service", PUSH },
+	{ "GET", "/o/r.git/info/refs?service=", PUSH },
+	{ "GET", "/o/r.git/info/refs?service=git-upload-pack%00", PUSH },
+	{ "GET", "/o/r.git/info/refs?service=%zz", PUSH },
+	{ "GET", "/o/r.git/info/refs?service=git-upload-pack%", PUSH },
+	{ "GET", "/o/r.git/info/refs?service=git-upload-pack#x", PUSH },
+	{ "GET", "/o/r.git/info/refs?service=git upload-pack", PUSH },
+	{ "POST", "/o/r.git/%2e%2e/git-receive-pack", PUSH },
+	{ "POST", "/o/r.git/..%2fgit-receive-pack", PUSH },
+	{ "POST", "/o/r.git\\git-receive-pack", PUSH },
+	{ "POST", "o/r.git/git-upload-pack", PUSH },	/* not origin-form */
+	/* dumb-HTTP writes and other methods */
+	{ "PUT", "/o/r.git/objects/ab/cdef", METH },
+	{ "DELETE", "/o/r.git/refs/heads/main", METH },
+	{ "MKCOL", "/o/r.git/objects/ab/", METH },
+	{ "PROPPATCH", "/o/r.git/", METH },
+	{ "PROPFIND", "/o/r.git/", METH },
+	{ "LOCK", "/o/r.git/info/refs", METH },
+	{ "UNLOCK", "/o/r.git/info/refs", METH },
+	{ "MOVE", "/o/r.git/x", METH },
+	{ "COPY", "/o/r.git/x", METH },
+	{ "PATCH", "/o/r", METH },
+	{ "OPTIONS", "/o/r.git/", METH },
+	{ "get", "/o/r.git/info/refs?service=git-upload-pack", METH },
+	{ "POST", "/o/r.git/info/refs?service=git-upload-pack", METH },
+	{ "POST", "/api/graphql", METH },
+	{ "POST", "/o/r.git/git-upload-pack/", METH },
+	{ "POST", "/o/r.git/Git-Upload-Pack", METH },
+};
+
+/* The git preset: fetch passes, push and writes do not, however spelt. */
+static void
+test_policy_git(void)
+{
+	const struct git_vec		*v;
+	const struct policy_rule	*git, *web;
+	struct moat_config		*c;
+	struct policy_decision		 d;
+	const char			*detail;
+	enum policy_reason		 r;
+	size_t				 i, len;
+	char				*p;
+
+	c = pol_load("{" LISTEN ", \"policy\": {\"rules\": [\n"
+	    "{\"name\": \"git\", \"action\": \"allow\", \"hosts\": "
+	    "[\"git.example\"], \"git\": \"read-only\"},\n"
+	    "{\"name\": \"web\", \"action\": \"allow\", \"hosts\": "
+	    "[\"web.example\"]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	git = pol_rule(c, "git");
+	web = pol_rule(c, "web");
+	CU_ASSERT_EQUAL(policy_rule_git(git), POLICY_GIT_READ_ONLY);
+	CU_ASSERT_EQUAL(policy_rule_git(web), POLICY_GIT_NONE);
+	/* The preset makes a tunnel to the host an inspected one. */
+	pol_decide(c, "git.example", NULL, 443, NULL, NULL, &d);
+	CU_ASSERT_EQUAL(d.flags, POLICY_F_INSPECT);
+	pol_decide(c, "web.example", NULL, 443, NULL, NULL, &d);
+	CU_ASSERT_EQUAL(d.flags, 0);
+
+	for (i = 0; i < sizeof(git_vectors) / sizeof(*v); i++) {
+		v = &git_vectors[i];
+		detail = "unset";
+		r = policy_git_check(git, v->method, v->path, &detail);
+		if (r != v->r)
+			fprintf(stderr, "\n  git %s %s: got %s (%s), want %s\n",
+			    v->method, v->path, policy_reason_str(r),
+			    detail ? detail : "-", policy_reason_str(v->r));
+		CU_ASSERT_EQUAL(r, v->r);
+		if (v->r == OK) {
+			CU_ASSERT_PTR_NULL(detail);
+		} else {
+			CU_ASSERT_PTR_NOT_NULL(detail);
+		}
+		/* A rule without the preset lets everything through. */
+		CU_ASSERT_EQUAL(policy_git_check(web, v->method, v->path,
+		    &detail), OK);
+		CU_ASSERT_PTR_NULL(detail);
+	}
+	CU_ASSERT_EQUAL(policy_git_check(git, "POST",
+	    "/o/r.git/git-receive-pack", &detail), POLICY_R_PATH);
+	CU_ASSERT_STRING_EQUAL(detail, "git push is denied by the read-only "
+	    "preset");
+	CU_ASSERT_EQUAL(policy_git_check(git, "GET", "/o/r.git/info/refs?"
+	    "service=git-receive-pack", &detail), POLICY_R_PATH);
+	CU_ASSERT_STRING_EQUAL(detail, "git push is denied by the read-only "
+	    "preset");
+	CU_ASSERT_EQUAL(policy_git_check(git, "PUT", "/x", NULL),
+	    POLICY_R_METHOD);
+	/* A tunnel is decided per request later; no path is refused. */
+	CU_ASSERT_EQUAL(policy_git_check(git, NULL, NULL, &detail), OK);
+	CU_ASSERT_EQUAL(policy_git_check(git, "GET", NULL, &detail),
+	    POLICY_R_PATH);
+	CU_ASSERT_EQUAL(policy_git_check(NULL, "PUT", "/", &detail), OK);
+	/* Longer than the stack buffer: on the heap, same answers. */
+	len = 5 * PATH_STACK_BYTES;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p = malloc(len + 64));
+	memset(p, 'a', len);
+	p[0] = '/';
+	strcpy(p + len, "/info/refs?service=git-receive-pack");
+	CU_ASSERT_EQUAL(policy_git_check(git, "GET", p, &detail),
+	    POLICY_R_PATH);
+	strcpy(p + len, "/info/refs?service=git-upload-pack");
+	CU_ASSERT_EQUAL(policy_git_check(git, "GET", p, &detail), OK);
+	strcpy(p + len, "/git-receive-pack");
+	CU_ASSERT_EQUAL(policy_git_check(git, "POST", p, &detail),
+	    POLICY_R_PATH);
+	free(p);
+	policy_config_unref(c);
+}
+
+#undef PUSH
+#undef METH
+
+/* policy_explain_decide(): what moatd decides after policy_decide(). */
+static void
+test_policy_explain_decide(void)
+{
+	struct policy_explain_target	 e;
+	struct policy_decision		 d;
+	struct moat_config		*c;
+	enum policy_transport		 x;
+	const char			*detail, *err;
+	struct {
+		const char		*target;
+		enum policy_verdict	 v;
+		enum policy_reason	 r;
+		enum policy_transport	 x;
+		bool			 tls;
+	} const	vec[] = {
+		{ "https://api.example/v1", POLICY_ALLOW, OK,
+		  POLICY_XPORT_INSPECTED, true },
+		{ "api.example:443", POLICY_ALLOW, OK, POLICY_XPORT_INSPECTED,
+		  true },
+		{ "http://api.example/v1", POLICY_DENY, POLICY_R_NEEDS_TLS,
+		  POLICY_XPORT_NONE, false },
+		{ "ws://api.example/v1", POLICY_DENY, POLICY_R_NEEDS_TLS,
+		  POLICY_XPORT_NONE, false },
+		{ "wss://api.example/v1", POLICY_ALLOW, OK,
+		  POLICY_XPORT_INSPECTED, true },
+		{ "http://plain.example/x", POLICY_ALLOW, OK,
+		  POLICY_XPORT_PLAIN, false },
+		{ "https://docs.example/", POLICY_ALLOW, OK,
+		  POLICY_XPORT_OPAQUE, true },
+		{ "docs.example:443", POLICY_ALLOW, OK, POLICY_XPORT_OPAQUE,
+		  true },
+		{ "http://docs.example/", POLICY_ALLOW, OK, POLICY_XPORT_PLAIN,
+		  false },
+		{ "POST https://git.example/r.git/git-receive-pack",
+		  POLICY_DENY, POLICY_R_PATH, POLICY_XPORT_NONE, true },
+		{ "PUT https://git.example/r.git/x", POLICY_DENY,
+		  POLICY_R_METHOD, POLICY_XPORT_NONE, true },
+		{ "POST https://git.example/r.git/git-upload-pack",
+		  POLICY_ALLOW, OK, POLICY_XPORT_INSPECTED, true },
+		{ "git.example:443", POLICY_ALLOW, OK, POLICY_XPORT_INSPECTED,
+		  true },
+		{ "git.example:8443", POLICY_DENY, POLICY_R_PORT,
+		  POLICY_XPORT_NONE, true },
+	};
+	size_t	i;
+
+	c = pol_load("{" LISTEN ",\n"
+	    "\"secrets\": {\"K\": {\"env\": \"A\"}, \"P\": {\"env\": \"B\"}},\n"
+	    "\"policy\": {\"rules\": [\n"
+	    "{\"name\": \"api\", \"action\": \"allow\", \"hosts\": "
+	    "[\"api.example\"], \"inject\": [{\"header\": \"X-K\", "
+	    "\"value\": \"${K}\"}]},\n"
+	    "{\"name\": \"plain\", \"action\": \"allow\", \"hosts\": "
+	    "[\"plain.example\"], \"ports\": [80], \"plain_http\": true, "
+	    "\"inject\": [{\"placeholders\": [\"P\"]}]},\n"
+	    "{\"name\": \"git\", \"action\": \"allow\", \"hosts\": "
+	    "[\"git.example\"], \"git\": \"read-only\"},\n"
+	    "{\"name\": \"docs\", \"action\": \"allow\", \"hosts\": "
+	    "[\"docs.example\"]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
+		CU_ASSERT_EQUAL_FATAL(policy_explain_parse(vec[i].target, NULL,
+		    &e, &err), 0);
+		CU_ASSERT_EQUAL(e.tls, vec[i].tls);
+		detail = "unset";
+		x = POLICY_XPORT_NONE;
+		policy_explain_decide(c, &e, &e.t, &d, &detail, &x);
+		if (d.verdict != vec[i].v || d.reason != vec[i].r ||
+		    x != vec[i].x)
+			fprintf(stderr, "\n  explain %s: got %s %s %d\n",
+			    vec[i].target, d.verdict == POLICY_ALLOW ?
+			    "allow" : "deny", policy_reason_str(d.reason),
+			    (int)x);
+		CU_ASSERT_EQUAL(d.verdict, vec[i].v);
+		CU_ASSERT_EQUAL(d.reason, vec[i].r);
+		CU_ASSERT_EQUAL(x, vec[i].x);
+		/* A deny made after policy_decide() says why. */
+		if (vec[i].r == POLICY_R_NEEDS_TLS || vec[i].r ==
+		    POLICY_R_PATH || vec[i].r == POLICY_R_METHOD) {
+			CU_ASSERT_PTR_NOT_NULL(detail);
+		}
+		if (vec[i].v == POLICY_ALLOW) {
+			CU_ASSERT_PTR_NULL(detail);
+		}
+		free(e.buf);
+	}
+	policy_config_unref(c);
+
+	/*
+	 * Without a CA only rules on port 80 alone may look inside; a TLS
+	 * target they allow (https on port 80) cannot be inspected: moatd
+	 * refuses it, and so does explain.  With "intercept": false, a deny
+	 * rule that must look per request refuses the tunnel too.
+	 */
+	c = pol_load("{\"listen\": [{\"proto\": \"http\", \"address\": "
+	    "\"127.0.0.1:3128\"}], \"policy\": {\"rules\": [\n"
+	    "{\"name\": \"a\", \"action\": \"allow\", \"hosts\": "
+	    "[\"a.example\"], \"ports\": [80], \"methods\": [\"GET\"]},\n"
+	    "{\"name\": \"noput\", \"action\": \"deny\", \"hosts\": [\"*\"], "
+	    "\"ports\": [80], \"methods\": [\"PUT\"]},\n"
+	    "{\"name\": \"b\", \"action\": \"allow\", \"hosts\": "
+	    "[\"b.example\"], \"ports\": [80]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL_FATAL(policy_explain_parse("https://a.example:80/",
+	    NULL, &e, &err), 0);
+	CU_ASSERT_EQUAL(policy_explain_decide(c, &e, &e.t, &d, &detail, &x),
+	    POLICY_DENY);
+	CU_ASSERT_EQUAL(d.reason, POLICY_R_NEEDS_INSPECTION);
+	CU_ASSERT_STRING_EQUAL(d.rule_name, "a");
+	CU_ASSERT_PTR_NOT_NULL(detail);
+	CU_ASSERT_EQUAL(x, POLICY_XPORT_NONE);
+	free(e.buf);
+	CU_ASSERT_EQUAL_FATAL(policy_explain_parse("http://a.example/", NULL,
+	    &e, &err), 0);
+	CU_ASSERT_EQUAL(policy_explain_decide(c, &e, &e.t, &d, &detail, &x),
+	    POLICY_ALLOW);
+	CU_ASSERT_EQUAL(x, POLICY_XPORT_PLAIN);
+	free(e.buf);
+	/* A tunnel to port 80 is plain HTTP: moatd reads it, no CA. */
+	CU_ASSERT_EQUAL_FATAL(policy_explain_parse("b.example:80", NULL, &e,
+	    &err), 0);
+	CU_ASSERT_FALSE(e.tls);
+	CU_ASSERT_EQUAL(policy_explain_decide(c, &e, &e.t, &d, &detail, &x),
+	    POLICY_ALLOW);
+	CU_ASSERT_EQUAL(x, POLICY_XPORT_PLAIN);
+	free(e.buf);
+	CU_ASSERT_EQUAL(policy_explain_decide(NULL, &e, &e.t, &d, &detail,
+	    &x), POLICY_DENY);
+	CU_ASSERT_EQUAL(d.reason, POLICY_R_INTERNAL);
+	policy_config_unref(c);
+
+	c = pol_load("{" LISTEN ", \"policy\": {\"rules\": [\n"
+	    "{\"name\": \"noput\", \"action\": \"deny\", \"hosts\": [\"*\"], "
+	    "\"methods\": [\"PUT\"]},\n"
+	    "{\"name\": \"o\", \"action\": \"allow\", \"hosts\": "
+	    "[\"o.example\"], \"intercept\": false}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL_FATAL(policy_explain_parse("o.example:443", NULL, &e,
+	    &err), 0);
+	CU_ASSERT_EQUAL(policy_explain_decide(c, &e, &e.t, &d, &detail, &x),
+	    POLICY_DENY);
+	CU_ASSERT_EQUAL(d.reason, POLICY_R_NEEDS_INSPECTION);
+	CU_ASSERT_PTR_NOT_NULL(detail);
+	free(e.buf);
+	policy_config_unref(c);
+}
+
+/* ------------------------------------------------------------------ */
 
 struct pol_buf {
 	char	*p;
@@ -885,7 +1341,8 @@ test_policy_million(void)
 
 	b.cap = (size_t)POL_BIG_RULES * 64;
 	CU_ASSERT_PTR_NOT_NULL_FATAL(b.p = malloc(b.cap));
-	pol_printf(&b, "{" LISTEN ", \"policy\": {\"rules\": [\n");
+	pol_printf(&b, "{" LISTEN ", \"secrets\": {\"S\": {\"env\": "
+	    "\"S\"}}, \"policy\": {\"rules\": [\n");
 	for (i = 0; i < POL_BIG_RULES; i++) {
 		if (i % 10 < 8)
 			pol_printf(&b, "{\"action\":\"allow\",\"hosts\":"
@@ -899,7 +1356,10 @@ test_policy_million(void)
 			    i & 0xff);
 	}
 	pol_printf(&b, "{\"name\":\"deny-h5\",\"action\":\"deny\",\"hosts\":"
-	    "[\"h5.example.com\"]}]}}\n");
+	    "[\"h5.example.com\"]},\n");
+	pol_printf(&b, "{\"name\":\"inj\",\"action\":\"allow\",\"hosts\":"
+	    "[\"h7.example.com\"],\"ports\":[443],\"inject\":"
+	    "[{\"placeholders\":[\"S\"]}]}]}}\n");
 
 	policy_diags_init(&d);
 	c = policy_config_load("big.json", b.p, b.n, &d);
@@ -907,7 +1367,13 @@ test_policy_million(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	CU_ASSERT_EQUAL(d.n, 0);
 	policy_diags_clear(&d);
-	CU_ASSERT_EQUAL(policy_rule_count(c->policy), POL_BIG_RULES + 1);
+	CU_ASSERT_EQUAL(policy_rule_count(c->policy), POL_BIG_RULES + 2);
+	/* Binding walks the same candidates as a decision. */
+	CU_ASSERT_TRUE(pol_bound(c, "S", "h7.example.com", NULL, 443));
+	CU_ASSERT_FALSE(pol_bound(c, "S", "h7.example.com", NULL, 80));
+	CU_ASSERT_FALSE(pol_bound(c, "S", "h8.example.com", NULL, 443));
+	CU_ASSERT_FALSE(pol_bound(c, "S", "x.w8.example.net", NULL, 443));
+	CU_ASSERT_FALSE(pol_bound(c, "S", "11.0.0.9", NULL, 443));
 
 	pol_expect(c, "h1.example.com", NULL, 443, NULL, NULL, POLICY_ALLOW,
 	    OK, "rule-1");
@@ -978,6 +1444,10 @@ test_policy_register(void)
 		CU_add_test(s, "addr == NULL: pending", test_policy_pending);
 		CU_add_test(s, "reason strings", test_policy_reason_strings);
 		CU_add_test(s, "explain targets", test_policy_explain);
+		CU_add_test(s, "secret binding", test_policy_bound);
+		CU_add_test(s, "git read-only preset", test_policy_git);
+		CU_add_test(s, "explain: inspection, git, needs-tls",
+		    test_policy_explain_decide);
 	}
 	/* Its own suite, so a slow run (valgrind) can leave it out. */
 	if ((s = CU_add_suite("policy_scale", NULL, NULL)) != NULL)

@@ -1,0 +1,415 @@
+/*
+ * admin_client.c - the client of moatd's admin protocol
+ * (proxy/admin_proto.h): framing, descriptors by SCM_RIGHTS, JSON with
+ * jansson.
+ *
+ * What it is: hello, register, unregister, each a request and its answer,
+ * each bounded in time (MOAT_STEP_TIMEOUT_MS) and size (ADMIN_MSG_MAX).
+ *
+ * What it is not: trusting of moatd either: an answer that is not one
+ * JSON object with a boolean "ok", or that carries descriptors, is a
+ * protocol error.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "netns-helper/moat_int.h"
+#include "proxy/admin_proto.h"
+
+struct admin_client {
+	int	fd;
+};
+
+static int	admin_client_send(struct admin_client *ac, json_t *msg,
+		    const int *fds, size_t nfds, char *err, size_t errlen);
+static int	admin_client_read(struct admin_client *ac, void *buf,
+		    size_t len, long long deadline, char *err, size_t errlen);
+static json_t	*admin_client_recv(struct admin_client *ac, char *err,
+		    size_t errlen);
+static int	admin_client_call(struct admin_client *ac, json_t *req,
+		    const int *fds, size_t nfds, json_t **answer, char *err,
+		    size_t errlen);
+static long long admin_client_now_ms(void);
+
+static long long
+admin_client_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct admin_client *
+admin_client_connect(const char *addr, char *err, size_t errlen)
+{
+	struct sockaddr_un	 sun;
+	struct admin_client	*ac;
+	const char		*path = addr;
+	int			 fd;
+
+	if (strncmp(addr, "unix:", 5) == 0)
+		path = addr + 5;
+	if (path[0] == '\0' || strlen(path) >= sizeof(sun.sun_path)) {
+		snprintf(err, errlen, "%s: not a Unix socket path (unix:PATH "
+		    "or PATH, at most %zu bytes)", addr,
+		    sizeof(sun.sun_path) - 1);
+		return NULL;
+	}
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, path, strlen(path));
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return NULL;
+	}
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		snprintf(err, errlen, "cannot reach moatd's admin socket %s: "
+		    "%s", path, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if ((ac = admin_client_from_fd(fd)) == NULL)
+		snprintf(err, errlen, "out of memory");
+	return ac;
+}
+
+struct admin_client *
+admin_client_from_fd(int fd)
+{
+	struct admin_client	*ac;
+
+	if ((ac = calloc(1, sizeof(*ac))) == NULL) {
+		close(fd);
+		return NULL;
+	}
+	ac->fd = fd;
+	return ac;
+}
+
+/*
+ * Sends one framed message; the descriptors ride on the sendmsg() that
+ * carries the length prefix, as admin_proto.h asks.
+ */
+static int
+admin_client_send(struct admin_client *ac, json_t *msg, const int *fds,
+    size_t nfds, char *err, size_t errlen)
+{
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * ADMIN_FDS_MAX)];
+	} cmsgbuf;
+	struct msghdr	 mh;
+	struct cmsghdr	*cmsg;
+	struct iovec	 iov[2];
+	uint32_t	 be;
+	char		*text;
+	size_t		 len, off = 0, total;
+	ssize_t		 r;
+	int		 first = 1;
+
+	if (nfds > ADMIN_FDS_MAX) {
+		snprintf(err, errlen, "more than %d descriptors",
+		    ADMIN_FDS_MAX);
+		return -1;
+	}
+	if ((text = json_dumps(msg, JSON_COMPACT)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	len = strlen(text);
+	if (len == 0 || len > ADMIN_MSG_MAX) {
+		snprintf(err, errlen, "message of %zu bytes (at most %u)", len,
+		    ADMIN_MSG_MAX);
+		free(text);
+		return -1;
+	}
+	be = htonl((uint32_t)len);
+	total = sizeof(be) + len;
+	while (off < total) {
+		memset(&mh, 0, sizeof(mh));
+		if (off < sizeof(be)) {
+			iov[0].iov_base = (char *)&be + off;
+			iov[0].iov_len = sizeof(be) - off;
+			iov[1].iov_base = text;
+			iov[1].iov_len = len;
+			mh.msg_iovlen = 2;
+		} else {
+			iov[0].iov_base = text + (off - sizeof(be));
+			iov[0].iov_len = total - off;
+			mh.msg_iovlen = 1;
+		}
+		mh.msg_iov = iov;
+		if (first && nfds > 0) {
+			memset(&cmsgbuf, 0, sizeof(cmsgbuf));
+			mh.msg_control = cmsgbuf.buf;
+			mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+			cmsg = CMSG_FIRSTHDR(&mh);
+			cmsg->cmsg_level = SOL_SOCKET;
+			cmsg->cmsg_type = SCM_RIGHTS;
+			cmsg->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+			memcpy(CMSG_DATA(cmsg), fds, sizeof(int) * nfds);
+		}
+		r = sendmsg(ac->fd, &mh, MSG_NOSIGNAL);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1) {
+			snprintf(err, errlen, "writing to moatd: %s",
+			    strerror(errno));
+			free(text);
+			return -1;
+		}
+		/* Descriptors went with the first byte: never send twice. */
+		first = 0;
+		off += (size_t)r;
+	}
+	free(text);
+	return 0;
+}
+
+/* Reads exactly len bytes before deadline (ms, monotonic).  0 or -1. */
+static int
+admin_client_read(struct admin_client *ac, void *buf, size_t len,
+    long long deadline, char *err, size_t errlen)
+{
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * ADMIN_FDS_MAX)];
+	} cmsgbuf;
+	struct pollfd	 pfd;
+	struct msghdr	 mh;
+	struct cmsghdr	*cmsg;
+	struct iovec	 iov;
+	size_t		 off = 0, i, n;
+	ssize_t		 r;
+	long long	 left;
+	int		 one;
+
+	while (off < len) {
+		if ((left = deadline - admin_client_now_ms()) < 0)
+			left = 0;
+		pfd.fd = ac->fd;
+		pfd.events = POLLIN;
+		r = poll(&pfd, 1, (int)left);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			snprintf(err, errlen, "moatd did not answer in %d ms",
+			    MOAT_STEP_TIMEOUT_MS);
+			return -1;
+		}
+		memset(&mh, 0, sizeof(mh));
+		iov.iov_base = (char *)buf + off;
+		iov.iov_len = len - off;
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cmsgbuf.buf;
+		mh.msg_controllen = sizeof(cmsgbuf.buf);
+		r = recvmsg(ac->fd, &mh, MSG_CMSG_CLOEXEC);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1 && errno == ECONNRESET)
+			r = 0;
+		if (r == -1) {
+			snprintf(err, errlen, "reading from moatd: %s",
+			    strerror(errno));
+			return -1;
+		}
+		for (cmsg = CMSG_FIRSTHDR(&mh); cmsg != NULL;
+		    cmsg = CMSG_NXTHDR(&mh, cmsg)) {
+			if (cmsg->cmsg_level != SOL_SOCKET ||
+			    cmsg->cmsg_type != SCM_RIGHTS)
+				continue;
+			n = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (i = 0; i < n; i++) {
+				memcpy(&one, CMSG_DATA(cmsg) + i * sizeof(int),
+				    sizeof(int));
+				close(one);
+			}
+			snprintf(err, errlen, "moatd sent descriptors in an "
+			    "answer");
+			return -1;
+		}
+		if (r == 0) {
+			snprintf(err, errlen, "moatd closed the admin "
+			    "connection (it accepts only root and its own "
+			    "user)");
+			return -1;
+		}
+		off += (size_t)r;
+	}
+	return 0;
+}
+
+/* One framed answer: a JSON object with a boolean "ok". */
+static json_t *
+admin_client_recv(struct admin_client *ac, char *err, size_t errlen)
+{
+	json_error_t	 je;
+	json_t		*ans;
+	long long	 deadline;
+	uint32_t	 be, len;
+	char		*buf;
+
+	deadline = admin_client_now_ms() + MOAT_STEP_TIMEOUT_MS;
+	if (admin_client_read(ac, &be, sizeof(be), deadline, err,
+	    errlen) == -1)
+		return NULL;
+	len = ntohl(be);
+	if (len == 0 || len > ADMIN_MSG_MAX) {
+		snprintf(err, errlen, "moatd sent a message of %u bytes", len);
+		return NULL;
+	}
+	if ((buf = malloc(len)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (admin_client_read(ac, buf, len, deadline, err, errlen) == -1) {
+		free(buf);
+		return NULL;
+	}
+	ans = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	free(buf);
+	if (ans == NULL || !json_is_object(ans) ||
+	    !json_is_boolean(json_object_get(ans, "ok"))) {
+		snprintf(err, errlen, "moatd's answer is not {\"ok\": ...}%s%s",
+		    ans == NULL ? ": " : "", ans == NULL ? je.text : "");
+		json_decref(ans);
+		return NULL;
+	}
+	return ans;
+}
+
+/* Sends req (consumed), reads the answer; "ok": false becomes err. */
+static int
+admin_client_call(struct admin_client *ac, json_t *req, const int *fds,
+    size_t nfds, json_t **answer, char *err, size_t errlen)
+{
+	json_t		*ans;
+	const char	*e;
+
+	if (answer != NULL)
+		*answer = NULL;
+	if (req == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (admin_client_send(ac, req, fds, nfds, err, errlen) == -1) {
+		json_decref(req);
+		return -1;
+	}
+	json_decref(req);
+	if ((ans = admin_client_recv(ac, err, errlen)) == NULL)
+		return -1;
+	if (!json_is_true(json_object_get(ans, "ok"))) {
+		e = json_string_value(json_object_get(ans, "error"));
+		snprintf(err, errlen, "moatd: %s", e != NULL ? e :
+		    "refused (no reason given)");
+		json_decref(ans);
+		return -1;
+	}
+	if (answer != NULL)
+		*answer = ans;
+	else
+		json_decref(ans);
+	return 0;
+}
+
+int
+admin_client_hello(struct admin_client *ac, char *err, size_t errlen)
+{
+	json_t	*ans;
+	json_t	*v;
+
+	if (admin_client_call(ac, json_pack("{s:s, s:i}", "op", "hello",
+	    "version", ADMIN_PROTO_VERSION), NULL, 0, &ans, err, errlen) == -1)
+		return -1;
+	v = json_object_get(ans, "version");
+	if (!json_is_integer(v) || json_integer_value(v) !=
+	    ADMIN_PROTO_VERSION) {
+		snprintf(err, errlen, "moatd speaks admin protocol version "
+		    "%lld, not %d", json_is_integer(v) ?
+		    (long long)json_integer_value(v) : -1LL,
+		    ADMIN_PROTO_VERSION);
+		json_decref(ans);
+		return -1;
+	}
+	json_decref(ans);
+	return 0;
+}
+
+int
+admin_client_register(struct admin_client *ac, const char *name,
+    json_t *config, const char *const *protos, const int *fds, size_t n,
+    char *err, size_t errlen)
+{
+	json_t	*lst, *req, *ans;
+	size_t	 i;
+
+	if (n == 0 || n > ADMIN_FDS_MAX) {
+		snprintf(err, errlen, "%zu listeners (1-%d)", n, ADMIN_FDS_MAX);
+		return -1;
+	}
+	if ((lst = json_array()) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		if (json_array_append_new(lst, json_pack("{s:s, s:i}", "proto",
+		    protos[i], "fd", (json_int_t)i)) == -1) {
+			json_decref(lst);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	req = json_pack("{s:s, s:s, s:O, s:o}", "op", "register", "sandbox",
+	    name, "config", config, "listeners", lst);
+	if (admin_client_call(ac, req, fds, n, &ans, err, errlen) == -1)
+		return -1;
+	if (!json_is_string(json_object_get(ans, "sandbox")) ||
+	    strcmp(json_string_value(json_object_get(ans, "sandbox")),
+	    name) != 0) {
+		snprintf(err, errlen, "moatd registered another name");
+		json_decref(ans);
+		return -1;
+	}
+	json_decref(ans);
+	return 0;
+}
+
+int
+admin_client_unregister(struct admin_client *ac, const char *name, char *err,
+    size_t errlen)
+{
+	return admin_client_call(ac, json_pack("{s:s, s:s}", "op",
+	    "unregister", "sandbox", name), NULL, 0, NULL, err, errlen);
+}
+
+int
+admin_client_fd(const struct admin_client *ac)
+{
+	return ac->fd;
+}
+
+void
+admin_client_close(struct admin_client *ac)
+{
+	if (ac == NULL)
+		return;
+	if (ac->fd != -1)
+		close(ac->fd);
+	free(ac);
+}

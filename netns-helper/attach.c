@@ -1,0 +1,322 @@
+/*
+ * attach.c - `moat attach`: put an existing network namespace (a Docker
+ * container's, a gVisor or microVM sandbox's, one made with `ip netns`)
+ * behind a running moatd, until told to stop.
+ *
+ * What it is: the same network set-up as `moat run`, minus the process
+ * creation.  moat-netns joins the namespace named by --netns (a path such
+ * as /proc/PID/ns/net or /run/netns/NAME), installs moat's table there
+ * (everything that is not loopback or redirected to moatd is dropped; the
+ * namespace's own interfaces stay as they are) and, in held mode, creates
+ * the listening sockets inside it; moat attach registers them with moatd
+ * and waits.  On SIGTERM, SIGINT or SIGHUP it unregisters and removes
+ * everything it added.
+ *
+ * Fail closed: if moatd goes away, moat attach exits and leaves the
+ * namespace's table in place (no network at all); if moat attach is
+ * killed, the same.  `moat-netns cleanup --netns PATH` removes a table
+ * whose owner is gone.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <linux/nsfs.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "netns-helper/moat_int.h"
+
+#define ATTACH_DEFAULT_ADMIN	"/run/moat/admin.sock"
+
+struct attach {
+	struct runconf		 rc;
+	const char		*netns;		/* --netns PATH */
+	int			 ready_fd;	/* --ready-fd, or -1 */
+	int			 nsfd;
+	int			 sfd;
+	struct nsh_client	*nsh;
+	struct admin_client	*admin;
+};
+
+static void	attach_usage(FILE *f);
+static int	attach_parse(struct attach *a, int argc, char *argv[]);
+static int	attach_setup(struct attach *a, char *err, size_t errlen);
+static int	attach_wait(struct attach *a);
+static void	attach_free(struct attach *a);
+
+static void
+attach_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: moat attach --netns PATH [OPTIONS]\n"
+	    "\n"
+	    "Puts the network namespace PATH (/proc/PID/ns/net,\n"
+	    "/run/netns/NAME) behind a running moatd until SIGTERM or SIGINT,\n"
+	    "then removes what it added.  Root only.\n"
+	    "\n"
+	    "  --netns PATH           the namespace\n"
+	    "  --mode held|veth       listening sockets inside the namespace\n"
+	    "                         (default) or a veth gateway to this one\n"
+	    "  --moatd ADDR           moatd's admin socket (unix:PATH or\n"
+	    "                         PATH; default %s)\n"
+	    "  --policy FILE, --allow HOST[:PORT], --allow-private CIDR\n"
+	    "                         the sandbox's policy, as for moat run\n"
+	    "  --name NAME            its name in the audit log "
+	    "(attach-PID)\n"
+	    "  --http-port, --socks-port, --dns-port, --transparent-port N\n"
+	    "  --ready-fd N           write \"ready\" to descriptor N once "
+	    "attached\n"
+	    "  -h, --help             this text\n", ATTACH_DEFAULT_ADMIN);
+}
+
+static int
+attach_parse(struct attach *a, int argc, char *argv[])
+{
+	enum {
+		ATTACH_OPT_NETNS = RUNCONF_OPT__END,
+		ATTACH_OPT_READY_FD
+	};
+	static const struct option	opts[] = {
+		RUNCONF_LONGOPTS,
+		{ "netns", required_argument, NULL, ATTACH_OPT_NETNS },
+		{ "ready-fd", required_argument, NULL, ATTACH_OPT_READY_FD },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	char				*end;
+	long				 v;
+	int				 ch;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (ch) {
+		case ATTACH_OPT_NETNS:
+			a->netns = optarg;
+			break;
+		case ATTACH_OPT_READY_FD:
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || end == optarg ||
+			    v < 0 || v > 65535 ||
+			    fcntl((int)v, F_GETFD) == -1) {
+				fprintf(stderr, "moat attach: --ready-fd %s: "
+				    "not an open descriptor\n", optarg);
+				return -1;
+			}
+			a->ready_fd = (int)v;
+			break;
+		case 'h':
+			attach_usage(stdout);
+			exit(0);
+		case '?':
+			attach_usage(stderr);
+			return -1;
+		default:
+			if (ch >= RUNCONF_OPT_POLICY && ch < RUNCONF_OPT__END) {
+				if (runconf_option(&a->rc, ch, optarg) == -1)
+					return -1;
+				break;
+			}
+			attach_usage(stderr);
+			return -1;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "moat attach: unexpected argument %s\n",
+		    argv[optind]);
+		return -1;
+	}
+	if (a->netns == NULL) {
+		fprintf(stderr, "moat attach: --netns PATH is required\n");
+		attach_usage(stderr);
+		return -1;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "moat attach: needs root (it programs another "
+		    "namespace's network)\n");
+		return -1;
+	}
+	if (a->rc.moatd == NULL)
+		a->rc.moatd = ATTACH_DEFAULT_ADMIN;
+	if (a->rc.name[0] == '\0')
+		snprintf(a->rc.name, sizeof(a->rc.name), "attach-%ld",
+		    (long)getpid());
+	return runconf_finish(&a->rc);
+}
+
+static int
+attach_setup(struct attach *a, char *err, size_t errlen)
+{
+	struct runconf_listener	 ls[MOAT_LISTENERS_MAX];
+	const char		*protos[MOAT_LISTENERS_MAX];
+	int			 fds[MOAT_LISTENERS_MAX];
+	size_t			 n, i, nfds = 0;
+	unsigned		 index;
+	char			 ifname[NSH_IFNAME_MAX];
+	int			 rc = -1;
+
+	if ((a->nsfd = open(a->netns, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "%s: %s", a->netns, strerror(errno));
+		return -1;
+	}
+	if (ioctl(a->nsfd, NS_GET_NSTYPE) != CLONE_NEWNET) {
+		snprintf(err, errlen, "%s is not a network namespace",
+		    a->netns);
+		return -1;
+	}
+	if ((a->nsh = nsh_client_spawn(err, errlen)) == NULL ||
+	    nsh_client_join(a->nsh, -1, a->nsfd, err, errlen) == -1 ||
+	    nsh_client_setup(a->nsh, &a->rc, true, &index, ifname, err,
+	    errlen) == -1)
+		return -1;
+	n = runconf_listeners(&a->rc, ls, MOAT_LISTENERS_MAX);
+	for (i = 0; i < n; i++) {
+		if (nsh_client_socket(a->nsh, &ls[i], &fds[i], err,
+		    errlen) == -1)
+			goto out;
+		protos[i] = ls[i].proto;
+		nfds = i + 1;
+	}
+	if ((a->admin = admin_client_connect(a->rc.moatd, err,
+	    errlen)) == NULL || admin_client_hello(a->admin, err,
+	    errlen) == -1 || admin_client_register(a->admin, a->rc.name,
+	    a->rc.config, protos, fds, nfds, err, errlen) == -1)
+		goto out;
+	if (a->rc.mode == RUNCONF_VETH)
+		printf("moat attach: %s attached to %s (veth %s, "
+		    "10.203.%u.0/30)\n", a->rc.name, a->netns, ifname, index);
+	else
+		printf("moat attach: %s attached to %s (held sockets)\n",
+		    a->rc.name, a->netns);
+	fflush(stdout);
+	rc = 0;
+ out:
+	for (i = 0; i < nfds; i++)
+		close(fds[i]);
+	return rc;
+}
+
+/* 0 after a stop signal (tear down), 1 if moatd or the helper went. */
+static int
+attach_wait(struct attach *a)
+{
+	struct signalfd_siginfo	si;
+	struct pollfd		pfd[3];
+	char			junk[64];
+
+	for (;;) {
+		pfd[0].fd = a->sfd;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = admin_client_fd(a->admin);
+		pfd[1].events = POLLIN;
+		pfd[2].fd = nsh_client_fd(a->nsh);
+		pfd[2].events = POLLIN;
+		if (poll(pfd, 3, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			return 1;
+		}
+		if (pfd[0].revents != 0 && read(a->sfd, &si, sizeof(si)) ==
+		    (ssize_t)sizeof(si))
+			return 0;
+		if (pfd[1].revents != 0) {
+			if (recv(pfd[1].fd, junk, sizeof(junk),
+			    MSG_DONTWAIT) == -1 && errno == EAGAIN)
+				continue;
+			fprintf(stderr, "moat attach: moatd closed the admin "
+			    "connection: %s keeps moat's table and has no "
+			    "network (`moat-netns cleanup --netns %s` removes "
+			    "it)\n", a->netns, a->netns);
+			return 1;
+		}
+		if (pfd[2].revents != 0) {
+			fprintf(stderr, "moat attach: moat-netns exited: %s "
+			    "keeps moat's table\n", a->netns);
+			return 1;
+		}
+	}
+}
+
+static void
+attach_free(struct attach *a)
+{
+	admin_client_close(a->admin);
+	a->admin = NULL;
+	nsh_client_close(a->nsh);
+	a->nsh = NULL;
+	if (a->nsfd != -1)
+		close(a->nsfd);
+	if (a->sfd != -1)
+		close(a->sfd);
+	a->nsfd = a->sfd = -1;
+	runconf_free(&a->rc);
+}
+
+int
+attach_main(int argc, char *argv[])
+{
+	struct attach	a;
+	sigset_t	mask;
+	char		err[MOAT_ERR_MAX];
+	int		rc = 1;
+
+	memset(&a, 0, sizeof(a));
+	runconf_init(&a.rc, "moat attach");
+	a.ready_fd = a.nsfd = a.sfd = -1;
+	if (attach_parse(&a, argc, argv) == -1) {
+		attach_free(&a);
+		return 2;
+	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	signal(SIGPIPE, SIG_IGN);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) == -1 ||
+	    (a.sfd = signalfd(-1, &mask, SFD_CLOEXEC)) == -1) {
+		fprintf(stderr, "moat attach: signalfd: %s\n", strerror(errno));
+		attach_free(&a);
+		return 1;
+	}
+	if (attach_setup(&a, err, sizeof(err)) == -1) {
+		fprintf(stderr, "moat attach: %s\n", err);
+		/* Undo what was added: nothing was ever served. */
+		if (a.nsh != NULL && nsh_client_end(a.nsh, true, err,
+		    sizeof(err)) == -1)
+			fprintf(stderr, "moat attach: %s\n", err);
+		attach_free(&a);
+		return 1;
+	}
+	if (a.ready_fd != -1) {
+		(void)!write(a.ready_fd, "ready\n", 6);
+		close(a.ready_fd);
+	}
+	if (attach_wait(&a) == 0) {
+		if (admin_client_unregister(a.admin, a.rc.name, err,
+		    sizeof(err)) == -1)
+			fprintf(stderr, "moat attach: unregister: %s\n", err);
+		admin_client_close(a.admin);
+		a.admin = NULL;
+		if (nsh_client_end(a.nsh, true, err, sizeof(err)) == -1)
+			fprintf(stderr, "moat attach: teardown: %s\n", err);
+		else {
+			printf("moat attach: %s detached from %s\n", a.rc.name,
+			    a.netns);
+			rc = 0;
+		}
+	}
+	attach_free(&a);
+	return rc;
+}

@@ -1,0 +1,316 @@
+/*
+ * moat_int.h - the moat command line's private interfaces: `moat run`
+ * (run.c), `moat attach` (attach.c) and the modules they share: the
+ * options and registration config both take (runconf.c), the client of
+ * moat-netns (nsh_client.c), the client of moatd's admin socket
+ * (admin_client.c), the sandbox's namespaces and init (sandbox.c) and the
+ * terminal relay (pty.c).
+ *
+ * Errors: functions that can fail take a char buffer (err, errlen) and
+ * write one human-readable sentence into it, without a program prefix
+ * or newline; the command prints it.  Nothing here calls exit() but the
+ * children between fork and exec.
+ */
+#ifndef MOAT_MOAT_INT_H
+#define MOAT_MOAT_INT_H
+
+#include <sys/types.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "netns-helper/nsh_proto.h"
+
+#define MOAT_ERR_MAX		512	/* one error sentence, bytes */
+#define MOAT_EXIT_LAUNCH	125	/* moat run itself failed */
+#define MOAT_EXIT_CANNOT_EXEC	126	/* the command could not run */
+#define MOAT_EXIT_NOT_FOUND	127	/* the command was not found */
+#define MOAT_STEP_TIMEOUT_MS	10000	/* one set-up step, at most */
+#define MOAT_STOP_TIMEOUT_MS	5000	/* a child asked to stop, at most */
+#define MOAT_LISTENERS_MAX	NSH_SOCKETS_MAX
+
+/* The entry points of the subcommands (argv[0] is the subcommand). */
+int	run_main(int argc, char *argv[]);
+int	attach_main(int argc, char *argv[]);
+
+/* --- runconf.c: options shared by run and attach ------------------- */
+
+enum runconf_mode {
+	RUNCONF_HELD = 0,	/* held sockets: lo only (default) */
+	RUNCONF_VETH		/* veth gateway (root) */
+};
+
+/* Long-option codes of the shared options (above any short option). */
+enum runconf_opt {
+	RUNCONF_OPT_POLICY = 256,
+	RUNCONF_OPT_ALLOW,
+	RUNCONF_OPT_ALLOW_PRIVATE,
+	RUNCONF_OPT_MODE,
+	RUNCONF_OPT_MOATD,
+	RUNCONF_OPT_NAME,
+	RUNCONF_OPT_HTTP_PORT,
+	RUNCONF_OPT_SOCKS_PORT,
+	RUNCONF_OPT_DNS_PORT,
+	RUNCONF_OPT_TRANSPARENT_PORT,
+	RUNCONF_OPT__END
+};
+
+/* getopt_long entries of the shared options, to copy into a command's. */
+#define RUNCONF_LONGOPTS \
+	{ "policy", required_argument, NULL, RUNCONF_OPT_POLICY }, \
+	{ "allow", required_argument, NULL, RUNCONF_OPT_ALLOW }, \
+	{ "allow-private", required_argument, NULL, \
+	    RUNCONF_OPT_ALLOW_PRIVATE }, \
+	{ "mode", required_argument, NULL, RUNCONF_OPT_MODE }, \
+	{ "moatd", required_argument, NULL, RUNCONF_OPT_MOATD }, \
+	{ "name", required_argument, NULL, RUNCONF_OPT_NAME }, \
+	{ "http-port", required_argument, NULL, RUNCONF_OPT_HTTP_PORT }, \
+	{ "socks-port", required_argument, NULL, RUNCONF_OPT_SOCKS_PORT }, \
+	{ "dns-port", required_argument, NULL, RUNCONF_OPT_DNS_PORT }, \
+	{ "transparent-port", required_argument, NULL, \
+	    RUNCONF_OPT_TRANSPARENT_PORT }
+
+/* One listening socket of a sandbox, as registered with moatd. */
+struct runconf_listener {
+	const char		*proto;	/* "http+socks5", "dns-udp", ... */
+	enum nsh_family		 family;
+	enum nsh_socktype	 type;
+	uint16_t		 port;
+};
+
+struct runconf {
+	const char	*cmd;		/* "moat run", for messages */
+	const char	*policy_file;	/* --policy, or NULL */
+	const char	**allow;	/* --allow values (borrowed argv) */
+	size_t		 nallow;
+	const char	**allow_private;
+	size_t		 nallow_private;
+	enum runconf_mode mode;
+	const char	*moatd;		/* --moatd ADDR, or NULL */
+	char		 name[NSH_TEXT_MAX]; /* the sandbox's name */
+	uint16_t	 http_port, socks_port, dns_port, transparent_port;
+	json_t		*config;	/* {"policy": ...} to register; owned */
+};
+
+/* Zeroes *rc and sets the defaults. */
+void	runconf_init(struct runconf *rc, const char *cmd);
+
+/*
+ * Handles one shared option (ch is a RUNCONF_OPT_*).  Returns 0, or -1
+ * after printing what is wrong with arg.
+ */
+int	runconf_option(struct runconf *rc, int ch, const char *arg);
+
+/*
+ * Builds rc->config from --policy, --allow and --allow-private (or the
+ * built-in default config's policy when neither --policy nor --allow is
+ * given) and validates it with the policy library, printing every
+ * diagnostic.  Sets the default name ("run-PID") if none was given.
+ * Returns 0, or -1 after printing why.
+ */
+int	runconf_finish(struct runconf *rc);
+
+/*
+ * Fills out[] with the listeners of rc's mode (at most max) and returns
+ * how many.
+ */
+size_t	runconf_listeners(const struct runconf *rc,
+	    struct runconf_listener *out, size_t max);
+
+/* Releases what rc owns.  NULL-safe on its fields; repeatable. */
+void	runconf_free(struct runconf *rc);
+
+/*
+ * Returns the directory of the running executable (from /proc/self/exe)
+ * into buf, or -1.  Used to find moat-netns and moatd beside moat.
+ */
+int	runconf_exe_dir(char *buf, size_t len);
+
+/* --- nsh_client.c: the moat-netns client ---------------------------- */
+
+struct nsh_client;
+
+/*
+ * Starts moat-netns (MOAT_NETNS, else beside moat, else MOAT_LIBEXECDIR)
+ * with its channel on fd 3, in a process group of its own, and greets
+ * it.  Returns the client (free with nsh_client_close), or NULL with err
+ * set.
+ */
+struct nsh_client *nsh_client_spawn(char *err, size_t errlen);
+
+/*
+ * Sends JOIN with the sandbox's network namespace (and, if userns is not
+ * -1, its user namespace).  The descriptors stay the caller's.  0 or -1.
+ */
+int	nsh_client_join(struct nsh_client *c, int userns, int netns,
+	    char *err, size_t errlen);
+
+/*
+ * Sends HELD or VETH for rc (attach: an existing namespace).  For VETH
+ * *index and ifname (NSH_IFNAME_MAX) receive the subnet and the host-side
+ * interface.  0 or -1.
+ */
+int	nsh_client_setup(struct nsh_client *c, const struct runconf *rc,
+	    bool attach, unsigned *index, char *ifname, char *err,
+	    size_t errlen);
+
+/* Asks for one listening socket; *fd receives it (close-on-exec). */
+int	nsh_client_socket(struct nsh_client *c,
+	    const struct runconf_listener *l, int *fd, char *err,
+	    size_t errlen);
+
+/*
+ * Ends the helper: RELEASE (keep everything; held `moat run` only) or
+ * TEARDOWN (remove everything).  Waits for it to exit.  0 or -1.
+ */
+int	nsh_client_end(struct nsh_client *c, bool teardown, char *err,
+	    size_t errlen);
+
+/*
+ * Runs `moat-netns cleanup` (with --netns netns unless NULL): removes the
+ * tables and veths whose owner is gone.  Its report goes to stderr.
+ * 0, or -1 with err set.
+ */
+int	nsh_client_cleanup(const char *netns, char *err, size_t errlen);
+
+/* The channel (readable when the helper died) and the helper's pid. */
+int	nsh_client_fd(const struct nsh_client *c);
+pid_t	nsh_client_pid(const struct nsh_client *c);
+
+/*
+ * Closes the channel (the helper then removes the host side on its own),
+ * waits for the helper (bounded; then SIGKILL) and frees c.  NULL-safe.
+ */
+void	nsh_client_close(struct nsh_client *c);
+
+/* --- admin_client.c: moatd's admin protocol (proxy/admin_proto.h) --- */
+
+struct admin_client;
+
+/*
+ * Connects to moatd's admin socket: addr is "unix:PATH" or a path.
+ * Returns the client (free with admin_client_close) or NULL, err set.
+ */
+struct admin_client *admin_client_connect(const char *addr, char *err,
+	    size_t errlen);
+
+/* Wraps a connected stream socket (a private moatd's --admin-fd peer);
+ * takes ownership of fd.  NULL only if out of memory (fd closed). */
+struct admin_client *admin_client_from_fd(int fd);
+
+/* hello: checks moatd speaks version ADMIN_PROTO_VERSION.  0 or -1. */
+int	admin_client_hello(struct admin_client *ac, char *err, size_t errlen);
+
+/*
+ * register: name, config (borrowed), and n listeners: protos[i] names
+ * fds[i].  The descriptors are sent, not closed.  0 or -1 (err holds
+ * moatd's "error" when it refused).
+ */
+int	admin_client_register(struct admin_client *ac, const char *name,
+	    json_t *config, const char *const *protos, const int *fds,
+	    size_t n, char *err, size_t errlen);
+
+/* unregister NAME.  0 or -1. */
+int	admin_client_unregister(struct admin_client *ac, const char *name,
+	    char *err, size_t errlen);
+
+/* The socket, to poll for moatd closing it. */
+int	admin_client_fd(const struct admin_client *ac);
+
+/* Closes and frees.  NULL-safe. */
+void	admin_client_close(struct admin_client *ac);
+
+/* --- sandbox.c: namespaces, init, workload -------------------------- */
+
+struct sandbox;
+
+struct sandbox_spec {
+	char *const	*argv;		/* the workload and its arguments */
+	bool		 userns;	/* rootless: an outer user namespace */
+	int		 tty;		/* pty slave for the ttys among 0-2, or
+					   -1 */
+	const char	*mask;		/* a path to hide (admin socket), or
+					   NULL */
+};
+
+/* What the sandbox's init needs once the network exists. */
+struct sandbox_net {
+	char		nameserver[64];	/* resolv.conf's nameserver */
+	char		proxy_host[64];	/* host of the proxy variables */
+	uint16_t	http_port;
+	uint16_t	socks_port;
+};
+
+/*
+ * Clones the sandbox's init into new mount, PID and network namespaces
+ * (and a user namespace when spec->userns), maps the ids, and waits until
+ * the init has mounted its /proc.  Returns the sandbox (free with
+ * sandbox_free) or NULL with err set.
+ */
+struct sandbox *sandbox_create(const struct sandbox_spec *spec, char *err,
+	    size_t errlen);
+
+/* Opens /proc/PID/ns/TYPE ("net", "user") of the init: fd or -1. */
+int	sandbox_nsfd(const struct sandbox *sb, const char *type, char *err,
+	    size_t errlen);
+
+/*
+ * Sends the go message: the init writes resolv.conf, enters the nested
+ * user namespace and starts the workload.  Waits for the init's answer:
+ * 0 when the workload was started, -1 with err set (exec failure
+ * included: *code then holds 126 or 127, else MOAT_EXIT_LAUNCH).
+ */
+int	sandbox_go(struct sandbox *sb, const struct sandbox_net *net,
+	    int *code, char *err, size_t errlen);
+
+/* The init's pid (in our PID namespace). */
+pid_t	sandbox_pid(const struct sandbox *sb);
+
+/* Kills the init (and with it everything in the sandbox) and reaps it. */
+void	sandbox_kill(struct sandbox *sb);
+
+/* Frees sb (does not kill).  NULL-safe. */
+void	sandbox_free(struct sandbox *sb);
+
+/* --- pty.c: the terminal relay -------------------------------------- */
+
+struct pty;
+
+/*
+ * If stdin is a terminal, opens a pseudo-terminal sized and set like it.
+ * Returns the pty, or NULL with err set (err[0] == '\0' and errno 0 when
+ * stdin is simply not a terminal).
+ */
+struct pty *pty_open(char *err, size_t errlen);
+
+/* The slave, for the workload; close it in the parent after the clone. */
+int	pty_slave(const struct pty *p);
+void	pty_close_slave(struct pty *p);
+
+/* Puts our terminal in raw mode (pty_restore undoes it).  0 or -1. */
+int	pty_raw(struct pty *p);
+
+/* Copies our terminal's size to the pty (on SIGWINCH). */
+void	pty_winch(struct pty *p);
+
+/*
+ * Adds the relay's descriptors to pfd (room for 2), returns how many.
+ * pty_service handles their events.  Returns 0, or 1 when the pty's
+ * output is over (the workload closed it).
+ */
+size_t	pty_pollfds(struct pty *p, struct pollfd *pfd);
+int	pty_service(struct pty *p, const struct pollfd *pfd, size_t n);
+
+/* Copies what is left of the workload's output (bounded), then returns. */
+void	pty_drain(struct pty *p);
+
+/* Restores our terminal.  Repeatable. */
+void	pty_restore(struct pty *p);
+
+/* Restores, closes, frees.  NULL-safe. */
+void	pty_free(struct pty *p);
+
+#endif /* MOAT_MOAT_INT_H */

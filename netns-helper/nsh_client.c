@@ -1,0 +1,384 @@
+/*
+ * nsh_client.c - the moat CLI's side of the moat-netns protocol: start
+ * the helper, send each request, read and check each reply, wait for the
+ * helper to end.
+ *
+ * What it is not: trusting.  Every reply goes through the same decoder as
+ * the requests (nsh_proto_decode), must answer the op that was asked and
+ * carry a descriptor only where one is due; a helper that dies, stalls
+ * (MOAT_STEP_TIMEOUT_MS) or answers wrongly is an error, never a hang.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "netns-helper/moat_int.h"
+#include "netns-helper/nsh_proto.h"
+
+#define NSH_CLIENT_PATH_MAX	4096
+#define NSH_CLIENT_NAME		"moat-netns"
+
+struct nsh_client {
+	int	fd;	/* the channel */
+	pid_t	pid;	/* the helper; -1 once reaped */
+	int	status;	/* its wait status, once reaped */
+};
+
+static int	nsh_client_path(char *buf, size_t len);
+static int	nsh_client_call(struct nsh_client *c, const struct nsh_msg *req,
+		    const int *fds, struct nsh_msg *reply, int *fd, char *err,
+		    size_t errlen);
+static void	nsh_client_died(struct nsh_client *c, char *err,
+		    size_t errlen, const char *what);
+static int	nsh_client_reap(struct nsh_client *c, int timeout_ms);
+
+/* MOAT_NETNS, else beside the moat executable, else MOAT_LIBEXECDIR. */
+static int
+nsh_client_path(char *buf, size_t len)
+{
+	const char	*env;
+	char		 dir[NSH_CLIENT_PATH_MAX];
+
+	if ((env = getenv("MOAT_NETNS")) != NULL && env[0] != '\0') {
+		snprintf(buf, len, "%s", env);
+		return access(buf, X_OK);
+	}
+	if (runconf_exe_dir(dir, sizeof(dir)) == 0 &&
+	    (size_t)snprintf(buf, len, "%s/%s", dir, NSH_CLIENT_NAME) < len &&
+	    access(buf, X_OK) == 0)
+		return 0;
+	snprintf(buf, len, "%s/%s", MOAT_LIBEXECDIR, NSH_CLIENT_NAME);
+	return access(buf, X_OK);
+}
+
+struct nsh_client *
+nsh_client_spawn(char *err, size_t errlen)
+{
+	struct nsh_client	*c;
+	struct nsh_msg		 req, reply;
+	sigset_t		 none;
+	char			 path[NSH_CLIENT_PATH_MAX];
+	int			 sv[2], fd;
+
+	if (nsh_client_path(path, sizeof(path)) == -1) {
+		snprintf(err, errlen, "cannot find %s (tried %s; set "
+		    "MOAT_NETNS): %s", NSH_CLIENT_NAME, path, strerror(errno));
+		return NULL;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	c->fd = -1;
+	c->pid = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
+		snprintf(err, errlen, "socketpair: %s", strerror(errno));
+		free(c);
+		return NULL;
+	}
+	if ((c->pid = fork()) == -1) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
+		free(c);
+		return NULL;
+	}
+	if (c->pid == 0) {
+		/*
+		 * The child: its own process group (a terminal's ^C is for
+		 * the workload, not for the helper that must clean up), the
+		 * channel on fd 3 without close-on-exec, nothing else.
+		 */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		(void)setpgid(0, 0);
+		fd = sv[1];
+		if (fd == NSH_CHANNEL_FD) {
+			if (fcntl(fd, F_SETFD, 0) == -1)
+				_exit(127);
+		} else if (dup2(fd, NSH_CHANNEL_FD) == -1)
+			_exit(127);
+		(void)close_range(NSH_CHANNEL_FD + 1, ~0u, 0);
+		execl(path, NSH_CLIENT_NAME, "serve", (char *)NULL);
+		fprintf(stderr, "moat: %s: %s\n", path, strerror(errno));
+		_exit(127);
+	}
+	close(sv[1]);
+	c->fd = sv[0];
+	memset(&req, 0, sizeof(req));
+	req.op = NSH_OP_HELLO;
+	req.u.hello.version = NSH_PROTO_VERSION;
+	if (nsh_client_call(c, &req, NULL, &reply, NULL, err, errlen) == -1) {
+		nsh_client_close(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Reaps the helper if it exits within timeout_ms; 1 reaped, 0 not. */
+static int
+nsh_client_reap(struct nsh_client *c, int timeout_ms)
+{
+	struct timespec	ts = { 0, 10 * 1000 * 1000 };
+	int		i, st;
+	pid_t		r;
+
+	if (c->pid == -1)
+		return 1;
+	for (i = 0; i <= timeout_ms / 10; i++) {
+		do
+			r = waitpid(c->pid, &st, WNOHANG);
+		while (r == -1 && errno == EINTR);
+		if (r == c->pid || (r == -1 && errno == ECHILD)) {
+			c->status = r == c->pid ? st : 0;
+			c->pid = -1;
+			return 1;
+		}
+		if (timeout_ms > 0)
+			nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+static void
+nsh_client_died(struct nsh_client *c, char *err, size_t errlen,
+    const char *what)
+{
+	(void)nsh_client_reap(c, 1000);
+	if (c->pid != -1)
+		snprintf(err, errlen, "moat-netns: %s", what);
+	else if (WIFSIGNALED(c->status))
+		snprintf(err, errlen, "moat-netns died of signal %d (%s)",
+		    WTERMSIG(c->status), what);
+	else
+		snprintf(err, errlen, "moat-netns exited with status %d (%s)",
+		    WEXITSTATUS(c->status), what);
+}
+
+/*
+ * One request, one reply.  The reply must answer req's op; an error
+ * reply becomes err ("moat-netns: OP: text").  *fd receives the reply's
+ * descriptor, which only a successful SOCKET may carry.
+ */
+static int
+nsh_client_call(struct nsh_client *c, const struct nsh_msg *req,
+    const int *fds, struct nsh_msg *reply, int *fd, char *err, size_t errlen)
+{
+	const char	*e = NULL;
+	int		 got[NSH_FDS_MAX], r, i;
+
+	if (fd != NULL)
+		*fd = -1;
+	if (nsh_proto_send(c->fd, req, fds) == -1) {
+		nsh_client_died(c, err, errlen, errno == EPIPE ||
+		    errno == ECONNRESET ? "it went away" : strerror(errno));
+		return -1;
+	}
+	r = nsh_proto_recv(c->fd, reply, got, MOAT_STEP_TIMEOUT_MS, &e);
+	if (r == 1) {
+		nsh_client_died(c, err, errlen, "it closed the channel");
+		return -1;
+	}
+	if (r == -1) {
+		snprintf(err, errlen, "moat-netns: %s: %s",
+		    nsh_proto_opname(req->op), e);
+		return -1;
+	}
+	if (reply->op != NSH_OP_REPLY || reply->u.reply.op != req->op) {
+		for (i = 0; i < NSH_FDS_MAX; i++)
+			if (got[i] != -1)
+				close(got[i]);
+		snprintf(err, errlen, "moat-netns answered %s with %s",
+		    nsh_proto_opname(req->op), nsh_proto_opname(reply->op));
+		return -1;
+	}
+	if (reply->u.reply.error != 0) {
+		snprintf(err, errlen, "moat-netns: %s: %s",
+		    nsh_proto_opname(req->op), reply->u.reply.text);
+		return -1;
+	}
+	if (fd != NULL)
+		*fd = got[0];
+	else if (got[0] != -1) {
+		close(got[0]);
+		snprintf(err, errlen, "moat-netns sent a descriptor with %s",
+		    nsh_proto_opname(req->op));
+		return -1;
+	}
+	return 0;
+}
+
+int
+nsh_client_join(struct nsh_client *c, int userns, int netns, char *err,
+    size_t errlen)
+{
+	struct nsh_msg	req, reply;
+	int		fds[2];
+
+	memset(&req, 0, sizeof(req));
+	req.op = NSH_OP_JOIN;
+	if (userns != -1) {
+		req.u.join.flags = NSH_JOIN_USERNS;
+		req.nfds = 2;
+		fds[0] = userns;
+		fds[1] = netns;
+	} else {
+		req.nfds = 1;
+		fds[0] = netns;
+	}
+	return nsh_client_call(c, &req, fds, &reply, NULL, err, errlen);
+}
+
+int
+nsh_client_setup(struct nsh_client *c, const struct runconf *rc, bool attach,
+    unsigned *index, char *ifname, char *err, size_t errlen)
+{
+	struct nsh_msg	req, reply;
+
+	memset(&req, 0, sizeof(req));
+	req.op = rc->mode == RUNCONF_VETH ? NSH_OP_VETH : NSH_OP_HELD;
+	req.u.setup.dns_port = rc->dns_port;
+	req.u.setup.transparent_port = rc->transparent_port;
+	req.u.setup.nports = 2;
+	req.u.setup.ports[0] = rc->http_port;
+	req.u.setup.ports[1] = rc->socks_port;
+	req.u.setup.flags = attach ? NSH_SETUP_ATTACH : 0;
+	if (nsh_client_call(c, &req, NULL, &reply, NULL, err, errlen) == -1)
+		return -1;
+	if (index != NULL)
+		*index = reply.u.reply.index;
+	if (ifname != NULL)
+		snprintf(ifname, NSH_IFNAME_MAX, "%s", reply.u.reply.ifname);
+	return 0;
+}
+
+int
+nsh_client_socket(struct nsh_client *c, const struct runconf_listener *l,
+    int *fd, char *err, size_t errlen)
+{
+	struct nsh_msg	req, reply;
+
+	memset(&req, 0, sizeof(req));
+	req.op = NSH_OP_SOCKET;
+	req.u.socket.family = (uint8_t)l->family;
+	req.u.socket.type = (uint8_t)l->type;
+	req.u.socket.port = l->port;
+	if (nsh_client_call(c, &req, NULL, &reply, fd, err, errlen) == -1)
+		return -1;
+	if (*fd == -1) {
+		snprintf(err, errlen, "moat-netns answered SOCKET without a "
+		    "descriptor");
+		return -1;
+	}
+	return 0;
+}
+
+int
+nsh_client_end(struct nsh_client *c, bool teardown, char *err, size_t errlen)
+{
+	struct nsh_msg	req, reply;
+	int		rc;
+
+	memset(&req, 0, sizeof(req));
+	req.op = teardown ? NSH_OP_TEARDOWN : NSH_OP_RELEASE;
+	rc = nsh_client_call(c, &req, NULL, &reply, NULL, err, errlen);
+	close(c->fd);
+	c->fd = -1;
+	if (!nsh_client_reap(c, MOAT_STOP_TIMEOUT_MS)) {
+		if (rc == 0)
+			snprintf(err, errlen, "moat-netns did not exit");
+		kill(c->pid, SIGKILL);
+		(void)nsh_client_reap(c, MOAT_STOP_TIMEOUT_MS);
+		return -1;
+	}
+	if (rc == 0 && (!WIFEXITED(c->status) ||
+	    WEXITSTATUS(c->status) != 0)) {
+		snprintf(err, errlen, "moat-netns ended with status 0x%x",
+		    c->status);
+		return -1;
+	}
+	return rc;
+}
+
+int
+nsh_client_cleanup(const char *netns, char *err, size_t errlen)
+{
+	struct nsh_client	c;
+	sigset_t		none;
+	char			path[NSH_CLIENT_PATH_MAX];
+
+	if (nsh_client_path(path, sizeof(path)) == -1) {
+		snprintf(err, errlen, "cannot find %s: %s", NSH_CLIENT_NAME,
+		    strerror(errno));
+		return -1;
+	}
+	memset(&c, 0, sizeof(c));
+	c.fd = -1;
+	if ((c.pid = fork()) == -1) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (c.pid == 0) {
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		(void)setpgid(0, 0);
+		(void)dup2(STDERR_FILENO, STDOUT_FILENO);
+		if (netns != NULL)
+			execl(path, NSH_CLIENT_NAME, "cleanup", "--netns",
+			    netns, (char *)NULL);
+		else
+			execl(path, NSH_CLIENT_NAME, "cleanup", (char *)NULL);
+		_exit(127);
+	}
+	if (!nsh_client_reap(&c, MOAT_STEP_TIMEOUT_MS)) {
+		kill(c.pid, SIGKILL);
+		(void)nsh_client_reap(&c, MOAT_STOP_TIMEOUT_MS);
+		snprintf(err, errlen, "moat-netns cleanup did not finish");
+		return -1;
+	}
+	if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0) {
+		snprintf(err, errlen, "moat-netns cleanup failed (status "
+		    "0x%x)", c.status);
+		return -1;
+	}
+	return 0;
+}
+
+int
+nsh_client_fd(const struct nsh_client *c)
+{
+	return c->fd;
+}
+
+pid_t
+nsh_client_pid(const struct nsh_client *c)
+{
+	return c->pid;
+}
+
+void
+nsh_client_close(struct nsh_client *c)
+{
+	if (c == NULL)
+		return;
+	if (c->fd != -1)
+		close(c->fd);
+	c->fd = -1;
+	/* On end of file the helper removes the host side and exits. */
+	if (!nsh_client_reap(c, MOAT_STOP_TIMEOUT_MS)) {
+		kill(c->pid, SIGKILL);
+		(void)nsh_client_reap(c, MOAT_STOP_TIMEOUT_MS);
+	}
+	free(c);
+}

@@ -1,0 +1,155 @@
+/*
+ * nsh_int.h - moat-netns's private interfaces: rtnetlink (nsh_rtnl.c),
+ * nftables (nsh_nft.c) and held sockets (nsh_sock.c).  Only moat-netns
+ * links these; the moat CLI never programs the kernel itself.
+ *
+ * Every function works on the network namespace its netlink socket was
+ * opened in (a netlink socket stays bound to the namespace of its
+ * creation), so moat-netns opens one pair per namespace and never
+ * confuses them.  Functions return 0, or -1 with errno set; they print
+ * nothing.
+ */
+#ifndef MOAT_NSH_INT_H
+#define MOAT_NSH_INT_H
+
+#include <sys/types.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct mnl_socket;
+
+#define NSH_NETLINK_TIMEOUT_MS	5000	/* one netlink request and its acks */
+#define NSH_LISTEN_BACKLOG	1024	/* listen(2) backlog of held sockets */
+#define NSH_RTPROT_MOAT		0x6d	/* rtm_protocol of routes moat adds */
+#define NSH_OWNER_MAX		64	/* "moat owner=PID start=TICKS" */
+
+/* The addresses of one veth gateway: 10.203.X.0/30, fd00:203:X::/64. */
+struct nsh_veth_addrs {
+	unsigned	index;			/* X */
+	struct in_addr	host4, sbx4;		/* 10.203.X.1, .2 */
+	struct in6_addr	host6, sbx6;		/* fd00:203:X::1, ::2 */
+};
+
+/* --- rtnetlink (nsh_rtnl.c) --------------------------------------- */
+
+/*
+ * Opens and binds a NETLINK_ROUTE socket in the calling thread's current
+ * network namespace, with a receive timeout.  Returns it (close with
+ * mnl_socket_close) or NULL with errno set.
+ */
+struct mnl_socket	*nsh_rtnl_open(void);
+
+/* Returns the index of interface name, or 0 with errno set (ENODEV). */
+unsigned	nsh_rtnl_ifindex(struct mnl_socket *nl, const char *name);
+
+/* Sets interface ifindex up. */
+int	nsh_rtnl_link_up(struct mnl_socket *nl, unsigned ifindex);
+
+/*
+ * Adds (add true) or deletes a route: family AF_INET or AF_INET6; dst
+ * (4 or 16 bytes, NULL for the default route) with prefix length dlen;
+ * gw NULL or a gateway of the family; oif the output interface; table
+ * and type as in rtnetlink(7) (RT_TABLE_LOCAL + RTN_LOCAL for a `local
+ * default` route).  The route carries NSH_RTPROT_MOAT.  Adding an existing
+ * route fails with EEXIST, deleting a missing one with ESRCH.
+ */
+int	nsh_rtnl_route(struct mnl_socket *nl, bool add, int family,
+	    const void *dst, unsigned dlen, const void *gw, unsigned oif,
+	    unsigned table, unsigned type);
+
+/* Adds address addr/plen (family AF_INET or AF_INET6) to ifindex; IPv6
+ * addresses skip duplicate address detection. */
+int	nsh_rtnl_addr_add(struct mnl_socket *nl, unsigned ifindex, int family,
+	    const void *addr, unsigned plen);
+
+/*
+ * Returns 1 if any interface of the namespace has IPv4 address a, 0 if
+ * none does, -1 on error.
+ */
+int	nsh_rtnl_has_addr4(struct mnl_socket *nl, struct in_addr a);
+
+/*
+ * Creates a veth pair: name here, with alias (IFLA_IFALIAS, may be NULL),
+ * and peer in the network namespace of the descriptor peer_ns.  Fails
+ * with EEXIST if name is taken.
+ */
+int	nsh_rtnl_veth(struct mnl_socket *nl, const char *name,
+	    const char *alias, const char *peer, int peer_ns);
+
+/* Deletes interface name (a veth takes its peer along).  ENODEV if gone. */
+int	nsh_rtnl_link_del(struct mnl_socket *nl, const char *name);
+
+/*
+ * Calls fn for each interface of the namespace whose name starts with
+ * prefix: its name, its link kind ("veth", or "" if none) and its alias
+ * ("" if none).  fn's return value is ignored.
+ */
+int	nsh_rtnl_links(struct mnl_socket *nl, const char *prefix,
+	    void (*fn)(const char *name, const char *kind, const char *alias,
+	    void *arg), void *arg);
+
+/* --- nftables (nsh_nft.c) ----------------------------------------- */
+
+/*
+ * Opens and binds a NETLINK_NETFILTER socket in the current network
+ * namespace, with a receive timeout.  NULL with errno on failure.
+ */
+struct mnl_socket	*nsh_nft_open(void);
+
+/*
+ * Replaces table inet NSH_TABLE with the held-sockets ruleset, in one
+ * batch (no half-applied state ever exists):
+ *   nat output: udp/tcp dport 53 -> redirect :dns_port; loopback
+ *     destinations return; other TCP -> redirect :transparent_port
+ *   filter output, policy drop: loopback destinations and redirected
+ *     connections (ct status dnat) accept
+ *   filter forward, policy drop
+ * owner goes into the table's comment.  On failure nothing changed.
+ */
+int	nsh_nft_held(struct mnl_socket *nl, const char *owner,
+	    uint16_t dns_port, uint16_t transparent_port);
+
+/*
+ * Replaces table inet NSH_TABLE of a veth sandbox: DNS to any server is
+ * DNATed to the host side's port 53 (a's host addresses); output policy
+ * drop but loopback destinations, TCP, UDP and TCP port 53 and IPv6
+ * neighbour discovery out of sbx_if; forward policy drop.
+ */
+int	nsh_nft_veth_sandbox(struct mnl_socket *nl, const char *owner,
+	    const char *sbx_if, const struct nsh_veth_addrs *a);
+
+/*
+ * Replaces table inet `table` on the host side of veth host_if: traffic
+ * from host_if to port 53 is DNATed to the DNS listener, to the listener
+ * ports of the host addresses accepted as is, other TCP DNATed to the
+ * transparent listener; input from host_if accepts only the listeners and
+ * neighbour discovery; forwarding from or to host_if is dropped.
+ */
+int	nsh_nft_veth_host(struct mnl_socket *nl, const char *table,
+	    const char *owner, const char *host_if,
+	    const struct nsh_veth_addrs *a, uint16_t dns_port,
+	    uint16_t transparent_port, const uint16_t *ports, unsigned nports);
+
+/* Deletes table inet `name`.  ENOENT if it does not exist. */
+int	nsh_nft_table_del(struct mnl_socket *nl, const char *name);
+
+/*
+ * Calls fn for each inet table whose name starts with prefix (or is
+ * exactly prefix), with its comment ("" if none).
+ */
+int	nsh_nft_tables(struct mnl_socket *nl, const char *prefix,
+	    void (*fn)(const char *name, const char *comment, void *arg),
+	    void *arg);
+
+/* --- held sockets (nsh_sock.c) ------------------------------------ */
+
+/*
+ * Creates a socket in the current network namespace bound to addr
+ * (family AF_INET: struct in_addr, AF_INET6: struct in6_addr) and port,
+ * SOCK_STREAM listening or SOCK_DGRAM, close-on-exec and non-blocking.
+ * Returns the descriptor, or -1 with errno set.
+ */
+int	nsh_sock_listen(int family, int type, const void *addr, uint16_t port);
+
+#endif /* MOAT_NSH_INT_H */

@@ -1,0 +1,1039 @@
+/*
+ * nsh_nft.c - the nftables tables moat owns, built with libnftnl and sent
+ * with libmnl as one transaction each.
+ *
+ * What it is: three rulesets (held sandbox, veth sandbox, veth host side),
+ * each written as "add table; delete table; add table, chains, rules" in a
+ * single batch, so the kernel applies all of it or none of it and no
+ * half-applied ruleset ever exists (relayd pfe_filter.c keeps an anchor of
+ * its own the same way); plus listing and deleting moat's tables.
+ *
+ * What it is not: nft.  No text is parsed and no program is run; the
+ * expressions below are the ones nft itself would generate for the rules
+ * written in the comments.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libmnl/libmnl.h>
+#include <libnftnl/batch.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/common.h>
+#include <libnftnl/expr.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/table.h>
+#include <libnftnl/udata.h>
+
+#include "netns-helper/nsh_int.h"
+#include "netns-helper/nsh_proto.h"
+
+#define NSH_NFT_PAGE		65536	/* batch page: all of a table fits */
+#define NSH_NFT_IOV_MAX		8	/* pages of one batch */
+#define NSH_NFT_RECV_BUF	32768	/* one read of acks or of a dump */
+#define NSH_NFT_PRIO_NAT	(-100)	/* NF_IP_PRI_NAT_DST */
+#define NSH_NFT_PRIO_FILTER	0	/* NF_IP_PRI_FILTER */
+#define NSH_NFT_PRIO_SNAT	100	/* NF_IP_PRI_NAT_SRC */
+#define NSH_PORTS_MAX_HOST	(NSH_PORTS_MAX + 2) /* listener ports, veth */
+
+/* Offsets of the fields the rules look at. */
+#define NSH_IP4_DADDR_OFF	16	/* struct iphdr daddr */
+#define NSH_IP6_DADDR_OFF	24	/* struct ip6_hdr ip6_dst */
+#define NSH_TH_DPORT_OFF	2	/* tcp/udp destination port */
+#define NSH_ICMP6_TYPE_OFF	0	/* icmp6_type */
+#define NSH_ND_SOLICIT		135	/* ICMPv6 neighbour solicitation */
+#define NSH_ND_ADVERT		136	/* ICMPv6 neighbour advertisement */
+
+/* One transaction being built. */
+struct nsh_nft_tx {
+	struct nftnl_batch	*b;
+	uint32_t		 seq;
+	unsigned		 nacks;	/* messages that will be acknowledged */
+	bool			 failed;	/* an allocation failed */
+};
+
+/* One rule being built: the chain it goes to and its expressions. */
+struct nsh_nft_rule {
+	struct nsh_nft_tx	*tx;
+	struct nftnl_rule	*r;
+};
+
+struct nsh_nft_list {
+	const char	*prefix;
+	void		(*fn)(const char *, const char *, void *);
+	void		*arg;
+};
+
+static int	nsh_nft_tx_begin(struct nsh_nft_tx *tx);
+static void	nsh_nft_tx_free(struct nsh_nft_tx *tx);
+static int	nsh_nft_tx_commit(struct mnl_socket *nl, struct nsh_nft_tx *tx);
+static void	nsh_nft_table(struct nsh_nft_tx *tx, uint16_t type,
+		    const char *name, const char *comment);
+static void	nsh_nft_replace(struct nsh_nft_tx *tx, const char *name,
+		    const char *comment);
+static void	nsh_nft_chain(struct nsh_nft_tx *tx, const char *table,
+		    const char *name, const char *type, unsigned hook, int prio,
+		    unsigned policy);
+static void	nsh_nft_rule_start(struct nsh_nft_rule *rb,
+		    struct nsh_nft_tx *tx, const char *table,
+		    const char *chain);
+static void	nsh_nft_rule_end(struct nsh_nft_rule *rb);
+static void	nsh_nft_expr(struct nsh_nft_rule *rb, struct nftnl_expr *e);
+static void	nsh_nft_meta(struct nsh_nft_rule *rb, unsigned key);
+static void	nsh_nft_cmp(struct nsh_nft_rule *rb, unsigned op,
+		    const void *data, size_t len);
+static void	nsh_nft_payload(struct nsh_nft_rule *rb, unsigned base,
+		    unsigned off, unsigned len);
+static void	nsh_nft_imm(struct nsh_nft_rule *rb, unsigned reg,
+		    const void *data, size_t len);
+static void	nsh_nft_verdict(struct nsh_nft_rule *rb, int verdict);
+static void	nsh_nft_nfproto(struct nsh_nft_rule *rb, uint8_t proto);
+static void	nsh_nft_l4proto(struct nsh_nft_rule *rb, uint8_t proto);
+static void	nsh_nft_dport(struct nsh_nft_rule *rb, uint8_t proto,
+		    uint16_t port);
+static void	nsh_nft_ifname(struct nsh_nft_rule *rb, unsigned key,
+		    const char *name);
+static void	nsh_nft_daddr4(struct nsh_nft_rule *rb, struct in_addr a,
+		    unsigned plen);
+static void	nsh_nft_daddr6(struct nsh_nft_rule *rb,
+		    const struct in6_addr *a);
+static void	nsh_nft_icmp6_type(struct nsh_nft_rule *rb, uint8_t type);
+static void	nsh_nft_ct_dnat(struct nsh_nft_rule *rb);
+static void	nsh_nft_redirect(struct nsh_nft_rule *rb, uint16_t port);
+static void	nsh_nft_dnat(struct nsh_nft_rule *rb, int family,
+		    const void *addr, uint16_t port);
+static void	nsh_nft_snat(struct nsh_nft_rule *rb, int family,
+		    const void *addr);
+static void	nsh_nft_loopback_rules(struct nsh_nft_tx *tx,
+		    const char *table, const char *chain, int verdict);
+static int	nsh_nft_list_cb(const struct nlmsghdr *nlh, void *arg);
+static int	nsh_nft_comment_cb(const struct nftnl_udata *attr, void *data);
+
+static uint32_t	nsh_nft_seq;
+
+struct mnl_socket *
+nsh_nft_open(void)
+{
+	struct mnl_socket	*nl;
+	struct timeval		 tv;
+	int			 saved;
+
+	if ((nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC)) == NULL)
+		return NULL;
+	tv.tv_sec = NSH_NETLINK_TIMEOUT_MS / 1000;
+	tv.tv_usec = (NSH_NETLINK_TIMEOUT_MS % 1000) * 1000;
+	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) == -1 ||
+	    setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVTIMEO, &tv,
+	    sizeof(tv)) == -1) {
+		saved = errno;
+		mnl_socket_close(nl);
+		errno = saved;
+		return NULL;
+	}
+	if (nsh_nft_seq == 0)
+		nsh_nft_seq = (uint32_t)time(NULL);
+	return nl;
+}
+
+/* --- transactions --------------------------------------------------- */
+
+static int
+nsh_nft_tx_begin(struct nsh_nft_tx *tx)
+{
+	memset(tx, 0, sizeof(*tx));
+	if ((tx->b = nftnl_batch_alloc(NSH_NFT_PAGE, MNL_SOCKET_BUFFER_SIZE)) ==
+	    NULL)
+		return -1;
+	tx->seq = ++nsh_nft_seq;
+	nftnl_batch_begin(nftnl_batch_buffer(tx->b), tx->seq++);
+	if (nftnl_batch_update(tx->b) == -1) {
+		nsh_nft_tx_free(tx);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+nsh_nft_tx_free(struct nsh_nft_tx *tx)
+{
+	if (tx->b != NULL)
+		nftnl_batch_free(tx->b);
+	tx->b = NULL;
+}
+
+/*
+ * Ends the batch, sends it and reads one acknowledgement per message.
+ * The kernel processes the whole batch and reports every error, then
+ * commits all or aborts all.  Returns 0, or -1 with the first error.
+ */
+static int
+nsh_nft_tx_commit(struct mnl_socket *nl, struct nsh_nft_tx *tx)
+{
+	static char		 buf[NSH_NFT_RECV_BUF];
+	struct iovec		 iov[NSH_NFT_IOV_MAX];
+	struct sockaddr_nl	 snl;
+	struct msghdr		 msg;
+	const struct nlmsghdr	*nlh;
+	const struct nlmsgerr	*e;
+	unsigned		 got = 0;
+	ssize_t			 n;
+	int			 niov, first = 0, left;
+
+	if (tx->failed) {
+		errno = ENOMEM;
+		return -1;
+	}
+	nftnl_batch_end(nftnl_batch_buffer(tx->b), tx->seq++);
+	if (nftnl_batch_update(tx->b) == -1)
+		return -1;
+	niov = nftnl_batch_iovec_len(tx->b);
+	if (niov > NSH_NFT_IOV_MAX) {
+		errno = E2BIG;
+		return -1;
+	}
+	nftnl_batch_iovec(tx->b, iov, (uint32_t)niov);
+	memset(&snl, 0, sizeof(snl));
+	snl.nl_family = AF_NETLINK;
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_name = &snl;
+	msg.msg_namelen = sizeof(snl);
+	msg.msg_iov = iov;
+	msg.msg_iovlen = (size_t)niov;
+	if (sendmsg(mnl_socket_get_fd(nl), &msg, 0) == -1)
+		return -1;
+	while (got < tx->nacks) {
+		n = recv(mnl_socket_get_fd(nl), buf, sizeof(buf), 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			if (first != 0) {
+				errno = first;
+				return -1;
+			}
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				errno = ETIMEDOUT;
+			return -1;
+		}
+		left = (int)n;
+		for (nlh = (const struct nlmsghdr *)buf;
+		    mnl_nlmsg_ok(nlh, left);
+		    nlh = mnl_nlmsg_next(nlh, &left)) {
+			if (nlh->nlmsg_type != NLMSG_ERROR)
+				continue;
+			if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(*e)))
+				continue;
+			e = mnl_nlmsg_get_payload(nlh);
+			got++;
+			if (e->error != 0 && first == 0)
+				first = -e->error;
+			/* An error on the batch markers rejects it all. */
+			if (e->error != 0 && (e->msg.nlmsg_type ==
+			    NFNL_MSG_BATCH_BEGIN || e->msg.nlmsg_type ==
+			    NFNL_MSG_BATCH_END))
+				got = tx->nacks;
+		}
+	}
+	if (first != 0) {
+		errno = first;
+		return -1;
+	}
+	return 0;
+}
+
+static void
+nsh_nft_table(struct nsh_nft_tx *tx, uint16_t type, const char *name,
+    const char *comment)
+{
+	struct nftnl_table	*t;
+	struct nftnl_udata_buf	*u = NULL;
+	struct nlmsghdr		*nlh;
+	uint16_t		 flags = NLM_F_ACK;
+
+	if ((t = nftnl_table_alloc()) == NULL) {
+		tx->failed = true;
+		return;
+	}
+	nftnl_table_set_str(t, NFTNL_TABLE_NAME, name);
+	nftnl_table_set_u32(t, NFTNL_TABLE_FLAGS, 0);
+	if (comment != NULL) {
+		if ((u = nftnl_udata_buf_alloc(NFTNL_UDATA_COMMENT_MAXLEN +
+		    16)) == NULL || !nftnl_udata_put_strz(u,
+		    NFTNL_UDATA_TABLE_COMMENT, comment)) {
+			tx->failed = true;
+			goto out;
+		}
+		nftnl_table_set_data(t, NFTNL_TABLE_USERDATA,
+		    nftnl_udata_buf_data(u), nftnl_udata_buf_len(u));
+	}
+	if (type == NFT_MSG_NEWTABLE)
+		flags |= NLM_F_CREATE;
+	nlh = nftnl_table_nlmsg_build_hdr(nftnl_batch_buffer(tx->b), type,
+	    NFPROTO_INET, flags, tx->seq++);
+	nftnl_table_nlmsg_build_payload(nlh, t);
+	tx->nacks++;
+	if (nftnl_batch_update(tx->b) == -1)
+		tx->failed = true;
+ out:
+	if (u != NULL)
+		nftnl_udata_buf_free(u);
+	nftnl_table_free(t);
+}
+
+/*
+ * "add table; delete table; add table": the first add makes the delete
+ * valid whether or not the table existed, and the whole sequence commits
+ * with the rest of the batch.
+ */
+static void
+nsh_nft_replace(struct nsh_nft_tx *tx, const char *name, const char *comment)
+{
+	nsh_nft_table(tx, NFT_MSG_NEWTABLE, name, NULL);
+	nsh_nft_table(tx, NFT_MSG_DELTABLE, name, NULL);
+	nsh_nft_table(tx, NFT_MSG_NEWTABLE, name, comment);
+}
+
+static void
+nsh_nft_chain(struct nsh_nft_tx *tx, const char *table, const char *name,
+    const char *type, unsigned hook, int prio, unsigned policy)
+{
+	struct nftnl_chain	*c;
+	struct nlmsghdr		*nlh;
+
+	if ((c = nftnl_chain_alloc()) == NULL) {
+		tx->failed = true;
+		return;
+	}
+	nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, table);
+	nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name);
+	nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, type);
+	nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, hook);
+	nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, prio);
+	nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, policy);
+	nlh = nftnl_chain_nlmsg_build_hdr(nftnl_batch_buffer(tx->b),
+	    NFT_MSG_NEWCHAIN, NFPROTO_INET, NLM_F_CREATE | NLM_F_ACK,
+	    tx->seq++);
+	nftnl_chain_nlmsg_build_payload(nlh, c);
+	tx->nacks++;
+	if (nftnl_batch_update(tx->b) == -1)
+		tx->failed = true;
+	nftnl_chain_free(c);
+}
+
+/* --- rules and expressions ------------------------------------------ */
+
+static void
+nsh_nft_rule_start(struct nsh_nft_rule *rb, struct nsh_nft_tx *tx,
+    const char *table, const char *chain)
+{
+	rb->tx = tx;
+	if ((rb->r = nftnl_rule_alloc()) == NULL) {
+		tx->failed = true;
+		return;
+	}
+	nftnl_rule_set_u32(rb->r, NFTNL_RULE_FAMILY, NFPROTO_INET);
+	nftnl_rule_set_str(rb->r, NFTNL_RULE_TABLE, table);
+	nftnl_rule_set_str(rb->r, NFTNL_RULE_CHAIN, chain);
+}
+
+/* Appends the rule to the chain (in the batch) and frees it. */
+static void
+nsh_nft_rule_end(struct nsh_nft_rule *rb)
+{
+	struct nlmsghdr	*nlh;
+
+	if (rb->r == NULL)
+		return;
+	if (!rb->tx->failed) {
+		nlh = nftnl_rule_nlmsg_build_hdr(nftnl_batch_buffer(rb->tx->b),
+		    NFT_MSG_NEWRULE, NFPROTO_INET,
+		    NLM_F_APPEND | NLM_F_CREATE | NLM_F_ACK, rb->tx->seq++);
+		nftnl_rule_nlmsg_build_payload(nlh, rb->r);
+		rb->tx->nacks++;
+		if (nftnl_batch_update(rb->tx->b) == -1)
+			rb->tx->failed = true;
+	}
+	nftnl_rule_free(rb->r);
+	rb->r = NULL;
+}
+
+static void
+nsh_nft_expr(struct nsh_nft_rule *rb, struct nftnl_expr *e)
+{
+	if (e == NULL || rb->r == NULL) {
+		rb->tx->failed = true;
+		if (e != NULL)
+			nftnl_expr_free(e);
+		return;
+	}
+	nftnl_rule_add_expr(rb->r, e);
+}
+
+/* meta KEY -> reg 1 */
+static void
+nsh_nft_meta(struct nsh_nft_rule *rb, unsigned key)
+{
+	struct nftnl_expr	*e;
+
+	if ((e = nftnl_expr_alloc("meta")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, key);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, NFT_REG_1);
+	}
+	nsh_nft_expr(rb, e);
+}
+
+/* reg 1 OP data */
+static void
+nsh_nft_cmp(struct nsh_nft_rule *rb, unsigned op, const void *data,
+    size_t len)
+{
+	struct nftnl_expr	*e;
+
+	if ((e = nftnl_expr_alloc("cmp")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_OP, op);
+		nftnl_expr_set(e, NFTNL_EXPR_CMP_DATA, data, (uint32_t)len);
+	}
+	nsh_nft_expr(rb, e);
+}
+
+/* payload BASE + off, len bytes -> reg 1 */
+static void
+nsh_nft_payload(struct nsh_nft_rule *rb, unsigned base, unsigned off,
+    unsigned len)
+{
+	struct nftnl_expr	*e;
+
+	if ((e = nftnl_expr_alloc("payload")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_BASE, base);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_OFFSET, off);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, len);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1);
+	}
+	nsh_nft_expr(rb, e);
+}
+
+/* data -> reg */
+static void
+nsh_nft_imm(struct nsh_nft_rule *rb, unsigned reg, const void *data,
+    size_t len)
+{
+	struct nftnl_expr	*e;
+
+	if ((e = nftnl_expr_alloc("immediate")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, reg);
+		nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, data, (uint32_t)len);
+	}
+	nsh_nft_expr(rb, e);
+}
+
+/* accept, drop, return */
+static void
+nsh_nft_verdict(struct nsh_nft_rule *rb, int verdict)
+{
+	struct nftnl_expr	*e;
+
+	if ((e = nftnl_expr_alloc("immediate")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT,
+		    (uint32_t)verdict);
+	}
+	nsh_nft_expr(rb, e);
+}
+
+/* meta nfproto ipv4|ipv6 */
+static void
+nsh_nft_nfproto(struct nsh_nft_rule *rb, uint8_t proto)
+{
+	nsh_nft_meta(rb, NFT_META_NFPROTO);
+	nsh_nft_cmp(rb, NFT_CMP_EQ, &proto, sizeof(proto));
+}
+
+/* meta l4proto tcp|udp|ipv6-icmp */
+static void
+nsh_nft_l4proto(struct nsh_nft_rule *rb, uint8_t proto)
+{
+	nsh_nft_meta(rb, NFT_META_L4PROTO);
+	nsh_nft_cmp(rb, NFT_CMP_EQ, &proto, sizeof(proto));
+}
+
+/* tcp|udp dport PORT */
+static void
+nsh_nft_dport(struct nsh_nft_rule *rb, uint8_t proto, uint16_t port)
+{
+	uint16_t	p = htons(port);
+
+	nsh_nft_l4proto(rb, proto);
+	nsh_nft_payload(rb, NFT_PAYLOAD_TRANSPORT_HEADER, NSH_TH_DPORT_OFF,
+	    sizeof(p));
+	nsh_nft_cmp(rb, NFT_CMP_EQ, &p, sizeof(p));
+}
+
+/* iifname|oifname NAME (the whole IFNAMSIZ field, NUL-padded) */
+static void
+nsh_nft_ifname(struct nsh_nft_rule *rb, unsigned key, const char *name)
+{
+	char	buf[IFNAMSIZ];
+
+	memset(buf, 0, sizeof(buf));
+	strncpy(buf, name, sizeof(buf) - 1);
+	nsh_nft_meta(rb, key);
+	nsh_nft_cmp(rb, NFT_CMP_EQ, buf, sizeof(buf));
+}
+
+/* ip daddr A/PLEN */
+static void
+nsh_nft_daddr4(struct nsh_nft_rule *rb, struct in_addr a, unsigned plen)
+{
+	struct nftnl_expr	*e;
+	uint32_t		 mask, zero = 0, net;
+
+	mask = plen == 0 ? 0 : htonl(~0u << (32 - plen));
+	net = a.s_addr & mask;
+	nsh_nft_nfproto(rb, NFPROTO_IPV4);
+	nsh_nft_payload(rb, NFT_PAYLOAD_NETWORK_HEADER, NSH_IP4_DADDR_OFF, 4);
+	if (plen < 32) {
+		if ((e = nftnl_expr_alloc("bitwise")) != NULL) {
+			nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG,
+			    NFT_REG_1);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG,
+			    NFT_REG_1);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, 4);
+			nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, &mask, 4);
+			nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, &zero, 4);
+		}
+		nsh_nft_expr(rb, e);
+	}
+	nsh_nft_cmp(rb, NFT_CMP_EQ, &net, 4);
+}
+
+/* ip6 daddr A */
+static void
+nsh_nft_daddr6(struct nsh_nft_rule *rb, const struct in6_addr *a)
+{
+	nsh_nft_nfproto(rb, NFPROTO_IPV6);
+	nsh_nft_payload(rb, NFT_PAYLOAD_NETWORK_HEADER, NSH_IP6_DADDR_OFF, 16);
+	nsh_nft_cmp(rb, NFT_CMP_EQ, a, 16);
+}
+
+/* icmpv6 type T */
+static void
+nsh_nft_icmp6_type(struct nsh_nft_rule *rb, uint8_t type)
+{
+	nsh_nft_nfproto(rb, NFPROTO_IPV6);
+	nsh_nft_l4proto(rb, IPPROTO_ICMPV6);
+	nsh_nft_payload(rb, NFT_PAYLOAD_TRANSPORT_HEADER, NSH_ICMP6_TYPE_OFF,
+	    1);
+	nsh_nft_cmp(rb, NFT_CMP_EQ, &type, 1);
+}
+
+/* ct status dnat */
+static void
+nsh_nft_ct_dnat(struct nsh_nft_rule *rb)
+{
+	struct nftnl_expr	*e;
+	uint32_t		 mask = IPS_DST_NAT, zero = 0;
+
+	if ((e = nftnl_expr_alloc("ct")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_STATUS);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
+	}
+	nsh_nft_expr(rb, e);
+	if ((e = nftnl_expr_alloc("bitwise")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, 4);
+		nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, &mask, 4);
+		nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, &zero, 4);
+	}
+	nsh_nft_expr(rb, e);
+	nsh_nft_cmp(rb, NFT_CMP_NEQ, &zero, 4);
+}
+
+/* redirect to :PORT */
+static void
+nsh_nft_redirect(struct nsh_nft_rule *rb, uint16_t port)
+{
+	struct nftnl_expr	*e;
+	uint16_t		 p = htons(port);
+
+	nsh_nft_imm(rb, NFT_REG_1, &p, sizeof(p));
+	if ((e = nftnl_expr_alloc("redir")) != NULL)
+		nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_REG_PROTO_MIN,
+		    NFT_REG_1);
+	nsh_nft_expr(rb, e);
+}
+
+/* dnat ip|ip6 to ADDR:PORT */
+static void
+nsh_nft_dnat(struct nsh_nft_rule *rb, int family, const void *addr,
+    uint16_t port)
+{
+	struct nftnl_expr	*e;
+	uint16_t		 p = htons(port);
+
+	nsh_nft_imm(rb, NFT_REG_1, addr, family == AF_INET ? 4 : 16);
+	nsh_nft_imm(rb, NFT_REG_2, &p, sizeof(p));
+	if ((e = nftnl_expr_alloc("nat")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_TYPE, NFT_NAT_DNAT);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FAMILY,
+		    family == AF_INET ? NFPROTO_IPV4 : NFPROTO_IPV6);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MIN, NFT_REG_1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_PROTO_MIN, NFT_REG_2);
+	}
+	nsh_nft_expr(rb, e);
+}
+
+/* snat ip|ip6 to ADDR */
+static void
+nsh_nft_snat(struct nsh_nft_rule *rb, int family, const void *addr)
+{
+	struct nftnl_expr	*e;
+
+	nsh_nft_imm(rb, NFT_REG_1, addr, family == AF_INET ? 4 : 16);
+	if ((e = nftnl_expr_alloc("nat")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_TYPE, NFT_NAT_SNAT);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FAMILY,
+		    family == AF_INET ? NFPROTO_IPV4 : NFPROTO_IPV6);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MIN, NFT_REG_1);
+	}
+	nsh_nft_expr(rb, e);
+}
+
+/* ip daddr 127.0.0.0/8 VERDICT; ip6 daddr ::1 VERDICT */
+static void
+nsh_nft_loopback_rules(struct nsh_nft_tx *tx, const char *table,
+    const char *chain, int verdict)
+{
+	struct nsh_nft_rule	rb;
+	struct in_addr		lo4;
+
+	lo4.s_addr = htonl(INADDR_LOOPBACK);
+	nsh_nft_rule_start(&rb, tx, table, chain);
+	nsh_nft_daddr4(&rb, lo4, 8);
+	nsh_nft_verdict(&rb, verdict);
+	nsh_nft_rule_end(&rb);
+	nsh_nft_rule_start(&rb, tx, table, chain);
+	nsh_nft_daddr6(&rb, &in6addr_loopback);
+	nsh_nft_verdict(&rb, verdict);
+	nsh_nft_rule_end(&rb);
+}
+
+/* --- the rulesets --------------------------------------------------- */
+
+int
+nsh_nft_held(struct mnl_socket *nl, const char *owner, uint16_t dns_port,
+    uint16_t transparent_port)
+{
+	static const uint8_t	 l4[] = { IPPROTO_UDP, IPPROTO_TCP };
+	struct nsh_nft_tx	 tx;
+	struct nsh_nft_rule	 rb;
+	size_t			 i;
+	int			 rc, saved;
+
+	if (nsh_nft_tx_begin(&tx) == -1)
+		return -1;
+	nsh_nft_replace(&tx, NSH_TABLE, owner);
+	nsh_nft_chain(&tx, NSH_TABLE, "nat_out", "nat", NF_INET_LOCAL_OUT,
+	    NSH_NFT_PRIO_NAT, NF_ACCEPT);
+	nsh_nft_chain(&tx, NSH_TABLE, "filter_out", "filter",
+	    NF_INET_LOCAL_OUT, NSH_NFT_PRIO_FILTER, NF_DROP);
+	nsh_nft_chain(&tx, NSH_TABLE, "filter_fwd", "filter",
+	    NF_INET_FORWARD, NSH_NFT_PRIO_FILTER, NF_DROP);
+
+	/*
+	 * DNS first, whatever the destination, loopback included: a query
+	 * to any resolver (or to a resolver some other process holds a
+	 * socket for on this namespace's loopback) reaches moatd.
+	 */
+	for (i = 0; i < sizeof(l4); i++) {
+		nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "nat_out");
+		nsh_nft_dport(&rb, l4[i], 53);
+		nsh_nft_redirect(&rb, dns_port);
+		nsh_nft_rule_end(&rb);
+	}
+	/*
+	 * Loopback is exempt by destination, not by `oifname lo`: with the
+	 * `local default` route every packet leaves by lo.
+	 */
+	nsh_nft_loopback_rules(&tx, NSH_TABLE, "nat_out", NFT_RETURN);
+	nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "nat_out");
+	nsh_nft_l4proto(&rb, IPPROTO_TCP);
+	nsh_nft_redirect(&rb, transparent_port);
+	nsh_nft_rule_end(&rb);
+
+	/*
+	 * After NAT only loopback destinations remain for what was
+	 * redirected; the replies of the held sockets to a redirected
+	 * connection go to the address the client dialled, so they are let
+	 * through by their conntrack entry (ct status dnat), which only the
+	 * rules above create.  Everything else (UDP, ICMP, raw) is dropped.
+	 */
+	nsh_nft_loopback_rules(&tx, NSH_TABLE, "filter_out", NF_ACCEPT);
+	nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "filter_out");
+	nsh_nft_ct_dnat(&rb);
+	nsh_nft_verdict(&rb, NF_ACCEPT);
+	nsh_nft_rule_end(&rb);
+
+	rc = nsh_nft_tx_commit(nl, &tx);
+	saved = errno;
+	nsh_nft_tx_free(&tx);
+	errno = saved;
+	return rc;
+}
+
+int
+nsh_nft_veth_sandbox(struct mnl_socket *nl, const char *owner,
+    const char *sbx_if, const struct nsh_veth_addrs *a)
+{
+	static const uint8_t	 nd[] = { NSH_ND_SOLICIT, NSH_ND_ADVERT };
+	static const uint8_t	 l4[] = { IPPROTO_UDP, IPPROTO_TCP };
+	struct nsh_nft_tx	 tx;
+	struct nsh_nft_rule	 rb;
+	size_t			 i, v;
+	int			 rc, saved;
+
+	if (nsh_nft_tx_begin(&tx) == -1)
+		return -1;
+	nsh_nft_replace(&tx, NSH_TABLE, owner);
+	nsh_nft_chain(&tx, NSH_TABLE, "nat_out", "nat", NF_INET_LOCAL_OUT,
+	    NSH_NFT_PRIO_NAT, NF_ACCEPT);
+	nsh_nft_chain(&tx, NSH_TABLE, "nat_post", "nat", NF_INET_POST_ROUTING,
+	    NSH_NFT_PRIO_SNAT, NF_ACCEPT);
+	nsh_nft_chain(&tx, NSH_TABLE, "filter_out", "filter",
+	    NF_INET_LOCAL_OUT, NSH_NFT_PRIO_FILTER, NF_DROP);
+	nsh_nft_chain(&tx, NSH_TABLE, "filter_fwd", "filter",
+	    NF_INET_FORWARD, NSH_NFT_PRIO_FILTER, NF_DROP);
+
+	/*
+	 * What goes to the host side leaves from the veth's address: a
+	 * query first routed to the namespace's own resolver still carries
+	 * the source address of that route, which the host cannot answer.
+	 */
+	for (v = 0; v < 2; v++) {
+		nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "nat_post");
+		if (v == 0) {
+			nsh_nft_daddr4(&rb, a->host4, 32);
+			nsh_nft_snat(&rb, AF_INET, &a->sbx4);
+		} else {
+			nsh_nft_daddr6(&rb, &a->host6);
+			nsh_nft_snat(&rb, AF_INET6, &a->sbx6);
+		}
+		nsh_nft_rule_end(&rb);
+	}
+
+	/*
+	 * DNS to any server (an attached namespace's own resolver included,
+	 * whose route may not be ours) goes to the host side of the veth,
+	 * port 53, where moatd's DNS listener is reached.
+	 */
+	for (i = 0; i < sizeof(l4); i++) {
+		for (v = 0; v < 2; v++) {
+			nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "nat_out");
+			nsh_nft_nfproto(&rb, v == 0 ? NFPROTO_IPV4 :
+			    NFPROTO_IPV6);
+			nsh_nft_dport(&rb, l4[i], 53);
+			if (v == 0)
+				nsh_nft_dnat(&rb, AF_INET, &a->host4, 53);
+			else
+				nsh_nft_dnat(&rb, AF_INET6, &a->host6, 53);
+			nsh_nft_rule_end(&rb);
+		}
+	}
+	nsh_nft_loopback_rules(&tx, NSH_TABLE, "filter_out", NF_ACCEPT);
+	/* The sandbox's own addresses: lo never leaves the namespace. */
+	nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "filter_out");
+	nsh_nft_ifname(&rb, NFT_META_OIFNAME, "lo");
+	nsh_nft_verdict(&rb, NF_ACCEPT);
+	nsh_nft_rule_end(&rb);
+	/*
+	 * Out of the veth only TCP and DNS: the routes send them to the
+	 * host side, whose table hands them to moatd's listeners.
+	 */
+	nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "filter_out");
+	nsh_nft_ifname(&rb, NFT_META_OIFNAME, sbx_if);
+	nsh_nft_l4proto(&rb, IPPROTO_TCP);
+	nsh_nft_verdict(&rb, NF_ACCEPT);
+	nsh_nft_rule_end(&rb);
+	/*
+	 * DNS, DNATed above, by destination: a chain after the NAT still
+	 * sees the output interface chosen before it (oifname would say
+	 * the namespace's own interface for a query to its own resolver).
+	 */
+	for (i = 0; i < sizeof(l4); i++) {
+		for (v = 0; v < 2; v++) {
+			nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "filter_out");
+			if (v == 0)
+				nsh_nft_daddr4(&rb, a->host4, 32);
+			else
+				nsh_nft_daddr6(&rb, &a->host6);
+			nsh_nft_dport(&rb, l4[i], 53);
+			nsh_nft_verdict(&rb, NF_ACCEPT);
+			nsh_nft_rule_end(&rb);
+		}
+	}
+	for (i = 0; i < sizeof(nd); i++) {
+		nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "filter_out");
+		nsh_nft_ifname(&rb, NFT_META_OIFNAME, sbx_if);
+		nsh_nft_icmp6_type(&rb, nd[i]);
+		nsh_nft_verdict(&rb, NF_ACCEPT);
+		nsh_nft_rule_end(&rb);
+	}
+
+	rc = nsh_nft_tx_commit(nl, &tx);
+	saved = errno;
+	nsh_nft_tx_free(&tx);
+	errno = saved;
+	return rc;
+}
+
+int
+nsh_nft_veth_host(struct mnl_socket *nl, const char *table, const char *owner,
+    const char *host_if, const struct nsh_veth_addrs *a, uint16_t dns_port,
+    uint16_t transparent_port, const uint16_t *ports, unsigned nports)
+{
+	static const uint8_t	 l4[] = { IPPROTO_UDP, IPPROTO_TCP };
+	static const uint8_t	 nd[] = { NSH_ND_SOLICIT, NSH_ND_ADVERT };
+	struct nsh_nft_tx	 tx;
+	struct nsh_nft_rule	 rb;
+	uint16_t		 all[NSH_PORTS_MAX_HOST];
+	size_t			 i, v, nall = 0;
+	int			 rc, saved;
+
+	if (nports + 2 > NSH_PORTS_MAX_HOST) {
+		errno = EINVAL;
+		return -1;
+	}
+	all[nall++] = dns_port;
+	all[nall++] = transparent_port;
+	for (i = 0; i < nports; i++)
+		all[nall++] = ports[i];
+	if (nsh_nft_tx_begin(&tx) == -1)
+		return -1;
+	nsh_nft_replace(&tx, table, owner);
+	nsh_nft_chain(&tx, table, "nat_pre", "nat", NF_INET_PRE_ROUTING,
+	    NSH_NFT_PRIO_NAT, NF_ACCEPT);
+	nsh_nft_chain(&tx, table, "filter_in", "filter", NF_INET_LOCAL_IN,
+	    NSH_NFT_PRIO_FILTER, NF_ACCEPT);
+	nsh_nft_chain(&tx, table, "filter_fwd", "filter", NF_INET_FORWARD,
+	    NSH_NFT_PRIO_FILTER, NF_ACCEPT);
+
+	/* prerouting: DNS to moatd's DNS listener, whoever was asked. */
+	for (i = 0; i < sizeof(l4); i++) {
+		for (v = 0; v < 2; v++) {
+			nsh_nft_rule_start(&rb, &tx, table, "nat_pre");
+			nsh_nft_ifname(&rb, NFT_META_IIFNAME, host_if);
+			nsh_nft_nfproto(&rb, v == 0 ? NFPROTO_IPV4 :
+			    NFPROTO_IPV6);
+			nsh_nft_dport(&rb, l4[i], 53);
+			if (v == 0)
+				nsh_nft_dnat(&rb, AF_INET, &a->host4,
+				    dns_port);
+			else
+				nsh_nft_dnat(&rb, AF_INET6, &a->host6,
+				    dns_port);
+			nsh_nft_rule_end(&rb);
+		}
+	}
+	/* ... the listeners themselves as they are ... */
+	for (i = 0; i < nall; i++) {
+		for (v = 0; v < 2; v++) {
+			nsh_nft_rule_start(&rb, &tx, table, "nat_pre");
+			nsh_nft_ifname(&rb, NFT_META_IIFNAME, host_if);
+			if (v == 0)
+				nsh_nft_daddr4(&rb, a->host4, 32);
+			else
+				nsh_nft_daddr6(&rb, &a->host6);
+			nsh_nft_dport(&rb, IPPROTO_TCP, all[i]);
+			nsh_nft_verdict(&rb, NF_ACCEPT);
+			nsh_nft_rule_end(&rb);
+		}
+	}
+	/* ... and any other TCP to the transparent listener. */
+	for (v = 0; v < 2; v++) {
+		nsh_nft_rule_start(&rb, &tx, table, "nat_pre");
+		nsh_nft_ifname(&rb, NFT_META_IIFNAME, host_if);
+		nsh_nft_nfproto(&rb, v == 0 ? NFPROTO_IPV4 : NFPROTO_IPV6);
+		nsh_nft_l4proto(&rb, IPPROTO_TCP);
+		if (v == 0)
+			nsh_nft_dnat(&rb, AF_INET, &a->host4,
+			    transparent_port);
+		else
+			nsh_nft_dnat(&rb, AF_INET6, &a->host6,
+			    transparent_port);
+		nsh_nft_rule_end(&rb);
+	}
+
+	/* input from the veth: the listeners and neighbour discovery only. */
+	for (i = 0; i < nall; i++) {
+		for (v = 0; v < 2; v++) {
+			nsh_nft_rule_start(&rb, &tx, table, "filter_in");
+			nsh_nft_ifname(&rb, NFT_META_IIFNAME, host_if);
+			if (v == 0)
+				nsh_nft_daddr4(&rb, a->host4, 32);
+			else
+				nsh_nft_daddr6(&rb, &a->host6);
+			nsh_nft_dport(&rb, IPPROTO_TCP, all[i]);
+			nsh_nft_verdict(&rb, NF_ACCEPT);
+			nsh_nft_rule_end(&rb);
+		}
+	}
+	for (v = 0; v < 2; v++) {
+		nsh_nft_rule_start(&rb, &tx, table, "filter_in");
+		nsh_nft_ifname(&rb, NFT_META_IIFNAME, host_if);
+		if (v == 0)
+			nsh_nft_daddr4(&rb, a->host4, 32);
+		else
+			nsh_nft_daddr6(&rb, &a->host6);
+		nsh_nft_dport(&rb, IPPROTO_UDP, dns_port);
+		nsh_nft_verdict(&rb, NF_ACCEPT);
+		nsh_nft_rule_end(&rb);
+	}
+	for (i = 0; i < sizeof(nd); i++) {
+		nsh_nft_rule_start(&rb, &tx, table, "filter_in");
+		nsh_nft_ifname(&rb, NFT_META_IIFNAME, host_if);
+		nsh_nft_icmp6_type(&rb, nd[i]);
+		nsh_nft_verdict(&rb, NF_ACCEPT);
+		nsh_nft_rule_end(&rb);
+	}
+	nsh_nft_rule_start(&rb, &tx, table, "filter_in");
+	nsh_nft_ifname(&rb, NFT_META_IIFNAME, host_if);
+	nsh_nft_verdict(&rb, NF_DROP);
+	nsh_nft_rule_end(&rb);
+
+	/* The host never routes for the sandbox, in either direction. */
+	nsh_nft_rule_start(&rb, &tx, table, "filter_fwd");
+	nsh_nft_ifname(&rb, NFT_META_IIFNAME, host_if);
+	nsh_nft_verdict(&rb, NF_DROP);
+	nsh_nft_rule_end(&rb);
+	nsh_nft_rule_start(&rb, &tx, table, "filter_fwd");
+	nsh_nft_ifname(&rb, NFT_META_OIFNAME, host_if);
+	nsh_nft_verdict(&rb, NF_DROP);
+	nsh_nft_rule_end(&rb);
+
+	rc = nsh_nft_tx_commit(nl, &tx);
+	saved = errno;
+	nsh_nft_tx_free(&tx);
+	errno = saved;
+	return rc;
+}
+
+int
+nsh_nft_table_del(struct mnl_socket *nl, const char *name)
+{
+	struct nsh_nft_tx	tx;
+	int			rc, saved;
+
+	if (nsh_nft_tx_begin(&tx) == -1)
+		return -1;
+	nsh_nft_table(&tx, NFT_MSG_DELTABLE, name, NULL);
+	rc = nsh_nft_tx_commit(nl, &tx);
+	saved = errno;
+	nsh_nft_tx_free(&tx);
+	errno = saved;
+	return rc;
+}
+
+/* --- listing ---------------------------------------------------------- */
+
+static int
+nsh_nft_comment_cb(const struct nftnl_udata *attr, void *data)
+{
+	const char	**comment = data;
+	const char	 *v;
+	uint8_t		  len;
+
+	if (nftnl_udata_type(attr) != NFTNL_UDATA_TABLE_COMMENT)
+		return MNL_CB_OK;
+	v = nftnl_udata_get(attr);
+	len = nftnl_udata_len(attr);
+	/* A comment is a NUL-terminated string inside its attribute. */
+	if (len == 0 || v[len - 1] != '\0' || strlen(v) != (size_t)len - 1)
+		return MNL_CB_OK;
+	*comment = v;
+	return MNL_CB_OK;
+}
+
+static int
+nsh_nft_list_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	struct nsh_nft_list	*l = arg;
+	struct nftnl_table	*t;
+	const char		*name, *comment = "";
+	const void		*ud;
+	uint32_t		 udlen = 0;
+
+	if ((t = nftnl_table_alloc()) == NULL)
+		return MNL_CB_ERROR;
+	if (nftnl_table_nlmsg_parse(nlh, t) < 0)
+		goto out;
+	if (nftnl_table_get_u32(t, NFTNL_TABLE_FAMILY) != NFPROTO_INET)
+		goto out;
+	if ((name = nftnl_table_get_str(t, NFTNL_TABLE_NAME)) == NULL)
+		goto out;
+	if (strncmp(name, l->prefix, strlen(l->prefix)) != 0)
+		goto out;
+	if (nftnl_table_is_set(t, NFTNL_TABLE_USERDATA) &&
+	    (ud = nftnl_table_get_data(t, NFTNL_TABLE_USERDATA, &udlen)) !=
+	    NULL)
+		(void)nftnl_udata_parse(ud, udlen, nsh_nft_comment_cb,
+		    &comment);
+	l->fn(name, comment, l->arg);
+ out:
+	nftnl_table_free(t);
+	return MNL_CB_OK;
+}
+
+int
+nsh_nft_tables(struct mnl_socket *nl, const char *prefix,
+    void (*fn)(const char *, const char *, void *), void *arg)
+{
+	static char		 buf[NSH_NFT_RECV_BUF];
+	struct nsh_nft_list	 l;
+	struct nlmsghdr		*nlh;
+	uint32_t		 seq, portid;
+	ssize_t			 n;
+	int			 r;
+
+	l.prefix = prefix;
+	l.fn = fn;
+	l.arg = arg;
+	seq = ++nsh_nft_seq;
+	nlh = nftnl_table_nlmsg_build_hdr(buf, NFT_MSG_GETTABLE, NFPROTO_INET,
+	    NLM_F_DUMP, seq);
+	portid = mnl_socket_get_portid(nl);
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) == -1)
+		return -1;
+	for (;;) {
+		n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				errno = ETIMEDOUT;
+			return -1;
+		}
+		r = mnl_cb_run(buf, (size_t)n, seq, portid, nsh_nft_list_cb,
+		    &l);
+		if (r == -1)
+			return -1;
+		if (r == MNL_CB_STOP)
+			return 0;
+	}
+}

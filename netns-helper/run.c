@@ -1,0 +1,795 @@
+/*
+ * run.c - `moat run`: run a command with moatd as its only network exit.
+ *
+ * What it is: the supervisor.  It creates the sandbox (sandbox.c), has
+ * moat-netns program its network and create the listening sockets inside
+ * it (nsh_client.c), hands those sockets to moatd (a private one it
+ * starts, or a running one, --moatd) and closes its own copies, lets the
+ * workload start, relays the terminal and forwards signals, and when the
+ * workload ends, or moat run is told to end, takes everything down again.
+ * Its exit status is the workload's.
+ *
+ * Fail closed (invariant 8): once registered, the only listeners of the
+ * sandbox are held by moatd.  If moatd dies they close, and the sandbox,
+ * whose nftables table sends every connection to them, has no network.
+ * If moat run dies, the sandbox dies with it (PR_SET_PDEATHSIG), a private
+ * moatd too, and moat-netns, seeing its channel close, removes the host
+ * side of a veth.
+ *
+ * What it is not: a filesystem sandbox (see sandbox.c).
+ */
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "netns-helper/moat_int.h"
+#include "policy/policy.h"
+
+#define RUN_RESOLVERS_MAX	8	/* --resolver */
+#define RUN_PATH_MAX		4096
+#define RUN_FD_HIGH		100	/* where the moatd child parks fds */
+#define RUN_MOATD_ADMIN_FD	3	/* moatd --admin-fd */
+#define RUN_MOATD_READY_FD	4	/* moatd --ready-fd */
+#define RUN_MOATD_CONFIG_FD	5	/* moatd -c /dev/fd/5 */
+#define RUN_READY_MAX		64	/* bytes of moatd's ready line */
+#define RUN_POLL_MAX		8
+
+struct run {
+	struct runconf		 rc;
+	const char		*audit;		/* --audit FILE|-, or NULL */
+	const char		*resolvers[RUN_RESOLVERS_MAX];
+	size_t			 nresolvers;
+	bool			 no_tty;
+	bool			 verbose;
+	char			**argv;		/* the workload */
+	char			 mask[PATH_MAX]; /* admin socket to hide */
+	struct pty		*pty;
+	struct sandbox		*sb;
+	struct nsh_client	*nsh;
+	struct admin_client	*admin;
+	pid_t			 moatd;		/* a private moatd, or -1 */
+	int			 sfd;		/* signalfd */
+	bool			 registered;
+	unsigned		 index;		/* veth: 10.203.X.0/30 */
+	char			 ifname[NSH_IFNAME_MAX];
+};
+
+static void	run_usage(FILE *f);
+static int	run_parse(struct run *r, int argc, char *argv[]);
+static int	run_signals(struct run *r);
+static int	run_moatd_path(char *buf, size_t len);
+static int	run_moatd_config(struct run *r);
+static int	run_moatd_start(struct run *r, char *err, size_t errlen);
+static void	run_moatd_child(const char *path, int afd, int rfd, int cfd,
+		    bool verbose, pid_t parent) __attribute__((noreturn));
+static int	run_moatd_ready(struct run *r, int rfd, char *err,
+		    size_t errlen);
+static int	run_network(struct run *r, int *fds, size_t *nfds,
+		    const char **protos, char *err, size_t errlen);
+static int	run_register(struct run *r, char *err, size_t errlen);
+static int	run_setup(struct run *r, int *code, char *err, size_t errlen);
+static int	run_loop(struct run *r);
+static void	run_teardown(struct run *r);
+static void	run_stop_moatd(struct run *r);
+
+static void
+run_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: moat run [OPTIONS] -- COMMAND [ARG...]\n"
+	    "\n"
+	    "Runs COMMAND in new user, mount, PID and network namespaces\n"
+	    "whose only way out is moatd.  Its proxy variables point at\n"
+	    "moatd; any other TCP connection and every DNS query is\n"
+	    "redirected to moatd and judged by the policy; everything else\n"
+	    "is dropped.\n"
+	    "\n"
+	    "Policy:\n"
+	    "  --policy FILE         a moat.json: its \"policy\" and "
+	    "\"secrets\"\n"
+	    "  --allow HOST[:PORT]   also allow HOST (\"*.\" wildcards too)\n"
+	    "                        on PORT (default 80 and 443); "
+	    "repeatable\n"
+	    "  --allow-private CIDR  open a special-purpose range; "
+	    "repeatable\n"
+	    "                        (with neither --policy nor --allow: the\n"
+	    "                        built-in default policy)\n"
+	    "moatd:\n"
+	    "  --moatd ADDR          register with a running moatd's admin\n"
+	    "                        socket (unix:PATH or PATH); default:\n"
+	    "                        start a private moatd for this run\n"
+	    "  --audit FILE|-        private moatd: append audit lines to\n"
+	    "                        FILE (- = stderr); default: none\n"
+	    "  --resolver IP[:PORT]  private moatd: upstream DNS server\n"
+	    "                        (repeatable; default: the system's)\n"
+	    "  --name NAME           the sandbox's name in the audit log\n"
+	    "                        (default run-PID)\n"
+	    "Network:\n"
+	    "  --mode held|veth      held sockets inside the sandbox\n"
+	    "                        (default; rootless) or a veth gateway\n"
+	    "                        (root)\n"
+	    "  --http-port N (3128), --socks-port N (1080),\n"
+	    "  --dns-port N (53), --transparent-port N (15001)\n"
+	    "                        the listeners' ports\n"
+	    "Other:\n"
+	    "  --no-tty              never give COMMAND a pseudo-terminal\n"
+	    "  -v, --verbose         moatd logs at info level\n"
+	    "  -h, --help            this text\n"
+	    "\n"
+	    "Exit status: COMMAND's (128+N if it died of signal N); 125 if\n"
+	    "moat run failed, 126 if COMMAND could not run, 127 if it was\n"
+	    "not found.\n");
+}
+
+static int
+run_parse(struct run *r, int argc, char *argv[])
+{
+	enum {
+		RUN_OPT_AUDIT = RUNCONF_OPT__END,
+		RUN_OPT_RESOLVER,
+		RUN_OPT_NO_TTY
+	};
+	static const struct option	opts[] = {
+		RUNCONF_LONGOPTS,
+		{ "audit", required_argument, NULL, RUN_OPT_AUDIT },
+		{ "resolver", required_argument, NULL, RUN_OPT_RESOLVER },
+		{ "no-tty", no_argument, NULL, RUN_OPT_NO_TTY },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int				ch;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+		switch (ch) {
+		case RUN_OPT_AUDIT:
+			r->audit = optarg;
+			break;
+		case RUN_OPT_RESOLVER:
+			if (r->nresolvers == RUN_RESOLVERS_MAX) {
+				fprintf(stderr, "moat run: at most %d "
+				    "--resolver\n", RUN_RESOLVERS_MAX);
+				return -1;
+			}
+			r->resolvers[r->nresolvers++] = optarg;
+			break;
+		case RUN_OPT_NO_TTY:
+			r->no_tty = true;
+			break;
+		case 'v':
+			r->verbose = true;
+			break;
+		case 'h':
+			run_usage(stdout);
+			exit(0);
+		case '?':
+			run_usage(stderr);
+			return -1;
+		default:
+			if (ch >= RUNCONF_OPT_POLICY && ch < RUNCONF_OPT__END) {
+				if (runconf_option(&r->rc, ch, optarg) == -1)
+					return -1;
+				break;
+			}
+			run_usage(stderr);
+			return -1;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "moat run: missing COMMAND (after --)\n");
+		run_usage(stderr);
+		return -1;
+	}
+	r->argv = argv + optind;
+	if (r->rc.moatd != NULL && (r->audit != NULL || r->nresolvers > 0)) {
+		fprintf(stderr, "moat run: --audit and --resolver configure a "
+		    "private moatd; a running one (--moatd) has its own\n");
+		return -1;
+	}
+	if (r->rc.mode == RUNCONF_VETH && geteuid() != 0) {
+		fprintf(stderr, "moat run: --mode veth needs root (the held "
+		    "mode works rootless)\n");
+		return -1;
+	}
+	return runconf_finish(&r->rc);
+}
+
+/*
+ * Signals are read from a signalfd, blocked before the clone so none is
+ * lost in between; every child we fork unblocks them before exec.
+ */
+static int
+run_signals(struct run *r)
+{
+	static const int	sigs[] = { SIGCHLD, SIGHUP, SIGINT, SIGQUIT,
+				    SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH,
+				    SIGCONT, SIGALRM };
+	sigset_t		mask;
+	size_t			i;
+
+	sigemptyset(&mask);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(&mask, sigs[i]);
+	signal(SIGPIPE, SIG_IGN);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) == -1 ||
+	    (r->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) == -1) {
+		fprintf(stderr, "moat run: signalfd: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* --- a private moatd ------------------------------------------------- */
+
+/*
+ * MOAT_MOATD, else $(bindir)/../sbin/moatd beside moat, else the build
+ * tree's proxy/moatd, else MOAT_SBINDIR/moatd, else "moatd" on PATH.
+ */
+static int
+run_moatd_path(char *buf, size_t len)
+{
+	static const char *const	rel[] = { "../sbin/moatd",
+					    "../proxy/moatd" };
+	const char			*env;
+	char				 dir[RUN_PATH_MAX];
+	size_t				 i;
+
+	if ((env = getenv("MOAT_MOATD")) != NULL && env[0] != '\0') {
+		snprintf(buf, len, "%s", env);
+		return access(buf, X_OK);
+	}
+	if (runconf_exe_dir(dir, sizeof(dir)) == 0) {
+		for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			if ((size_t)snprintf(buf, len, "%s/%s", dir, rel[i]) <
+			    len && access(buf, X_OK) == 0)
+				return 0;
+		}
+	}
+	snprintf(buf, len, "%s/moatd", MOAT_SBINDIR);
+	if (access(buf, X_OK) == 0)
+		return 0;
+	snprintf(buf, len, "moatd");
+	return 0;
+}
+
+/*
+ * The private moatd's config, in a memfd: no listener of its own (the
+ * sandbox's come over the admin descriptor), the audit destination and
+ * the resolvers.  Validated here first.  Returns the memfd or -1.
+ */
+static int
+run_moatd_config(struct run *r)
+{
+	struct policy_diags	 d;
+	struct moat_config	*c;
+	json_t			*conf, *servers = NULL;
+	char			*text = NULL, line[1024];
+	size_t			 i, len;
+	int			 fd = -1;
+
+	/*
+	 * The daemon's own policy serves no listener (the sandbox brings its
+	 * policy with its registration); one deny rule keeps moatd from
+	 * warning about an empty policy.
+	 */
+	conf = json_pack("{s:[], s:{s:s, s:[{s:s, s:s, s:[s]}]}, s:{s:s}}",
+	    "listen", "policy", "default", "deny", "rules", "name", "unused",
+	    "action", "deny", "hosts", "moat-run.invalid", "audit", "path",
+	    r->audit != NULL ? r->audit : "/dev/null");
+	if (conf != NULL && r->nresolvers > 0) {
+		servers = json_array();
+		for (i = 0; i < r->nresolvers; i++)
+			json_array_append_new(servers,
+			    json_string(r->resolvers[i]));
+		json_object_set_new(conf, "resolver", json_pack("{s:o}",
+		    "servers", servers));
+	}
+	if (conf == NULL || (text = json_dumps(conf, JSON_INDENT(2))) ==
+	    NULL) {
+		fprintf(stderr, "moat run: out of memory\n");
+		goto out;
+	}
+	len = strlen(text);
+	policy_diags_init(&d);
+	c = policy_config_load("(moat run's moatd config)", text, len, &d);
+	for (i = 0; i < d.n; i++)
+		if (d.v[i].level == POLICY_DIAG_ERROR)
+			fprintf(stderr, "%s\n", policy_diag_format(&d, i, line,
+			    sizeof(line)));
+	policy_diags_clear(&d);
+	if (c == NULL) {
+		fprintf(stderr, "moat run: --audit or --resolver is not valid "
+		    "(above)\n");
+		goto out;
+	}
+	policy_config_unref(c);
+	if ((fd = memfd_create("moatd.json", MFD_CLOEXEC)) == -1 ||
+	    write(fd, text, len) != (ssize_t)len) {
+		fprintf(stderr, "moat run: memfd: %s\n", strerror(errno));
+		if (fd != -1)
+			close(fd);
+		fd = -1;
+	}
+ out:
+	free(text);
+	json_decref(conf);
+	return fd;
+}
+
+/* Between fork and exec: descriptors 3, 4, 5, its own process group. */
+static void
+run_moatd_child(const char *path, int afd, int rfd, int cfd, bool verbose,
+    pid_t parent)
+{
+	sigset_t	none;
+	char		cfg[32];
+	int		a, rr, c, null;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	(void)setpgid(0, 0);
+	/* A private moatd never outlives moat run. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1 ||
+	    getppid() != parent)
+		_exit(MOAT_EXIT_LAUNCH);
+	if ((a = fcntl(afd, F_DUPFD_CLOEXEC, RUN_FD_HIGH)) == -1 ||
+	    (rr = fcntl(rfd, F_DUPFD_CLOEXEC, RUN_FD_HIGH)) == -1 ||
+	    (c = fcntl(cfd, F_DUPFD_CLOEXEC, RUN_FD_HIGH)) == -1 ||
+	    dup2(a, RUN_MOATD_ADMIN_FD) == -1 ||
+	    dup2(rr, RUN_MOATD_READY_FD) == -1 ||
+	    dup2(c, RUN_MOATD_CONFIG_FD) == -1)
+		_exit(MOAT_EXIT_LAUNCH);
+	(void)close_range(RUN_MOATD_CONFIG_FD + 1, ~0u, 0);
+	/* Its stdout is the workload's (a pipe, maybe): moatd writes to
+	 * stderr only. */
+	if ((null = open("/dev/null", O_RDONLY)) != -1) {
+		(void)dup2(null, STDIN_FILENO);
+		if (null != STDIN_FILENO)
+			close(null);
+	}
+	(void)dup2(STDERR_FILENO, STDOUT_FILENO);
+	snprintf(cfg, sizeof(cfg), "/dev/fd/%d", RUN_MOATD_CONFIG_FD);
+	if (verbose)
+		execlp(path, "moatd", "-c", cfg, "--admin-fd", "3",
+		    "--ready-fd", "4", (char *)NULL);
+	else
+		execlp(path, "moatd", "-q", "-c", cfg, "--admin-fd", "3",
+		    "--ready-fd", "4", (char *)NULL);
+	fprintf(stderr, "moat run: %s: %s\n", path, strerror(errno));
+	_exit(MOAT_EXIT_NOT_FOUND);
+}
+
+/* Waits (bounded) for "ready\n" from moatd; EOF means it failed. */
+static int
+run_moatd_ready(struct run *r, int rfd, char *err, size_t errlen)
+{
+	struct pollfd	pfd;
+	char		buf[RUN_READY_MAX];
+	size_t		n = 0;
+	ssize_t		got;
+	int		st, p;
+
+	while (n < sizeof(buf) - 1) {
+		pfd.fd = rfd;
+		pfd.events = POLLIN;
+		p = poll(&pfd, 1, MOAT_STEP_TIMEOUT_MS);
+		if (p == -1 && errno == EINTR)
+			continue;
+		if (p == 0) {
+			snprintf(err, errlen, "moatd did not get ready in %d "
+			    "ms", MOAT_STEP_TIMEOUT_MS);
+			return -1;
+		}
+		got = read(rfd, buf + n, sizeof(buf) - 1 - n);
+		if (got == -1 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		n += (size_t)got;
+		if (memchr(buf, '\n', n) != NULL)
+			break;
+	}
+	buf[n] = '\0';
+	if (strcmp(buf, "ready\n") == 0)
+		return 0;
+	if (waitpid(r->moatd, &st, WNOHANG) == r->moatd) {
+		r->moatd = -1;
+		snprintf(err, errlen, "moatd exited (status %d) before it was "
+		    "ready; its messages are above", WIFEXITED(st) ?
+		    WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	} else
+		snprintf(err, errlen, "moatd did not say ready");
+	return -1;
+}
+
+static int
+run_moatd_start(struct run *r, char *err, size_t errlen)
+{
+	char	path[RUN_PATH_MAX];
+	int	sv[2] = { -1, -1 }, rp[2] = { -1, -1 }, cfd, rc = -1;
+	pid_t	parent = getpid();
+
+	if (run_moatd_path(path, sizeof(path)) == -1) {
+		snprintf(err, errlen, "cannot find moatd (set MOAT_MOATD)");
+		return -1;
+	}
+	if ((cfd = run_moatd_config(r)) == -1) {
+		snprintf(err, errlen, "no config for moatd");
+		return -1;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1 ||
+	    pipe2(rp, O_CLOEXEC) == -1) {
+		snprintf(err, errlen, "socketpair: %s", strerror(errno));
+		goto out;
+	}
+	if ((r->moatd = fork()) == -1) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		goto out;
+	}
+	if (r->moatd == 0)
+		run_moatd_child(path, sv[1], rp[1], cfd, r->verbose, parent);
+	close(sv[1]);
+	close(rp[1]);
+	sv[1] = rp[1] = -1;
+	if (run_moatd_ready(r, rp[0], err, errlen) == -1)
+		goto out;
+	if ((r->admin = admin_client_from_fd(sv[0])) == NULL) {
+		sv[0] = -1;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	sv[0] = -1;
+	rc = 0;
+ out:
+	if (sv[0] != -1)
+		close(sv[0]);
+	if (sv[1] != -1)
+		close(sv[1]);
+	if (rp[0] != -1)
+		close(rp[0]);
+	if (rp[1] != -1)
+		close(rp[1]);
+	close(cfd);
+	return rc;
+}
+
+static void
+run_stop_moatd(struct run *r)
+{
+	int	i, st;
+
+	if (r->moatd == -1)
+		return;
+	(void)kill(r->moatd, SIGTERM);
+	for (i = 0; i < MOAT_STOP_TIMEOUT_MS / 10; i++) {
+		if (waitpid(r->moatd, &st, WNOHANG) == r->moatd) {
+			r->moatd = -1;
+			return;
+		}
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	}
+	(void)kill(r->moatd, SIGKILL);
+	while (waitpid(r->moatd, &st, 0) == -1 && errno == EINTR)
+		;
+	r->moatd = -1;
+}
+
+/* --- set-up ----------------------------------------------------------- */
+
+/* The sandbox's network, through moat-netns; the listeners into fds. */
+static int
+run_network(struct run *r, int *fds, size_t *nfds, const char **protos,
+    char *err, size_t errlen)
+{
+	struct runconf_listener	ls[MOAT_LISTENERS_MAX];
+	size_t			n, i;
+	int			userns = -1, netns = -1, rc = -1;
+
+	if ((r->nsh = nsh_client_spawn(err, errlen)) == NULL)
+		return -1;
+	if ((netns = sandbox_nsfd(r->sb, "net", err, errlen)) == -1)
+		goto out;
+	if (geteuid() != 0 &&
+	    (userns = sandbox_nsfd(r->sb, "user", err, errlen)) == -1)
+		goto out;
+	if (nsh_client_join(r->nsh, userns, netns, err, errlen) == -1 ||
+	    nsh_client_setup(r->nsh, &r->rc, false, &r->index, r->ifname, err,
+	    errlen) == -1)
+		goto out;
+	n = runconf_listeners(&r->rc, ls, MOAT_LISTENERS_MAX);
+	for (i = 0; i < n; i++) {
+		if (nsh_client_socket(r->nsh, &ls[i], &fds[i], err,
+		    errlen) == -1)
+			goto out;
+		protos[i] = ls[i].proto;
+		*nfds = i + 1;
+	}
+	/*
+	 * Held mode: the namespace holds everything and dies with the
+	 * sandbox; the helper has nothing left to do.
+	 */
+	if (r->rc.mode == RUNCONF_HELD) {
+		if (nsh_client_end(r->nsh, false, err, errlen) == -1)
+			goto out;
+		nsh_client_close(r->nsh);
+		r->nsh = NULL;
+	}
+	rc = 0;
+ out:
+	if (userns != -1)
+		close(userns);
+	if (netns != -1)
+		close(netns);
+	return rc;
+}
+
+static int
+run_register(struct run *r, char *err, size_t errlen)
+{
+	const char	*protos[MOAT_LISTENERS_MAX];
+	int		 fds[MOAT_LISTENERS_MAX];
+	size_t		 nfds = 0, i;
+	int		 rc = -1;
+
+	for (i = 0; i < MOAT_LISTENERS_MAX; i++)
+		fds[i] = -1;
+	if (run_network(r, fds, &nfds, protos, err, errlen) == -1)
+		goto out;
+	if (r->rc.moatd != NULL)
+		r->admin = admin_client_connect(r->rc.moatd, err, errlen);
+	else if (run_moatd_start(r, err, errlen) == -1)
+		goto out;
+	if (r->admin == NULL || admin_client_hello(r->admin, err,
+	    errlen) == -1)
+		goto out;
+	if (admin_client_register(r->admin, r->rc.name, r->rc.config, protos,
+	    fds, nfds, err, errlen) == -1)
+		goto out;
+	r->registered = true;
+	rc = 0;
+ out:
+	/* moatd holds the only copies now: if it dies, nothing listens. */
+	for (i = 0; i < nfds; i++)
+		close(fds[i]);
+	return rc;
+}
+
+static int
+run_setup(struct run *r, int *code, char *err, size_t errlen)
+{
+	struct sandbox_spec	spec;
+	struct sandbox_net	net;
+	const char		*path;
+	struct in_addr		gw;
+
+	*code = MOAT_EXIT_LAUNCH;
+	if (!r->no_tty && (r->pty = pty_open(err, errlen)) == NULL &&
+	    err[0] != '\0')
+		return -1;
+	if (r->rc.moatd != NULL) {
+		path = strncmp(r->rc.moatd, "unix:", 5) == 0 ?
+		    r->rc.moatd + 5 : r->rc.moatd;
+		if (realpath(path, r->mask) == NULL)
+			r->mask[0] = '\0';
+	}
+	memset(&spec, 0, sizeof(spec));
+	spec.argv = r->argv;
+	spec.userns = geteuid() != 0;
+	spec.tty = r->pty != NULL ? pty_slave(r->pty) : -1;
+	spec.mask = r->mask[0] != '\0' ? r->mask : NULL;
+	if ((r->sb = sandbox_create(&spec, err, errlen)) == NULL)
+		return -1;
+	if (r->pty != NULL)
+		pty_close_slave(r->pty);
+	if (run_register(r, err, errlen) == -1)
+		return -1;
+
+	memset(&net, 0, sizeof(net));
+	if (r->rc.mode == RUNCONF_VETH) {
+		gw.s_addr = htonl(0x0acb0001u | (r->index << 8));
+		inet_ntop(AF_INET, &gw, net.nameserver,
+		    sizeof(net.nameserver));
+	} else
+		snprintf(net.nameserver, sizeof(net.nameserver), "127.0.0.1");
+	snprintf(net.proxy_host, sizeof(net.proxy_host), "%s",
+	    net.nameserver);
+	net.http_port = r->rc.http_port;
+	net.socks_port = r->rc.socks_port;
+	if (sandbox_go(r->sb, &net, code, err, errlen) == -1)
+		return -1;
+	if (r->pty != NULL && pty_raw(r->pty) == -1) {
+		/* Not fatal: the relay works, only line editing stays ours. */
+		fprintf(stderr, "moat run: cannot set the terminal raw: %s\n",
+		    strerror(errno));
+	}
+	*code = 0;
+	return 0;
+}
+
+/* --- running ---------------------------------------------------------- */
+
+/* Until the workload exits; returns moat run's exit status. */
+static int
+run_loop(struct run *r)
+{
+	struct signalfd_siginfo	si;
+	struct pollfd		pfd[RUN_POLL_MAX];
+	size_t			n, ptyn = 0, ptyat = 0;
+	int			st, admin_at = -1, nsh_at = -1;
+	char			junk[256];
+	ssize_t			got;
+	pid_t			init = sandbox_pid(r->sb);
+
+	for (;;) {
+		n = 0;
+		pfd[n].fd = r->sfd;
+		pfd[n++].events = POLLIN;
+		admin_at = nsh_at = -1;
+		if (r->admin != NULL) {
+			admin_at = (int)n;
+			pfd[n].fd = admin_client_fd(r->admin);
+			pfd[n++].events = POLLIN;
+		}
+		if (r->nsh != NULL && nsh_client_fd(r->nsh) != -1) {
+			nsh_at = (int)n;
+			pfd[n].fd = nsh_client_fd(r->nsh);
+			pfd[n++].events = POLLIN;
+		}
+		if (r->pty != NULL) {
+			ptyat = n;
+			ptyn = pty_pollfds(r->pty, pfd + n);
+			n += ptyn;
+		}
+		if (poll(pfd, (nfds_t)n, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "moat run: poll: %s\n",
+			    strerror(errno));
+			return MOAT_EXIT_LAUNCH;
+		}
+		while (pfd[0].revents != 0 && read(r->sfd, &si, sizeof(si)) ==
+		    (ssize_t)sizeof(si)) {
+			if (si.ssi_signo == SIGCHLD) {
+				if (waitpid(init, &st, WNOHANG) == init) {
+					sandbox_free(r->sb);
+					r->sb = NULL;
+					return WIFEXITED(st) ?
+					    WEXITSTATUS(st) :
+					    128 + WTERMSIG(st);
+				}
+				if (r->moatd != -1 && waitpid(r->moatd, &st,
+				    WNOHANG) == r->moatd) {
+					r->moatd = -1;
+					fprintf(stderr, "moat run: moatd "
+					    "exited: the sandbox has no "
+					    "network now\n");
+				}
+				continue;
+			}
+			if (si.ssi_signo == SIGWINCH && r->pty != NULL) {
+				pty_winch(r->pty);
+				continue;
+			}
+			(void)kill(init, (int)si.ssi_signo);
+		}
+		if (admin_at != -1 && pfd[admin_at].revents != 0) {
+			/* moatd says nothing unasked: EOF, or a broken peer. */
+			got = recv(admin_client_fd(r->admin), junk,
+			    sizeof(junk), MSG_DONTWAIT);
+			if (got == -1 && errno == EAGAIN)
+				continue;
+			fprintf(stderr, "moat run: %s: the sandbox has no "
+			    "network now\n", got == 0 ? "moatd closed the "
+			    "admin connection" : "moatd broke the admin "
+			    "protocol");
+			admin_client_close(r->admin);
+			r->admin = NULL;
+			r->registered = false;
+		}
+		if (nsh_at != -1 && pfd[nsh_at].revents != 0) {
+			fprintf(stderr, "moat run: moat-netns exited: the "
+			    "sandbox keeps its rules; its veth will be "
+			    "removed at exit\n");
+			nsh_client_close(r->nsh);
+			r->nsh = NULL;
+		}
+		if (r->pty != NULL)
+			(void)pty_service(r->pty, pfd + ptyat, ptyn);
+	}
+}
+
+/* Everything down, in reverse; each step is repeatable. */
+static void
+run_teardown(struct run *r)
+{
+	char	err[MOAT_ERR_MAX];
+
+	if (r->sb != NULL) {
+		sandbox_kill(r->sb);
+		sandbox_free(r->sb);
+		r->sb = NULL;
+	}
+	if (r->pty != NULL) {
+		pty_drain(r->pty);
+		pty_restore(r->pty);
+	}
+	if (r->admin != NULL) {
+		if (r->registered && r->rc.moatd != NULL &&
+		    admin_client_unregister(r->admin, r->rc.name, err,
+		    sizeof(err)) == -1)
+			fprintf(stderr, "moat run: unregister: %s\n", err);
+		admin_client_close(r->admin);
+		r->admin = NULL;
+	}
+	run_stop_moatd(r);
+	if (r->nsh != NULL) {
+		if (nsh_client_end(r->nsh, true, err, sizeof(err)) == -1)
+			fprintf(stderr, "moat run: teardown: %s\n", err);
+		nsh_client_close(r->nsh);
+		r->nsh = NULL;
+	} else if (r->rc.mode == RUNCONF_VETH && r->ifname[0] != '\0') {
+		/* The helper died: clean up after it (its owner is gone). */
+		if (nsh_client_cleanup(NULL, err, sizeof(err)) == -1)
+			fprintf(stderr, "moat run: %s; %s may remain: run "
+			    "`moat-netns cleanup` as root\n", err, r->ifname);
+	}
+	pty_free(r->pty);
+	r->pty = NULL;
+	if (r->sfd != -1)
+		close(r->sfd);
+	r->sfd = -1;
+	runconf_free(&r->rc);
+}
+
+int
+run_main(int argc, char *argv[])
+{
+	struct run	r;
+	char		err[MOAT_ERR_MAX];
+	int		code;
+
+	memset(&r, 0, sizeof(r));
+	runconf_init(&r.rc, "moat run");
+	r.moatd = -1;
+	r.sfd = -1;
+	err[0] = '\0';
+	if (run_parse(&r, argc, argv) == -1) {
+		runconf_free(&r.rc);
+		return MOAT_EXIT_LAUNCH;
+	}
+	if (run_signals(&r) == -1) {
+		run_teardown(&r);
+		return MOAT_EXIT_LAUNCH;
+	}
+	if (run_setup(&r, &code, err, sizeof(err)) == -1) {
+		fprintf(stderr, "moat run: %s\n", err);
+		run_teardown(&r);
+		return code;
+	}
+	code = run_loop(&r);
+	run_teardown(&r);
+	return code;
+}

@@ -1,0 +1,530 @@
+/*
+ * runconf.c - what `moat run` and `moat attach` share: their common
+ * options, the config they register with moatd (a "policy" built from
+ * --policy, --allow and --allow-private), and the listening sockets a
+ * sandbox gets.
+ *
+ * What it is not: the validator.  The config is checked by the policy
+ * library exactly as moatd will check it (policy_config_load), so a
+ * mistake is reported before any namespace exists.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "netns-helper/moat_int.h"
+#include "policy/policy.h"
+
+/* --policy FILE, bytes */
+#define RUNCONF_FILE_MAX	(16u * 1024 * 1024)
+#define RUNCONF_DIAG_MAX	1024	/* one diagnostic line */
+#define RUNCONF_NAME_MAX	64	/* ADMIN_NAME_MAX */
+#define RUNCONF_ALLOW_MAX	1024	/* --allow / --allow-private each */
+#define RUNCONF_HTTP_PORT	3128
+#define RUNCONF_SOCKS_PORT	1080
+#define RUNCONF_DNS_PORT	53
+#define RUNCONF_TRANSPARENT_PORT 15001
+#define RUNCONF_GENERATED	"(the config moat builds)"
+
+static int	runconf_port(const char *cmd, const char *opt, const char *arg,
+		    uint16_t *port);
+static int	runconf_push(const char ***v, size_t *n, const char *arg);
+static char	*runconf_read(const char *cmd, const char *path, size_t *len);
+static int	runconf_validate(const char *cmd, const char *name,
+		    const char *text, size_t len, bool warnings);
+static json_t	*runconf_file_policy(struct runconf *rc, json_t **secrets);
+static json_t	*runconf_default_policy(const char *cmd);
+static int	runconf_allow_rule(const char *cmd, const char *arg,
+		    size_t index, json_t **rule);
+static int	runconf_name_ok(const char *s);
+
+void
+runconf_init(struct runconf *rc, const char *cmd)
+{
+	memset(rc, 0, sizeof(*rc));
+	rc->cmd = cmd;
+	rc->mode = RUNCONF_HELD;
+	rc->http_port = RUNCONF_HTTP_PORT;
+	rc->socks_port = RUNCONF_SOCKS_PORT;
+	rc->dns_port = RUNCONF_DNS_PORT;
+	rc->transparent_port = RUNCONF_TRANSPARENT_PORT;
+}
+
+void
+runconf_free(struct runconf *rc)
+{
+	free(rc->allow);
+	free(rc->allow_private);
+	rc->allow = rc->allow_private = NULL;
+	rc->nallow = rc->nallow_private = 0;
+	json_decref(rc->config);
+	rc->config = NULL;
+}
+
+static int
+runconf_port(const char *cmd, const char *opt, const char *arg,
+    uint16_t *port)
+{
+	unsigned long	 v;
+	char		*end;
+
+	if (arg[0] < '0' || arg[0] > '9' || strlen(arg) > 5)
+		goto bad;
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno != 0 || *end != '\0' || v == 0 || v > 65535)
+		goto bad;
+	*port = (uint16_t)v;
+	return 0;
+ bad:
+	fprintf(stderr, "%s: --%s %s: not a port (1-65535)\n", cmd, opt, arg);
+	return -1;
+}
+
+static int
+runconf_push(const char ***v, size_t *n, const char *arg)
+{
+	const char	**nv;
+
+	if (*n >= RUNCONF_ALLOW_MAX)
+		return -1;
+	if ((nv = realloc(*v, (*n + 1) * sizeof(**v))) == NULL)
+		return -1;
+	nv[(*n)++] = arg;
+	*v = nv;
+	return 0;
+}
+
+/* [A-Za-z0-9._-]{1,64}: the admin protocol's sandbox names. */
+static int
+runconf_name_ok(const char *s)
+{
+	size_t	i, n = strlen(s);
+
+	if (n == 0 || n > RUNCONF_NAME_MAX)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' &&
+		    s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
+		    s[i] == '.' || s[i] == '_' || s[i] == '-'))
+			return 0;
+	return 1;
+}
+
+int
+runconf_option(struct runconf *rc, int ch, const char *arg)
+{
+	switch (ch) {
+	case RUNCONF_OPT_POLICY:
+		rc->policy_file = arg;
+		return 0;
+	case RUNCONF_OPT_ALLOW:
+		if (runconf_push(&rc->allow, &rc->nallow, arg) == -1)
+			goto toomany;
+		return 0;
+	case RUNCONF_OPT_ALLOW_PRIVATE:
+		if (runconf_push(&rc->allow_private, &rc->nallow_private,
+		    arg) == -1)
+			goto toomany;
+		return 0;
+	case RUNCONF_OPT_MODE:
+		if (strcmp(arg, "held") == 0)
+			rc->mode = RUNCONF_HELD;
+		else if (strcmp(arg, "veth") == 0)
+			rc->mode = RUNCONF_VETH;
+		else {
+			fprintf(stderr, "%s: --mode %s: want held or veth\n",
+			    rc->cmd, arg);
+			return -1;
+		}
+		return 0;
+	case RUNCONF_OPT_MOATD:
+		rc->moatd = arg;
+		return 0;
+	case RUNCONF_OPT_NAME:
+		if (!runconf_name_ok(arg)) {
+			fprintf(stderr, "%s: --name %s: want 1-64 of A-Z a-z "
+			    "0-9 . _ -\n", rc->cmd, arg);
+			return -1;
+		}
+		snprintf(rc->name, sizeof(rc->name), "%s", arg);
+		return 0;
+	case RUNCONF_OPT_HTTP_PORT:
+		return runconf_port(rc->cmd, "http-port", arg, &rc->http_port);
+	case RUNCONF_OPT_SOCKS_PORT:
+		return runconf_port(rc->cmd, "socks-port", arg,
+		    &rc->socks_port);
+	case RUNCONF_OPT_DNS_PORT:
+		return runconf_port(rc->cmd, "dns-port", arg, &rc->dns_port);
+	case RUNCONF_OPT_TRANSPARENT_PORT:
+		return runconf_port(rc->cmd, "transparent-port", arg,
+		    &rc->transparent_port);
+	default:
+		fprintf(stderr, "%s: internal error: option %d\n", rc->cmd, ch);
+		return -1;
+	}
+ toomany:
+	fprintf(stderr, "%s: more than %d --allow or --allow-private, or out "
+	    "of memory\n", rc->cmd, RUNCONF_ALLOW_MAX);
+	return -1;
+}
+
+/* Reads a whole regular file (bounded), NUL-terminated.  NULL on error. */
+static char *
+runconf_read(const char *cmd, const char *path, size_t *len)
+{
+	struct stat	 st;
+	char		*buf = NULL;
+	size_t		 n = 0;
+	ssize_t		 r;
+	int		 fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		fprintf(stderr, "%s: %s: %s\n", cmd, path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (unsigned long long)st.st_size > RUNCONF_FILE_MAX) {
+		fprintf(stderr, "%s: %s: %s\n", cmd, path,
+		    !S_ISREG(st.st_mode) ? "not a regular file" :
+		    "larger than 16 MiB");
+		goto fail;
+	}
+	if ((buf = malloc((size_t)st.st_size + 1)) == NULL) {
+		fprintf(stderr, "%s: %s: out of memory\n", cmd, path);
+		goto fail;
+	}
+	while (n < (size_t)st.st_size) {
+		r = read(fd, buf + n, (size_t)st.st_size - n);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			fprintf(stderr, "%s: %s: %s\n", cmd, path, r == 0 ?
+			    "shorter than its size" : strerror(errno));
+			goto fail;
+		}
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	*len = n;
+	close(fd);
+	return buf;
+ fail:
+	free(buf);
+	close(fd);
+	return NULL;
+}
+
+/*
+ * Loads text as moatd would, printing every error (and warning, if
+ * warnings).  0 or -1.
+ */
+static int
+runconf_validate(const char *cmd, const char *name, const char *text,
+    size_t len, bool warnings)
+{
+	struct policy_diags	 d;
+	struct moat_config	*c;
+	char			 line[RUNCONF_DIAG_MAX];
+	size_t			 i;
+
+	policy_diags_init(&d);
+	c = policy_config_load(name, text, len, &d);
+	for (i = 0; i < d.n; i++)
+		if (warnings || d.v[i].level == POLICY_DIAG_ERROR)
+			fprintf(stderr, "%s\n", policy_diag_format(&d, i,
+			    line, sizeof(line)));
+	if (c == NULL && d.n == 0)
+		fprintf(stderr, "%s: %s: cannot load the config\n", cmd, name);
+	policy_diags_clear(&d);
+	policy_config_unref(c);
+	return c != NULL ? 0 : -1;
+}
+
+/*
+ * --policy FILE: a moat.json, validated whole (so errors name FILE and its
+ * lines), of which the sandbox takes "policy" and "secrets".  A file
+ * written for moat run needs no listener: if it has neither "listen" nor
+ * "admin", an empty "listen" is added for the validation just before its
+ * closing brace, so every line and column before it stays the file's own.
+ */
+static json_t *
+runconf_file_policy(struct runconf *rc, json_t **secrets)
+{
+	json_error_t	 je;
+	json_t		*root = NULL, *p, *s;
+	json_t		*policy = NULL;
+	const char	*ins;
+	char		*text, *check = NULL, *brace;
+	size_t		 len, at, inslen, checklen = 0;
+
+	if ((text = runconf_read(rc->cmd, rc->policy_file, &len)) == NULL)
+		return NULL;
+	if ((root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je)) ==
+	    NULL || !json_is_object(root)) {
+		fprintf(stderr, "%s:%d:%d: %s\n", rc->policy_file, je.line,
+		    je.column, root == NULL ? je.text : "not a JSON object");
+		goto out;
+	}
+	if (json_object_get(root, "listen") == NULL &&
+	    json_object_get(root, "admin") == NULL &&
+	    (brace = strrchr(text, '}')) != NULL) {
+		ins = json_object_size(root) > 0 ? ", \"listen\": []" :
+		    "\"listen\": []";
+		inslen = strlen(ins);
+		at = (size_t)(brace - text);
+		checklen = len + inslen;
+		if ((check = malloc(checklen + 1)) == NULL) {
+			fprintf(stderr, "%s: out of memory\n", rc->cmd);
+			goto out;
+		}
+		memcpy(check, text, at);
+		memcpy(check + at, ins, inslen);
+		memcpy(check + at + inslen, text + at, len - at);
+		check[checklen] = '\0';
+	}
+	if (runconf_validate(rc->cmd, rc->policy_file, check != NULL ? check :
+	    text, check != NULL ? checklen : len, true) == -1)
+		goto out;
+	p = json_object_get(root, "policy");
+	policy = p != NULL ? json_deep_copy(p) : json_object();
+	if ((s = json_object_get(root, "secrets")) != NULL)
+		*secrets = json_deep_copy(s);
+ out:
+	json_decref(root);
+	free(check);
+	free(text);
+	return policy;
+}
+
+/* The built-in default config's "policy". */
+static json_t *
+runconf_default_policy(const char *cmd)
+{
+	json_error_t	 je;
+	json_t		*root, *p = NULL;
+
+	if ((root = json_loadb(moat_default_config, moat_default_config_len,
+	    JSON_REJECT_DUPLICATES, &je)) == NULL) {
+		fprintf(stderr, "%s: the built-in config: %s\n", cmd, je.text);
+		return NULL;
+	}
+	if (json_object_get(root, "policy") != NULL)
+		p = json_deep_copy(json_object_get(root, "policy"));
+	json_decref(root);
+	if (p == NULL)
+		fprintf(stderr, "%s: the built-in config has no policy\n", cmd);
+	return p;
+}
+
+/*
+ * --allow HOST[:PORT]: "[V6]:PORT", "HOST:PORT", "HOST" or a bare IPv6
+ * address; HOST may start with "*." (a wildcard).  Without a port the
+ * rule opens 80 and 443.
+ */
+static int
+runconf_allow_rule(const char *cmd, const char *arg, size_t index,
+    json_t **rule)
+{
+	struct policy_host	 h;
+	const char		*colon, *end, *err = NULL, *check;
+	char			 host[POLICY_NAME_MAX + 8], name[32];
+	json_t			*ports;
+	uint16_t		 port = 0;
+	size_t			 hlen;
+
+	*rule = NULL;
+	if (arg[0] == '[') {
+		if ((end = strchr(arg, ']')) == NULL)
+			goto bad;
+		hlen = (size_t)(end - arg - 1);
+		if (hlen == 0 || hlen >= sizeof(host))
+			goto bad;
+		memcpy(host, arg + 1, hlen);
+		host[hlen] = '\0';
+		if (end[1] == ':') {
+			if (runconf_port(cmd, "allow", end + 2, &port) == -1)
+				return -1;
+		} else if (end[1] != '\0')
+			goto bad;
+	} else if ((colon = strchr(arg, ':')) != NULL &&
+	    strchr(colon + 1, ':') == NULL) {
+		hlen = (size_t)(colon - arg);
+		if (hlen == 0 || hlen >= sizeof(host))
+			goto bad;
+		memcpy(host, arg, hlen);
+		host[hlen] = '\0';
+		if (runconf_port(cmd, "allow", colon + 1, &port) == -1)
+			return -1;
+	} else {
+		if (strlen(arg) >= sizeof(host))
+			goto bad;
+		snprintf(host, sizeof(host), "%s", arg);
+	}
+	check = strncmp(host, "*.", 2) == 0 ? host + 2 : host;
+	if (policy_host_normalise(check, strlen(check), &h, &err) == -1) {
+		fprintf(stderr, "%s: --allow %s: %s\n", cmd, arg, err);
+		return -1;
+	}
+	if (check != host && h.kind != POLICY_HOST_NAME) {
+		fprintf(stderr, "%s: --allow %s: a wildcard needs a name, not "
+		    "an address\n", cmd, arg);
+		return -1;
+	}
+	snprintf(name, sizeof(name), "cli-allow-%zu", index + 1);
+	ports = port != 0 ? json_pack("[i]", (json_int_t)port) :
+	    json_pack("[i, i]", 80, 443);
+	*rule = json_pack("{s:s, s:s, s:[s], s:o}", "name", name, "action",
+	    "allow", "hosts", host, "ports", ports);
+	if (*rule == NULL) {
+		fprintf(stderr, "%s: out of memory\n", cmd);
+		return -1;
+	}
+	return 0;
+ bad:
+	fprintf(stderr, "%s: --allow %s: want HOST, HOST:PORT or [IPV6]:PORT\n",
+	    cmd, arg);
+	return -1;
+}
+
+int
+runconf_finish(struct runconf *rc)
+{
+	json_t		*policy = NULL, *secrets = NULL, *rules, *ap, *rule;
+	char		*text = NULL;
+	size_t		 i;
+	int		 ret = -1;
+
+	if (rc->name[0] == '\0')
+		snprintf(rc->name, sizeof(rc->name), "run-%ld", (long)getpid());
+	if (rc->dns_port == rc->transparent_port || rc->http_port ==
+	    rc->socks_port || rc->http_port == rc->dns_port || rc->http_port ==
+	    rc->transparent_port || rc->socks_port == rc->dns_port ||
+	    rc->socks_port == rc->transparent_port) {
+		fprintf(stderr, "%s: the http, socks, dns and transparent "
+		    "ports must differ\n", rc->cmd);
+		return -1;
+	}
+	if (rc->policy_file != NULL)
+		policy = runconf_file_policy(rc, &secrets);
+	else if (rc->nallow == 0)
+		policy = runconf_default_policy(rc->cmd);
+	else
+		policy = json_pack("{s:s, s:[]}", "default", "deny", "rules");
+	if (policy == NULL)
+		goto out;
+	if (!json_is_object(policy)) {
+		fprintf(stderr, "%s: %s: \"policy\" is not an object\n",
+		    rc->cmd, rc->policy_file);
+		goto out;
+	}
+	if (rc->nallow > 0) {
+		if ((rules = json_object_get(policy, "rules")) == NULL) {
+			rules = json_array();
+			if (json_object_set_new(policy, "rules", rules) == -1)
+				goto oom;
+		}
+		for (i = 0; i < rc->nallow; i++) {
+			if (runconf_allow_rule(rc->cmd, rc->allow[i], i,
+			    &rule) == -1)
+				goto out;
+			if (json_array_append_new(rules, rule) == -1)
+				goto oom;
+		}
+	}
+	if (rc->nallow_private > 0) {
+		if ((ap = json_object_get(policy, "allow_private")) == NULL) {
+			ap = json_array();
+			if (json_object_set_new(policy, "allow_private",
+			    ap) == -1)
+				goto oom;
+		}
+		for (i = 0; i < rc->nallow_private; i++)
+			if (json_array_append_new(ap, json_string(
+			    rc->allow_private[i])) == -1)
+				goto oom;
+	}
+	if ((rc->config = json_pack("{s:O}", "policy", policy)) == NULL)
+		goto oom;
+	if (secrets != NULL && json_object_set(rc->config, "secrets",
+	    secrets) == -1)
+		goto oom;
+	/*
+	 * Validate what moatd will see (its admin side adds an empty
+	 * "listen"), so the flags' mistakes are caught here too.
+	 */
+	if (json_object_set_new(rc->config, "listen", json_array()) == -1 ||
+	    (text = json_dumps(rc->config, JSON_INDENT(2))) == NULL)
+		goto oom;
+	(void)json_object_del(rc->config, "listen");
+	/* Warnings about the file were printed with its own name above. */
+	if (runconf_validate(rc->cmd, RUNCONF_GENERATED, text, strlen(text),
+	    rc->policy_file == NULL) == -1) {
+		fprintf(stderr, "%s: the policy built from --policy, --allow "
+		    "and --allow-private is not valid (above)\n", rc->cmd);
+		goto out;
+	}
+	ret = 0;
+	goto out;
+ oom:
+	fprintf(stderr, "%s: out of memory\n", rc->cmd);
+ out:
+	if (ret == -1) {
+		json_decref(rc->config);
+		rc->config = NULL;
+	}
+	free(text);
+	json_decref(policy);
+	json_decref(secrets);
+	return ret;
+}
+
+size_t
+runconf_listeners(const struct runconf *rc, struct runconf_listener *out,
+    size_t max)
+{
+	const struct runconf_listener	all[] = {
+		{ "http+socks5", NSH_AF_INET, NSH_SOCK_STREAM, rc->http_port },
+		{ "socks5", NSH_AF_INET, NSH_SOCK_STREAM, rc->socks_port },
+		{ "dns-udp", NSH_AF_INET, NSH_SOCK_DGRAM, rc->dns_port },
+		{ "dns-tcp", NSH_AF_INET, NSH_SOCK_STREAM, rc->dns_port },
+		{ "transparent", NSH_AF_INET, NSH_SOCK_STREAM,
+		    rc->transparent_port },
+		{ "dns-udp", NSH_AF_INET6, NSH_SOCK_DGRAM, rc->dns_port },
+		{ "dns-tcp", NSH_AF_INET6, NSH_SOCK_STREAM, rc->dns_port },
+		{ "transparent", NSH_AF_INET6, NSH_SOCK_STREAM,
+		    rc->transparent_port },
+	};
+	size_t	i, n = sizeof(all) / sizeof(all[0]);
+
+	for (i = 0; i < n && i < max; i++)
+		out[i] = all[i];
+	return i;
+}
+
+int
+runconf_exe_dir(char *buf, size_t len)
+{
+	ssize_t	 n;
+	char	*slash;
+
+	if (len == 0 || (n = readlink("/proc/self/exe", buf, len - 1)) <= 0 ||
+	    (size_t)n >= len - 1)
+		return -1;
+	buf[n] = '\0';
+	if ((slash = strrchr(buf, '/')) == NULL)
+		return -1;
+	*slash = '\0';
+	return 0;
+}

@@ -1,0 +1,657 @@
+/*
+ * sandbox.c - the namespaces `moat run` puts a workload in, and the
+ * sandbox's init (pid 1 of its PID namespace).
+ *
+ * What it is: clone() into new mount, PID and network namespaces (and,
+ * rootless, a user namespace whose ids the parent maps), then a small
+ * init that mounts a fresh /proc, waits for the parent's go (end of file
+ * is an abort), bind-mounts a resolv.conf naming moatd's DNS over
+ * /etc/resolv.conf, enters a NESTED user namespace, starts the workload,
+ * forwards signals to it, reaps everything, and exits with the workload's
+ * status (128+N if it died of signal N).
+ *
+ * Why the nested user namespace (invariant 9): the network, mount and PID
+ * namespaces are owned by the outer user namespace (or the host's, as
+ * root).  The workload runs as uid 0 of a user namespace that owns none
+ * of them, so it holds no capability over them: it cannot touch nftables,
+ * routes, raw sockets or the resolv.conf mount, however root it looks.
+ *
+ * What it is not: a filesystem sandbox.  The workload sees the host's
+ * files with its user's rights (root's, under a root `moat run`); moat
+ * only hides the admin socket it registers through.  Combine with a
+ * filesystem sandbox (bubblewrap, a container) for that.
+ *
+ * The handshake (nsjail's initParent / runChild, in small steps): one
+ * SOCK_SEQPACKET pair; parent -> init: 'M' (ids mapped), 'G' + struct
+ * sandbox_net (go); init -> parent: 'R' (ready for the network), 'S'
+ * (workload started), 'E' + text (failed; the init exits), 'N' or 'X' +
+ * text (the command was not found, or could not be executed).
+ */
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "netns-helper/moat_int.h"
+
+#define SANDBOX_MSG_MAX		512	/* one handshake message */
+#define SANDBOX_RESOLV		"/etc/resolv.conf"
+#define SANDBOX_TMPFS_SIZE	"16k"	/* the tmpfs holding resolv.conf */
+#define SANDBOX_MAP_MAX		64	/* one uid_map / gid_map line */
+
+extern char	**environ;
+
+struct sandbox {
+	pid_t	pid;	/* the init, in our PID namespace; -1 once reaped */
+	int	fd;	/* our end of the handshake */
+};
+
+/* The go message: its tag and what the init needs. */
+struct sandbox_go {
+	char			tag;	/* 'G' */
+	char			pad[7];
+	struct sandbox_net	net;
+};
+
+/* The proxy variables moat sets (and removes from the caller's). */
+static const char *const sandbox_proxy_vars[] = {
+	"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy",
+	"ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"
+};
+
+static void	sandbox_init(const struct sandbox_spec *spec, int fd)
+		    __attribute__((noreturn));
+static void	sandbox_fail(int fd, const char *fmt, ...)
+		    __attribute__((noreturn, format(printf, 2, 3)));
+static void	sandbox_close_fds(int keep1, int keep2);
+static int	sandbox_write_file(const char *path, const char *text);
+static int	sandbox_resolv(const char *nameserver, int fd);
+static void	sandbox_mask(const char *path, int fd);
+static char	**sandbox_env(const struct sandbox_net *net);
+static void	sandbox_exec(const struct sandbox_spec *spec,
+		    char **envp, int errfd) __attribute__((noreturn));
+static void	sandbox_serve(pid_t wpid, int sfd, int fd)
+		    __attribute__((noreturn));
+static int	sandbox_recv(int fd, char *buf, size_t len, int timeout_ms);
+static int	sandbox_answer(struct sandbox *sb, char want, char *err,
+		    size_t errlen);
+
+/* --- the init (the clone's child) ------------------------------------ */
+
+/*
+ * Closes every descriptor but 0-2, keep1 and keep2 (-1: none).  The init
+ * is a copy of moat run: it must not keep moat run's descriptors, and no
+ * descriptor the caller left open (a socket, say) may reach the workload:
+ * it could be a way out.
+ */
+static void
+sandbox_close_fds(int keep1, int keep2)
+{
+	int	keep[2], i, lo = 3, t;
+
+	keep[0] = keep1;
+	keep[1] = keep2;
+	if (keep[0] > keep[1]) {
+		t = keep[0];
+		keep[0] = keep[1];
+		keep[1] = t;
+	}
+	for (i = 0; i < 2; i++) {
+		if (keep[i] < lo)
+			continue;	/* -1, 0-2, or the same as the other */
+		if (keep[i] > lo)
+			(void)close_range((unsigned)lo, (unsigned)keep[i] - 1,
+			    0);
+		lo = keep[i] + 1;
+	}
+	(void)close_range((unsigned)lo, ~0u, 0);
+}
+
+/* Reports a failure to the parent and exits. */
+static void
+sandbox_fail(int fd, const char *fmt, ...)
+{
+	char	msg[SANDBOX_MSG_MAX];
+	va_list	ap;
+
+	msg[0] = 'E';
+	va_start(ap, fmt);
+	vsnprintf(msg + 1, sizeof(msg) - 1, fmt, ap);
+	va_end(ap);
+	(void)send(fd, msg, strlen(msg), MSG_NOSIGNAL);
+	_exit(MOAT_EXIT_LAUNCH);
+}
+
+static int
+sandbox_write_file(const char *path, const char *text)
+{
+	size_t	len = strlen(text);
+	ssize_t	r;
+	int	fd;
+
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		return -1;
+	r = write(fd, text, len);
+	if (close(fd) == -1 || r != (ssize_t)len)
+		return -1;
+	return 0;
+}
+
+/*
+ * A read-only resolv.conf on a tmpfs of its own, mounted over
+ * /etc/resolv.conf (over what it points to, if it is a symlink).  The new
+ * mount API makes the file without touching the host's filesystem.
+ */
+static int
+sandbox_resolv(const char *nameserver, int fd)
+{
+	struct mount_attr	 attr;
+	struct stat		 st;
+	char			 target[PATH_MAX], text[128];
+	int			 fs = -1, mnt = -1, f = -1, tree = -1;
+	ssize_t			 n;
+
+	if (realpath(SANDBOX_RESOLV, target) == NULL ||
+	    stat(target, &st) == -1)
+		sandbox_fail(fd, "%s: %s (the file must exist: moat mounts the "
+		    "sandbox's own over it)", SANDBOX_RESOLV, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		sandbox_fail(fd, "%s is not a regular file", target);
+	n = snprintf(text, sizeof(text), "# moat run: DNS goes to moatd\n"
+	    "nameserver %s\n", nameserver);
+	if ((fs = fsopen("tmpfs", FSOPEN_CLOEXEC)) == -1 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "size", SANDBOX_TMPFS_SIZE,
+	    0) == -1 || fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755",
+	    0) == -1 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL,
+	    0) == -1 || (mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID |
+	    MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) == -1)
+		sandbox_fail(fd, "cannot make a tmpfs for resolv.conf: %s",
+		    strerror(errno));
+	if ((f = openat(mnt, "resolv.conf", O_CREAT | O_WRONLY | O_CLOEXEC,
+	    0644)) == -1 || write(f, text, (size_t)n) != n || close(f) == -1)
+		sandbox_fail(fd, "cannot write resolv.conf: %s",
+		    strerror(errno));
+	memset(&attr, 0, sizeof(attr));
+	attr.attr_set = MOUNT_ATTR_RDONLY;
+	if ((tree = open_tree(mnt, "resolv.conf", OPEN_TREE_CLONE |
+	    OPEN_TREE_CLOEXEC)) == -1 || mount_setattr(tree, "",
+	    AT_EMPTY_PATH, &attr, sizeof(attr)) == -1 ||
+	    move_mount(tree, "", AT_FDCWD, target,
+	    MOVE_MOUNT_F_EMPTY_PATH) == -1)
+		sandbox_fail(fd, "cannot mount resolv.conf over %s: %s",
+		    target, strerror(errno));
+	close(tree);
+	close(mnt);
+	close(fs);
+	return 0;
+}
+
+/* Hides a socket (moatd's admin socket) behind /dev/null, read-only. */
+static void
+sandbox_mask(const char *path, int fd)
+{
+	struct stat	st;
+
+	if (path == NULL || stat(path, &st) == -1 || S_ISDIR(st.st_mode))
+		return;
+	if (mount("/dev/null", path, NULL, MS_BIND, NULL) == -1 ||
+	    mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY |
+	    MS_NOSUID | MS_NOEXEC, NULL) == -1)
+		sandbox_fail(fd, "cannot hide %s from the sandbox: %s", path,
+		    strerror(errno));
+}
+
+/* The caller's environment with moat's proxy variables in place. */
+static char **
+sandbox_env(const struct sandbox_net *net)
+{
+	char	**env, *v;
+	size_t	  n = 0, i, j, k = 0, nvars;
+	bool	  ours;
+
+	nvars = sizeof(sandbox_proxy_vars) / sizeof(sandbox_proxy_vars[0]);
+	while (environ[n] != NULL)
+		n++;
+	if ((env = calloc(n + nvars + 1, sizeof(*env))) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		ours = false;
+		for (j = 0; j < nvars; j++) {
+			size_t	l = strlen(sandbox_proxy_vars[j]);
+
+			if (strncmp(environ[i], sandbox_proxy_vars[j], l) ==
+			    0 && environ[i][l] == '=')
+				ours = true;
+		}
+		if (!ours)
+			env[k++] = environ[i];
+	}
+	for (j = 0; j < nvars; j++) {
+		const char	*name = sandbox_proxy_vars[j];
+		int		 r;
+
+		if (strcasecmp(name, "ALL_PROXY") == 0)
+			r = asprintf(&v, "%s=socks5h://%s:%u", name,
+			    net->proxy_host, net->socks_port);
+		else if (strcasecmp(name, "NO_PROXY") == 0)
+			r = asprintf(&v, "%s=localhost,127.0.0.1,::1", name);
+		else
+			r = asprintf(&v, "%s=http://%s:%u", name,
+			    net->proxy_host, net->http_port);
+		if (r == -1)
+			return NULL;
+		env[k++] = v;
+	}
+	env[k] = NULL;
+	return env;
+}
+
+/* The workload: a session of its own, its terminal, no new privileges. */
+static void
+sandbox_exec(const struct sandbox_spec *spec, char **envp, int errfd)
+{
+	sigset_t	none;
+	int		e, i;
+
+	sigemptyset(&none);
+	for (i = 1; i < NSIG; i++)
+		(void)signal(i, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	(void)setsid();
+	if (spec->tty != -1) {
+		if (ioctl(spec->tty, TIOCSCTTY, 0) == -1)
+			goto fail;
+		for (i = 0; i <= 2; i++)
+			if (isatty(i) && dup2(spec->tty, i) == -1)
+				goto fail;
+		if (spec->tty > 2)
+			close(spec->tty);
+	}
+	sandbox_close_fds(errfd, -1);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		goto fail;
+	environ = envp;
+	execvp(spec->argv[0], spec->argv);
+ fail:
+	e = errno;
+	(void)!write(errfd, &e, sizeof(e));
+	_exit(MOAT_EXIT_NOT_FOUND);
+}
+
+/*
+ * pid 1 after the start: forward signals to the workload's process group,
+ * reap every child, exit with the workload's status.  When pid 1 exits the
+ * kernel kills everything else in the PID namespace.
+ */
+static void
+sandbox_serve(pid_t wpid, int sfd, int fd)
+{
+	struct signalfd_siginfo	si;
+	struct pollfd		pfd[2];
+	pid_t			p;
+	int			st;
+
+	for (;;) {
+		pfd[0].fd = sfd;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = fd;
+		pfd[1].events = POLLIN;
+		if (poll(pfd, 2, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			_exit(MOAT_EXIT_LAUNCH);
+		}
+		if (pfd[1].revents != 0) {
+			/* The parent is gone (PDEATHSIG would have done it). */
+			kill(-1, SIGKILL);
+			_exit(MOAT_EXIT_LAUNCH);
+		}
+		if (pfd[0].revents == 0)
+			continue;
+		if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+			continue;
+		if (si.ssi_signo != SIGCHLD) {
+			if (kill(-wpid, (int)si.ssi_signo) == -1)
+				(void)kill(wpid, (int)si.ssi_signo);
+			continue;
+		}
+		while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+			if (p != wpid)
+				continue;
+			if (WIFEXITED(st))
+				_exit(WEXITSTATUS(st));
+			_exit(128 + WTERMSIG(st));
+		}
+	}
+}
+
+/* The clone's child: pid 1 of the new PID namespace. */
+static void
+sandbox_init(const struct sandbox_spec *spec, int fd)
+{
+	struct sandbox_go	 go;
+	sigset_t		 mask;
+	char			 msg[SANDBOX_MSG_MAX], **envp;
+	ssize_t			 n;
+	pid_t			 wpid;
+	int			 sfd, ep[2], e;
+
+	/* The sandbox dies with moat run. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
+		sandbox_fail(fd, "PR_SET_PDEATHSIG: %s", strerror(errno));
+	sandbox_close_fds(fd, spec->tty);
+	if (spec->userns) {
+		/* Wait for the parent to map our ids (EOF: it gave up). */
+		n = recv(fd, msg, sizeof(msg), 0);
+		if (n != 1 || msg[0] != 'M')
+			_exit(MOAT_EXIT_LAUNCH);
+	}
+	/* Away from the terminal's process group: signals come forwarded. */
+	(void)setsid();
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
+		sandbox_fail(fd, "cannot make mounts private: %s",
+		    strerror(errno));
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	    NULL) == -1)
+		sandbox_fail(fd, "cannot mount /proc: %s", strerror(errno));
+	if (send(fd, "R", 1, MSG_NOSIGNAL) != 1)
+		_exit(MOAT_EXIT_LAUNCH);
+
+	n = recv(fd, &go, sizeof(go), 0);
+	if (n != (ssize_t)sizeof(go) || go.tag != 'G' ||
+	    memchr(go.net.nameserver, '\0', sizeof(go.net.nameserver)) ==
+	    NULL || memchr(go.net.proxy_host, '\0',
+	    sizeof(go.net.proxy_host)) == NULL)
+		_exit(MOAT_EXIT_LAUNCH);
+	sandbox_resolv(go.net.nameserver, fd);
+	sandbox_mask(spec->mask, fd);
+	if ((envp = sandbox_env(&go.net)) == NULL)
+		sandbox_fail(fd, "out of memory");
+
+	/*
+	 * The nested user namespace: uid and gid 0 map to 0 of the one
+	 * outside, which owns the network, mount and PID namespaces; this
+	 * one owns nothing.
+	 */
+	if (unshare(CLONE_NEWUSER) == -1)
+		sandbox_fail(fd, "cannot create the nested user namespace: %s",
+		    strerror(errno));
+	if (sandbox_write_file("/proc/self/setgroups", "deny") == -1 ||
+	    sandbox_write_file("/proc/self/uid_map", "0 0 1\n") == -1 ||
+	    sandbox_write_file("/proc/self/gid_map", "0 0 1\n") == -1)
+		sandbox_fail(fd, "cannot map ids in the nested user namespace: "
+		    "%s", strerror(errno));
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1 ||
+	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		sandbox_fail(fd, "prctl: %s", strerror(errno));
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGQUIT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGUSR1);
+	sigaddset(&mask, SIGUSR2);
+	sigaddset(&mask, SIGWINCH);
+	sigaddset(&mask, SIGCONT);
+	sigaddset(&mask, SIGALRM);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) == -1 ||
+	    (sfd = signalfd(-1, &mask, SFD_CLOEXEC)) == -1)
+		sandbox_fail(fd, "signalfd: %s", strerror(errno));
+	if (pipe2(ep, O_CLOEXEC) == -1)
+		sandbox_fail(fd, "pipe: %s", strerror(errno));
+	if ((wpid = fork()) == -1)
+		sandbox_fail(fd, "fork: %s", strerror(errno));
+	if (wpid == 0) {
+		close(ep[0]);
+		close(sfd);
+		close(fd);
+		sandbox_exec(spec, envp, ep[1]);
+	}
+	close(ep[1]);
+	if (spec->tty != -1)
+		close(spec->tty);
+	/* Nothing comes back on the pipe when exec succeeded. */
+	do
+		n = read(ep[0], &e, sizeof(e));
+	while (n == -1 && errno == EINTR);
+	close(ep[0]);
+	if (n == (ssize_t)sizeof(e)) {
+		snprintf(msg, sizeof(msg), "%c%s: %s", e == ENOENT ? 'N' : 'X',
+		    spec->argv[0], strerror(e));
+		(void)send(fd, msg, strlen(msg), MSG_NOSIGNAL);
+		while (waitpid(wpid, NULL, 0) == -1 && errno == EINTR)
+			;
+		_exit(e == ENOENT ? MOAT_EXIT_NOT_FOUND :
+		    MOAT_EXIT_CANNOT_EXEC);
+	}
+	if (send(fd, "S", 1, MSG_NOSIGNAL) != 1)
+		_exit(MOAT_EXIT_LAUNCH);
+	sandbox_serve(wpid, sfd, fd);
+}
+
+/* --- the parent's side ------------------------------------------------ */
+
+/* One handshake message within timeout_ms: its length, 0 EOF, -1 error. */
+static int
+sandbox_recv(int fd, char *buf, size_t len, int timeout_ms)
+{
+	struct pollfd	pfd;
+	ssize_t		n;
+	int		r;
+
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	do
+		r = poll(&pfd, 1, timeout_ms);
+	while (r == -1 && errno == EINTR);
+	if (r <= 0) {
+		errno = r == 0 ? ETIMEDOUT : errno;
+		return -1;
+	}
+	do
+		n = recv(fd, buf, len - 1, 0);
+	while (n == -1 && errno == EINTR);
+	if (n == -1)
+		return -1;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+/* Waits for the init's message want ('R', 'S'); 'E' is its error. */
+static int
+sandbox_answer(struct sandbox *sb, char want, char *err, size_t errlen)
+{
+	char	msg[SANDBOX_MSG_MAX];
+	int	n;
+
+	n = sandbox_recv(sb->fd, msg, sizeof(msg), MOAT_STEP_TIMEOUT_MS);
+	if (n == 1 && msg[0] == want)
+		return 0;
+	if (n > 1 && msg[0] == 'E')
+		snprintf(err, errlen, "sandbox: %s", msg + 1);
+	else if (n == 0)
+		snprintf(err, errlen, "the sandbox's init exited during "
+		    "set-up");
+	else if (n == -1)
+		snprintf(err, errlen, "the sandbox's init did not answer: %s",
+		    strerror(errno));
+	else
+		snprintf(err, errlen, "the sandbox's init sent a bad message");
+	return -1;
+}
+
+struct sandbox *
+sandbox_create(const struct sandbox_spec *spec, char *err, size_t errlen)
+{
+	struct sandbox	*sb;
+	char		 path[64], map[SANDBOX_MAP_MAX];
+	long		 flags;
+	int		 sv[2];
+
+	if ((sb = calloc(1, sizeof(*sb))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	sb->pid = -1;
+	sb->fd = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
+		snprintf(err, errlen, "socketpair: %s", strerror(errno));
+		free(sb);
+		return NULL;
+	}
+	flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET;
+	if (spec->userns)
+		flags |= CLONE_NEWUSER;
+	/* clone(2) with fork semantics: the child runs on a copy of us. */
+	sb->pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL,
+	    0L);
+	if (sb->pid == -1) {
+		snprintf(err, errlen, "cannot create the sandbox's namespaces: "
+		    "%s%s", strerror(errno), spec->userns && (errno == EPERM ||
+		    errno == ENOSPC || errno == EINVAL) ? " (are unprivileged "
+		    "user namespaces allowed here?)" : "");
+		close(sv[0]);
+		close(sv[1]);
+		free(sb);
+		return NULL;
+	}
+	if (sb->pid == 0) {
+		close(sv[0]);
+		sandbox_init(spec, sv[1]);
+	}
+	close(sv[1]);
+	sb->fd = sv[0];
+	if (spec->userns) {
+		/* uid and gid 0 inside are ours outside; no setgroups. */
+		snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)sb->pid);
+		snprintf(map, sizeof(map), "0 %lu 1\n",
+		    (unsigned long)geteuid());
+		if (sandbox_write_file(path, map) == -1)
+			goto mapfail;
+		snprintf(path, sizeof(path), "/proc/%d/setgroups",
+		    (int)sb->pid);
+		if (sandbox_write_file(path, "deny") == -1)
+			goto mapfail;
+		snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)sb->pid);
+		snprintf(map, sizeof(map), "0 %lu 1\n",
+		    (unsigned long)getegid());
+		if (sandbox_write_file(path, map) == -1)
+			goto mapfail;
+		if (send(sb->fd, "M", 1, MSG_NOSIGNAL) != 1) {
+			snprintf(err, errlen, "the sandbox's init is gone");
+			goto fail;
+		}
+	}
+	if (sandbox_answer(sb, 'R', err, errlen) == -1)
+		goto fail;
+	return sb;
+ mapfail:
+	snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+ fail:
+	sandbox_kill(sb);
+	sandbox_free(sb);
+	return NULL;
+}
+
+int
+sandbox_nsfd(const struct sandbox *sb, const char *type, char *err,
+    size_t errlen)
+{
+	char	path[64];
+	int	fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)sb->pid, type);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	return fd;
+}
+
+int
+sandbox_go(struct sandbox *sb, const struct sandbox_net *net, int *code,
+    char *err, size_t errlen)
+{
+	struct sandbox_go	go;
+	char			msg[SANDBOX_MSG_MAX];
+	int			n;
+
+	*code = MOAT_EXIT_LAUNCH;
+	memset(&go, 0, sizeof(go));
+	go.tag = 'G';
+	go.net = *net;
+	if (send(sb->fd, &go, sizeof(go), MSG_NOSIGNAL) !=
+	    (ssize_t)sizeof(go)) {
+		snprintf(err, errlen, "the sandbox's init is gone: %s",
+		    strerror(errno));
+		return -1;
+	}
+	n = sandbox_recv(sb->fd, msg, sizeof(msg), MOAT_STEP_TIMEOUT_MS);
+	if (n == 1 && msg[0] == 'S')
+		return 0;
+	if (n > 1 && (msg[0] == 'N' || msg[0] == 'X')) {
+		/* The command itself could not run: exec's error. */
+		*code = msg[0] == 'N' ? MOAT_EXIT_NOT_FOUND :
+		    MOAT_EXIT_CANNOT_EXEC;
+		snprintf(err, errlen, "%s", msg + 1);
+		return -1;
+	}
+	if (n > 1 && msg[0] == 'E')
+		snprintf(err, errlen, "sandbox: %s", msg + 1);
+	else if (n == 0)
+		snprintf(err, errlen, "the sandbox's init exited before the "
+		    "workload started");
+	else
+		snprintf(err, errlen, "the sandbox's init did not answer: %s",
+		    n == -1 ? strerror(errno) : "bad message");
+	return -1;
+}
+
+pid_t
+sandbox_pid(const struct sandbox *sb)
+{
+	return sb->pid;
+}
+
+void
+sandbox_kill(struct sandbox *sb)
+{
+	if (sb == NULL || sb->pid == -1)
+		return;
+	(void)kill(sb->pid, SIGKILL);
+	while (waitpid(sb->pid, NULL, 0) == -1 && errno == EINTR)
+		;
+	sb->pid = -1;
+}
+
+void
+sandbox_free(struct sandbox *sb)
+{
+	if (sb == NULL)
+		return;
+	if (sb->fd != -1)
+		close(sb->fd);
+	free(sb);
+}
