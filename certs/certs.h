@@ -195,6 +195,25 @@ int	certs_write_bundle(const char *path, const struct certs_ca *ca,
 	    char *const *extra_ca_files, const char *system_bundle, char *err,
 	    size_t errlen);
 
+/*
+ * What moatd hands a sandbox to trust: ca's certificate, then the
+ * certificates of each extra_ca_files (NULL-terminated, may be NULL),
+ * re-encoded, as one NUL-terminated PEM text (free() it).  The system's
+ * roots are not included: the sandbox's side adds its own
+ * (certs_bundle_from_pem).  NULL with err set on failure.
+ */
+char	*certs_trust_pem(const struct certs_ca *ca, char *const *extra_ca_files,
+	    size_t *len, char *err, size_t errlen);
+
+/*
+ * The trust bundle of a sandbox, in memory: the certificates of pem
+ * (moatd's certs_trust_pem()) then those of system_bundle (NULL means
+ * CERTS_SYSTEM_BUNDLE), under the same rules as certs_write_bundle().
+ * Returns a NUL-terminated text (free() it) or NULL with err set.
+ */
+char	*certs_bundle_from_pem(const char *pem, size_t pemlen,
+	    const char *system_bundle, size_t *len, char *err, size_t errlen);
+
 /* ------------------------------------------------------------------ */
 /* The `moat ca` subcommand                                             */
 /* ------------------------------------------------------------------ */

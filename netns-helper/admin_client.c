@@ -355,7 +355,7 @@ admin_client_hello(struct admin_client *ac, char *err, size_t errlen)
 int
 admin_client_register(struct admin_client *ac, const char *name,
     json_t *config, const char *const *protos, const int *fds, size_t n,
-    char *err, size_t errlen)
+    json_t **answer, char *err, size_t errlen)
 {
 	json_t	*lst, *req, *ans;
 	size_t	 i;
@@ -386,7 +386,10 @@ admin_client_register(struct admin_client *ac, const char *name,
 		json_decref(ans);
 		return -1;
 	}
-	json_decref(ans);
+	if (answer != NULL)
+		*answer = ans;
+	else
+		json_decref(ans);
 	return 0;
 }
 

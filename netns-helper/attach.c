@@ -36,6 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "certs/certs.h"
 #include "netns-helper/moat_int.h"
 
 #define ATTACH_DEFAULT_ADMIN	"/run/moat/admin.sock"
@@ -44,6 +45,8 @@ struct attach {
 	struct runconf		 rc;
 	const char		*netns;		/* --netns PATH */
 	int			 ready_fd;	/* --ready-fd, or -1 */
+	const char		*env_file;	/* --env-file, or NULL */
+	const char		*bundle_file;	/* --trust-bundle, or NULL */
 	int			 nsfd;
 	int			 sfd;
 	struct nsh_client	*nsh;
@@ -78,6 +81,12 @@ attach_usage(FILE *f)
 	    "  --http-port, --socks-port, --dns-port, --transparent-port N\n"
 	    "  --ready-fd N           write \"ready\" to descriptor N once "
 	    "attached\n"
+	    "  --env-file FILE        write the placeholders of the policy's\n"
+	    "                         secrets there (VAR=PLACEHOLDER lines),\n"
+	    "                         for the workload's environment\n"
+	    "  --trust-bundle FILE    write the trust bundle there (moatd's CA\n"
+	    "                         and the system's roots), for the\n"
+	    "                         workload's SSL_CERT_FILE and friends\n"
 	    "  -h, --help             this text\n", ATTACH_DEFAULT_ADMIN);
 }
 
@@ -86,12 +95,17 @@ attach_parse(struct attach *a, int argc, char *argv[])
 {
 	enum {
 		ATTACH_OPT_NETNS = RUNCONF_OPT__END,
-		ATTACH_OPT_READY_FD
+		ATTACH_OPT_READY_FD,
+		ATTACH_OPT_ENV_FILE,
+		ATTACH_OPT_TRUST_BUNDLE
 	};
 	static const struct option	opts[] = {
 		RUNCONF_LONGOPTS,
 		{ "netns", required_argument, NULL, ATTACH_OPT_NETNS },
 		{ "ready-fd", required_argument, NULL, ATTACH_OPT_READY_FD },
+		{ "env-file", required_argument, NULL, ATTACH_OPT_ENV_FILE },
+		{ "trust-bundle", required_argument, NULL,
+		    ATTACH_OPT_TRUST_BUNDLE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -104,6 +118,12 @@ attach_parse(struct attach *a, int argc, char *argv[])
 		switch (ch) {
 		case ATTACH_OPT_NETNS:
 			a->netns = optarg;
+			break;
+		case ATTACH_OPT_ENV_FILE:
+			a->env_file = optarg;
+			break;
+		case ATTACH_OPT_TRUST_BUNDLE:
+			a->bundle_file = optarg;
 			break;
 		case ATTACH_OPT_READY_FD:
 			errno = 0;
@@ -156,6 +176,81 @@ attach_parse(struct attach *a, int argc, char *argv[])
 	return runconf_finish(&a->rc);
 }
 
+/* Writes len bytes to path (replacing it), mode mode. */
+static int
+attach_write(const char *path, const char *text, size_t len, mode_t mode,
+    char *err, size_t errlen)
+{
+	ssize_t	w;
+	size_t	off = 0;
+	int	fd;
+
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_CLOEXEC, mode)) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (off < len) {
+		if ((w = write(fd, text + off, len - off)) <= 0) {
+			snprintf(err, errlen, "%s: %s", path, w == 0 ?
+			    "short write" : strerror(errno));
+			close(fd);
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	if (close(fd) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* --env-file and --trust-bundle, from moatd's register answer. */
+static int
+attach_outputs(struct attach *a, json_t *ans, char *err, size_t errlen)
+{
+	json_t		*v;
+	const char	*key, *pem;
+	char		*text = NULL, *line;
+	size_t		 len = 0, n;
+	int		 rc = -1;
+
+	if (a->env_file != NULL) {
+		json_object_foreach(json_object_get(ans, "placeholders"), key,
+		    v) {
+			if (!json_is_string(v) || asprintf(&line, "%s%s=%s\n",
+			    text != NULL ? text : "", key,
+			    json_string_value(v)) == -1)
+				continue;
+			free(text);
+			text = line;
+		}
+		n = text != NULL ? strlen(text) : 0;
+		if (attach_write(a->env_file, text != NULL ? text : "", n,
+		    0600, err, errlen) == -1)
+			goto out;
+		free(text);
+		text = NULL;
+	}
+	if (a->bundle_file != NULL) {
+		if ((pem = json_string_value(json_object_get(ans,
+		    "trust_pem"))) == NULL) {
+			snprintf(err, errlen, "--trust-bundle: moatd does not "
+			    "intercept TLS (no tls.ca_cert): nothing to trust");
+			goto out;
+		}
+		if ((text = certs_bundle_from_pem(pem, strlen(pem), NULL, &len,
+		    err, errlen)) == NULL || attach_write(a->bundle_file, text,
+		    len, 0644, err, errlen) == -1)
+			goto out;
+	}
+	rc = 0;
+ out:
+	free(text);
+	return rc;
+}
+
 static int
 attach_setup(struct attach *a, char *err, size_t errlen)
 {
@@ -165,6 +260,7 @@ attach_setup(struct attach *a, char *err, size_t errlen)
 	size_t			 n, i, nfds = 0;
 	unsigned		 index;
 	char			 ifname[NSH_IFNAME_MAX];
+	json_t			*ans = NULL;
 	int			 rc = -1;
 
 	if ((a->nsfd = open(a->netns, O_RDONLY | O_CLOEXEC)) == -1) {
@@ -192,7 +288,9 @@ attach_setup(struct attach *a, char *err, size_t errlen)
 	if ((a->admin = admin_client_connect(a->rc.moatd, err,
 	    errlen)) == NULL || admin_client_hello(a->admin, err,
 	    errlen) == -1 || admin_client_register(a->admin, a->rc.name,
-	    a->rc.config, protos, fds, nfds, err, errlen) == -1)
+	    a->rc.config, protos, fds, nfds, &ans, err, errlen) == -1)
+		goto out;
+	if (attach_outputs(a, ans, err, errlen) == -1)
 		goto out;
 	if (a->rc.mode == RUNCONF_VETH)
 		printf("moat attach: %s attached to %s (veth %s, "
@@ -205,6 +303,7 @@ attach_setup(struct attach *a, char *err, size_t errlen)
  out:
 	for (i = 0; i < nfds; i++)
 		close(fds[i]);
+	json_decref(ans);
 	return rc;
 }
 

@@ -93,6 +93,9 @@ struct runconf {
 	char		 name[NSH_TEXT_MAX]; /* the sandbox's name */
 	uint16_t	 http_port, socks_port, dns_port, transparent_port;
 	json_t		*config;	/* {"policy": ...} to register; owned */
+	json_t		*tls;		/* --policy FILE's "tls", or NULL; owned
+					   (a private moatd's; a running
+					   moatd has its own) */
 };
 
 /* Zeroes *rc and sets the defaults. */
@@ -122,6 +125,15 @@ size_t	runconf_listeners(const struct runconf *rc,
 
 /* Releases what rc owns.  NULL-safe on its fields; repeatable. */
 void	runconf_free(struct runconf *rc);
+
+/*
+ * The extras the sandbox's init gets (sandbox_go()) from moatd's register
+ * answer: the variables moatd reads secrets from, to remove; each
+ * placeholder as VAR=PLACEHOLDER; an empty string; moatd's trust
+ * certificates.  Returns a buffer (free() it; *len bytes) or NULL after
+ * printing why.
+ */
+char	*runconf_extras(const struct runconf *rc, json_t *answer, size_t *len);
 
 /*
  * Returns the directory of the running executable (from /proc/self/exe)
@@ -207,11 +219,12 @@ int	admin_client_hello(struct admin_client *ac, char *err, size_t errlen);
 /*
  * register: name, config (borrowed), and n listeners: protos[i] names
  * fds[i].  The descriptors are sent, not closed.  0 or -1 (err holds
- * moatd's "error" when it refused).
+ * moatd's "error" when it refused).  With answer non-NULL, *answer is
+ * moatd's answer ("placeholders", "trust_pem"; json_decref() it).
  */
 int	admin_client_register(struct admin_client *ac, const char *name,
 	    json_t *config, const char *const *protos, const int *fds,
-	    size_t n, char *err, size_t errlen);
+	    size_t n, json_t **answer, char *err, size_t errlen);
 
 /* unregister NAME.  0 or -1. */
 int	admin_client_unregister(struct admin_client *ac, const char *name,
@@ -258,13 +271,16 @@ int	sandbox_nsfd(const struct sandbox *sb, const char *type, char *err,
 	    size_t errlen);
 
 /*
- * Sends the go message: the init writes resolv.conf, enters the nested
- * user namespace and starts the workload.  Waits for the init's answer:
- * 0 when the workload was started, -1 with err set (exec failure
- * included: *code then holds 126 or 127, else MOAT_EXIT_LAUNCH).
+ * Sends the go message and the extras (see sandbox.c: variables to set
+ * or remove, then moatd's trust certificates; extralen 0 for none): the
+ * init writes resolv.conf and the trust bundle, enters the nested user
+ * namespace and starts the workload.  Waits for the init's answer: 0 when
+ * the workload was started, -1 with err set (exec failure included:
+ * *code then holds 126 or 127, else MOAT_EXIT_LAUNCH).
  */
 int	sandbox_go(struct sandbox *sb, const struct sandbox_net *net,
-	    int *code, char *err, size_t errlen);
+	    const char *extra, size_t extralen, int *code, char *err,
+	    size_t errlen);
 
 /* The init's pid (in our PID namespace). */
 pid_t	sandbox_pid(const struct sandbox *sb);

@@ -71,6 +71,7 @@ struct run {
 	pid_t			 moatd;		/* a private moatd, or -1 */
 	int			 sfd;		/* signalfd */
 	bool			 registered;
+	json_t			*answer;	/* moatd's register answer */
 	unsigned		 index;		/* veth: 10.203.X.0/30 */
 	char			 ifname[NSH_IFNAME_MAX];
 };
@@ -306,6 +307,9 @@ run_moatd_config(struct run *r)
 		json_object_set_new(conf, "resolver", json_pack("{s:o}",
 		    "servers", servers));
 	}
+	/* The CA (and upstream CAs) of --policy FILE: interception. */
+	if (conf != NULL && r->rc.tls != NULL)
+		json_object_set(conf, "tls", r->rc.tls);
 	if (conf == NULL || (text = json_dumps(conf, JSON_INDENT(2))) ==
 	    NULL) {
 		fprintf(stderr, "moat run: out of memory\n");
@@ -566,7 +570,7 @@ run_register(struct run *r, char *err, size_t errlen)
 	    errlen) == -1)
 		goto out;
 	if (admin_client_register(r->admin, r->rc.name, r->rc.config, protos,
-	    fds, nfds, err, errlen) == -1)
+	    fds, nfds, &r->answer, err, errlen) == -1)
 		goto out;
 	r->registered = true;
 	rc = 0;
@@ -584,6 +588,9 @@ run_setup(struct run *r, int *code, char *err, size_t errlen)
 	struct sandbox_net	net;
 	const char		*path;
 	struct in_addr		gw;
+	char			*extra;
+	size_t			 extralen;
+	int			 rc;
 
 	*code = MOAT_EXIT_LAUNCH;
 	if (!r->no_tty && (r->pty = pty_open(err, errlen)) == NULL &&
@@ -618,7 +625,13 @@ run_setup(struct run *r, int *code, char *err, size_t errlen)
 	    net.nameserver);
 	net.http_port = r->rc.http_port;
 	net.socks_port = r->rc.socks_port;
-	if (sandbox_go(r->sb, &net, code, err, errlen) == -1)
+	if ((extra = runconf_extras(&r->rc, r->answer, &extralen)) == NULL) {
+		snprintf(err, errlen, "cannot prepare the sandbox's variables");
+		return -1;
+	}
+	rc = sandbox_go(r->sb, &net, extra, extralen, code, err, errlen);
+	free(extra);
+	if (rc == -1)
 		return -1;
 	if (r->pty != NULL && pty_raw(r->pty) == -1) {
 		/* Not fatal: the relay works, only line editing stays ours. */
@@ -758,6 +771,8 @@ run_teardown(struct run *r)
 	}
 	pty_free(r->pty);
 	r->pty = NULL;
+	json_decref(r->answer);
+	r->answer = NULL;
 	if (r->sfd != -1)
 		close(r->sfd);
 	r->sfd = -1;

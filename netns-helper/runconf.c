@@ -43,7 +43,8 @@ static int	runconf_push(const char ***v, size_t *n, const char *arg);
 static char	*runconf_read(const char *cmd, const char *path, size_t *len);
 static int	runconf_validate(const char *cmd, const char *name,
 		    const char *text, size_t len, bool warnings);
-static json_t	*runconf_file_policy(struct runconf *rc, json_t **secrets);
+static json_t	*runconf_file_policy(struct runconf *rc, json_t **secrets,
+		    json_t **tls);
 static json_t	*runconf_default_policy(const char *cmd);
 static int	runconf_allow_rule(const char *cmd, const char *arg,
 		    size_t index, json_t **rule);
@@ -70,6 +71,8 @@ runconf_free(struct runconf *rc)
 	rc->nallow = rc->nallow_private = 0;
 	json_decref(rc->config);
 	rc->config = NULL;
+	json_decref(rc->tls);
+	rc->tls = NULL;
 }
 
 static int
@@ -260,7 +263,7 @@ runconf_validate(const char *cmd, const char *name, const char *text,
  * closing brace, so every line and column before it stays the file's own.
  */
 static json_t *
-runconf_file_policy(struct runconf *rc, json_t **secrets)
+runconf_file_policy(struct runconf *rc, json_t **secrets, json_t **tls)
 {
 	json_error_t	 je;
 	json_t		*root = NULL, *p, *s;
@@ -301,6 +304,8 @@ runconf_file_policy(struct runconf *rc, json_t **secrets)
 	policy = p != NULL ? json_deep_copy(p) : json_object();
 	if ((s = json_object_get(root, "secrets")) != NULL)
 		*secrets = json_deep_copy(s);
+	if ((s = json_object_get(root, "tls")) != NULL)
+		*tls = json_deep_copy(s);
  out:
 	json_decref(root);
 	free(check);
@@ -402,6 +407,7 @@ int
 runconf_finish(struct runconf *rc)
 {
 	json_t		*policy = NULL, *secrets = NULL, *rules, *ap, *rule;
+	json_t		*tls;
 	char		*text = NULL;
 	size_t		 i;
 	int		 ret = -1;
@@ -417,7 +423,7 @@ runconf_finish(struct runconf *rc)
 		return -1;
 	}
 	if (rc->policy_file != NULL)
-		policy = runconf_file_policy(rc, &secrets);
+		policy = runconf_file_policy(rc, &secrets, &rc->tls);
 	else if (rc->nallow == 0)
 		policy = runconf_default_policy(rc->cmd);
 	else
@@ -464,10 +470,21 @@ runconf_finish(struct runconf *rc)
 	 * Validate what moatd will see (its admin side adds an empty
 	 * "listen"), so the flags' mistakes are caught here too.
 	 */
+	/*
+	 * Rules that must see inside TLS need a CA: the file's for a private
+	 * moatd; a running one (--moatd) has its own, checked when the
+	 * sandbox registers.
+	 */
+	tls = rc->tls != NULL ? json_incref(rc->tls) : rc->moatd != NULL ?
+	    json_pack("{s:s, s:s}", "ca_cert", "(moatd's)", "ca_key",
+	    "(moatd's)") : NULL;
 	if (json_object_set_new(rc->config, "listen", json_array()) == -1 ||
+	    (tls != NULL && json_object_set_new(rc->config, "tls",
+	    tls) == -1) ||
 	    (text = json_dumps(rc->config, JSON_INDENT(2))) == NULL)
 		goto oom;
 	(void)json_object_del(rc->config, "listen");
+	(void)json_object_del(rc->config, "tls");
 	/* Warnings about the file were printed with its own name above. */
 	if (runconf_validate(rc->cmd, RUNCONF_GENERATED, text, strlen(text),
 	    rc->policy_file == NULL) == -1) {
@@ -527,4 +544,66 @@ runconf_exe_dir(char *buf, size_t len)
 		return -1;
 	*slash = '\0';
 	return 0;
+}
+
+/* Appends len bytes of p to the growing buffer *buf (*n used, *cap). */
+static int
+runconf_append(char **buf, size_t *n, size_t *cap, const char *p, size_t len)
+{
+	char	*nb;
+	size_t	 want;
+
+	if (*n + len + 1 > *cap) {
+		want = (*n + len + 1) * 2;
+		if ((nb = realloc(*buf, want)) == NULL)
+			return -1;
+		*buf = nb;
+		*cap = want;
+	}
+	memcpy(*buf + *n, p, len);
+	*n += len;
+	(*buf)[*n] = '\0';
+	return 0;
+}
+
+char *
+runconf_extras(const struct runconf *rc, json_t *answer, size_t *len)
+{
+	json_t		*ph, *sec, *ref, *v;
+	const char	*key, *var, *pem;
+	char		*buf = NULL;
+	size_t		 n = 0, cap = 0;
+
+	/* The variables moatd reads secret values from never go in. */
+	sec = json_object_get(rc->config, "secrets");
+	json_object_foreach(sec, key, ref) {
+		if ((var = json_string_value(json_object_get(ref, "env"))) ==
+		    NULL)
+			continue;
+		if (runconf_append(&buf, &n, &cap, var, strlen(var) + 1) == -1)
+			goto oom;
+	}
+	/* Each secret's placeholder, under its variable. */
+	ph = json_object_get(answer, "placeholders");
+	json_object_foreach(ph, key, v) {
+		if (!json_is_string(v))
+			continue;
+		if (runconf_append(&buf, &n, &cap, key, strlen(key)) == -1 ||
+		    runconf_append(&buf, &n, &cap, "=", 1) == -1 ||
+		    runconf_append(&buf, &n, &cap, json_string_value(v),
+		    json_string_length(v) + 1) == -1)
+			goto oom;
+	}
+	if (runconf_append(&buf, &n, &cap, "", 1) == -1)
+		goto oom;
+	if ((pem = json_string_value(json_object_get(answer,
+	    "trust_pem"))) != NULL && runconf_append(&buf, &n, &cap, pem,
+	    json_string_length(json_object_get(answer, "trust_pem"))) == -1)
+		goto oom;
+	*len = n;
+	return buf;
+ oom:
+	free(buf);
+	fprintf(stderr, "%s: out of memory\n", rc->cmd);
+	return NULL;
 }

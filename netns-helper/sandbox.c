@@ -23,9 +23,19 @@
  *
  * The handshake (nsjail's initParent / runChild, in small steps): one
  * SOCK_SEQPACKET pair; parent -> init: 'M' (ids mapped), 'G' + struct
- * sandbox_net (go); init -> parent: 'R' (ready for the network), 'S'
- * (workload started), 'E' + text (failed; the init exits), 'N' or 'X' +
- * text (the command was not found, or could not be executed).
+ * sandbox_net (go), then the extras as 'B' + bytes (any number) and 'Z';
+ * init -> parent: 'R' (ready for the network), 'S' (workload started),
+ * 'E' + text (failed; the init exits), 'N' or 'X' + text (the command was
+ * not found, or could not be executed).
+ *
+ * The extras (struct sandbox_extra): variables to set ("NAME=VALUE": the
+ * placeholders of the sandbox's secrets) and to remove ("NAME": where moatd
+ * reads a secret's value from), each ending in NUL, an empty string, then
+ * moatd's trust certificates (PEM, maybe none).  With certificates, the
+ * init builds the trust bundle (them + the system's roots), mounts it
+ * read-only over the system bundle in the sandbox's mount namespace (so
+ * programs that read only that file trust moat's CA too) and points the
+ * usual variables at it.  No file is written outside the sandbox's mounts.
  */
 #include "config.h"
 
@@ -54,11 +64,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "certs/certs.h"
 #include "netns-helper/moat_int.h"
 
 #define SANDBOX_MSG_MAX		512	/* one handshake message */
 #define SANDBOX_RESOLV		"/etc/resolv.conf"
-#define SANDBOX_TMPFS_SIZE	"16k"	/* the tmpfs holding resolv.conf */
+#define SANDBOX_TMPFS_BYTES	16384	/* the tmpfs, beyond the bundle */
+#define SANDBOX_CHUNK_BYTES	16384	/* one 'B' message of the extras */
+#define SANDBOX_EXTRA_MAX	(4u << 20)	/* the extras, bytes */
+#define SANDBOX_ENV_MAX		256	/* variables the extras set/unset */
 #define SANDBOX_MAP_MAX		64	/* one uid_map / gid_map line */
 
 extern char	**environ;
@@ -81,15 +95,34 @@ static const char *const sandbox_proxy_vars[] = {
 	"ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"
 };
 
+/*
+ * The variables TLS clients read their trust bundle from, set to the
+ * sandbox's bundle when moatd intercepts: OpenSSL (and Python's ssl,
+ * Ruby, PHP), requests, curl, node (adds to its own roots), git, pip,
+ * cargo, the AWS SDKs and CLI, deno.  SSL_CERT_DIR is left alone: the
+ * bundle holds every root, and the system's directory stays valid for
+ * what it holds.
+ */
+static const char *const sandbox_ca_vars[] = {
+	"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+	"NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "PIP_CERT",
+	"CARGO_HTTP_CAINFO", "AWS_CA_BUNDLE", "DENO_CERT"
+};
+
 static void	sandbox_init(const struct sandbox_spec *spec, int fd)
 		    __attribute__((noreturn));
 static void	sandbox_fail(int fd, const char *fmt, ...)
 		    __attribute__((noreturn, format(printf, 2, 3)));
 static void	sandbox_close_fds(int keep1, int keep2);
 static int	sandbox_write_file(const char *path, const char *text);
-static int	sandbox_resolv(const char *nameserver, int fd);
+static void	sandbox_files(const char *nameserver, const char *bundle,
+		    size_t bundlelen, int fd);
+static void	sandbox_mount_file(int mnt, const char *name,
+		    const char *target, int fd);
 static void	sandbox_mask(const char *path, int fd);
-static char	**sandbox_env(const struct sandbox_net *net);
+static char	*sandbox_recv_extra(int fd, size_t *len);
+static char	**sandbox_env(const struct sandbox_net *net,
+		    const char *extra, size_t extralen, bool ca);
 static void	sandbox_exec(const struct sandbox_spec *spec,
 		    char **envp, int errfd) __attribute__((noreturn));
 static void	sandbox_serve(pid_t wpid, int sfd, int fd)
@@ -159,53 +192,93 @@ sandbox_write_file(const char *path, const char *text)
 	return 0;
 }
 
-/*
- * A read-only resolv.conf on a tmpfs of its own, mounted over
- * /etc/resolv.conf (over what it points to, if it is a symlink).  The new
- * mount API makes the file without touching the host's filesystem.
- */
-static int
-sandbox_resolv(const char *nameserver, int fd)
+/* Mounts name of the tmpfs mnt over target, read-only. */
+static void
+sandbox_mount_file(int mnt, const char *name, const char *target, int fd)
 {
-	struct mount_attr	 attr;
-	struct stat		 st;
-	char			 target[PATH_MAX], text[128];
-	int			 fs = -1, mnt = -1, f = -1, tree = -1;
-	ssize_t			 n;
+	struct mount_attr	attr;
+	int			tree;
 
-	if (realpath(SANDBOX_RESOLV, target) == NULL ||
-	    stat(target, &st) == -1)
-		sandbox_fail(fd, "%s: %s (the file must exist: moat mounts the "
-		    "sandbox's own over it)", SANDBOX_RESOLV, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		sandbox_fail(fd, "%s is not a regular file", target);
-	n = snprintf(text, sizeof(text), "# moat run: DNS goes to moatd\n"
-	    "nameserver %s\n", nameserver);
-	if ((fs = fsopen("tmpfs", FSOPEN_CLOEXEC)) == -1 ||
-	    fsconfig(fs, FSCONFIG_SET_STRING, "size", SANDBOX_TMPFS_SIZE,
-	    0) == -1 || fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755",
-	    0) == -1 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL,
-	    0) == -1 || (mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID |
-	    MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) == -1)
-		sandbox_fail(fd, "cannot make a tmpfs for resolv.conf: %s",
-		    strerror(errno));
-	if ((f = openat(mnt, "resolv.conf", O_CREAT | O_WRONLY | O_CLOEXEC,
-	    0644)) == -1 || write(f, text, (size_t)n) != n || close(f) == -1)
-		sandbox_fail(fd, "cannot write resolv.conf: %s",
-		    strerror(errno));
 	memset(&attr, 0, sizeof(attr));
 	attr.attr_set = MOUNT_ATTR_RDONLY;
-	if ((tree = open_tree(mnt, "resolv.conf", OPEN_TREE_CLONE |
+	if ((tree = open_tree(mnt, name, OPEN_TREE_CLONE |
 	    OPEN_TREE_CLOEXEC)) == -1 || mount_setattr(tree, "",
 	    AT_EMPTY_PATH, &attr, sizeof(attr)) == -1 ||
 	    move_mount(tree, "", AT_FDCWD, target,
 	    MOVE_MOUNT_F_EMPTY_PATH) == -1)
-		sandbox_fail(fd, "cannot mount resolv.conf over %s: %s",
-		    target, strerror(errno));
+		sandbox_fail(fd, "cannot mount %s over %s: %s", name, target,
+		    strerror(errno));
 	close(tree);
+}
+
+/* Writes len bytes of text to name in the directory mnt. */
+static void
+sandbox_write_at(int mnt, const char *name, const char *text, size_t len,
+    int fd)
+{
+	ssize_t	w;
+	size_t	off = 0;
+	int	f;
+
+	if ((f = openat(mnt, name, O_CREAT | O_WRONLY | O_CLOEXEC,
+	    0644)) == -1)
+		sandbox_fail(fd, "cannot write %s: %s", name, strerror(errno));
+	while (off < len) {
+		if ((w = write(f, text + off, len - off)) <= 0)
+			sandbox_fail(fd, "cannot write %s: %s", name,
+			    w == 0 ? "short write" : strerror(errno));
+		off += (size_t)w;
+	}
+	if (close(f) == -1)
+		sandbox_fail(fd, "cannot write %s: %s", name, strerror(errno));
+}
+
+/*
+ * A tmpfs of the sandbox's own holding resolv.conf (naming moatd's DNS)
+ * and, when moatd intercepts TLS, the trust bundle; each file is mounted
+ * read-only over its place (/etc/resolv.conf, the system bundle; over
+ * what they point to if they are symlinks).  The new mount API makes the
+ * files without touching the host's filesystem.
+ */
+static void
+sandbox_files(const char *nameserver, const char *bundle, size_t bundlelen,
+    int fd)
+{
+	struct stat	 st;
+	char		 resolv[PATH_MAX], sys[PATH_MAX], text[128], size[32];
+	int		 fs = -1, mnt = -1, n;
+
+	if (realpath(SANDBOX_RESOLV, resolv) == NULL ||
+	    stat(resolv, &st) == -1)
+		sandbox_fail(fd, "%s: %s (the file must exist: moat mounts the "
+		    "sandbox's own over it)", SANDBOX_RESOLV, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		sandbox_fail(fd, "%s is not a regular file", resolv);
+	errno = 0;
+	if (bundle != NULL && (realpath(CERTS_SYSTEM_BUNDLE, sys) == NULL ||
+	    stat(sys, &st) == -1 || !S_ISREG(st.st_mode)))
+		sandbox_fail(fd, "%s: %s (moat mounts the sandbox's trust "
+		    "bundle over it)", CERTS_SYSTEM_BUNDLE, errno ?
+		    strerror(errno) : "not a regular file");
+	n = snprintf(text, sizeof(text), "# moat run: DNS goes to moatd\n"
+	    "nameserver %s\n", nameserver);
+	snprintf(size, sizeof(size), "%zu", bundlelen + SANDBOX_TMPFS_BYTES);
+	if ((fs = fsopen("tmpfs", FSOPEN_CLOEXEC)) == -1 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "size", size, 0) == -1 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) == -1 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == -1 ||
+	    (mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID |
+	    MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) == -1)
+		sandbox_fail(fd, "cannot make a tmpfs for resolv.conf: %s",
+		    strerror(errno));
+	sandbox_write_at(mnt, "resolv.conf", text, (size_t)n, fd);
+	sandbox_mount_file(mnt, "resolv.conf", resolv, fd);
+	if (bundle != NULL) {
+		sandbox_write_at(mnt, "ca-bundle.crt", bundle, bundlelen, fd);
+		sandbox_mount_file(mnt, "ca-bundle.crt", sys, fd);
+	}
 	close(mnt);
 	close(fs);
-	return 0;
 }
 
 /* Hides a socket (moatd's admin socket) behind /dev/null, read-only. */
@@ -223,29 +296,96 @@ sandbox_mask(const char *path, int fd)
 		    strerror(errno));
 }
 
-/* The caller's environment with moat's proxy variables in place. */
-static char **
-sandbox_env(const struct sandbox_net *net)
+/*
+ * The extras after the go: 'B' messages appended until 'Z'.  Returns them
+ * (NUL-terminated copy, *len bytes before it) or NULL: the init gives up.
+ */
+static char *
+sandbox_recv_extra(int fd, size_t *len)
 {
-	char	**env, *v;
-	size_t	  n = 0, i, j, k = 0, nvars;
-	bool	  ours;
+	char	*buf = NULL, *nb, msg[SANDBOX_CHUNK_BYTES + 1];
+	size_t	 have = 0;
+	ssize_t	 n;
 
+	for (;;) {
+		do
+			n = recv(fd, msg, sizeof(msg), 0);
+		while (n == -1 && errno == EINTR);
+		if (n < 1 || (msg[0] != 'B' && msg[0] != 'Z') ||
+		    (msg[0] == 'Z' && n != 1) || have + (size_t)n >
+		    SANDBOX_EXTRA_MAX) {
+			free(buf);
+			return NULL;
+		}
+		if ((nb = realloc(buf, have + (size_t)n + 1)) == NULL) {
+			free(buf);
+			return NULL;
+		}
+		buf = nb;
+		if (msg[0] == 'Z') {
+			buf[have] = '\0';
+			*len = have;
+			return buf;
+		}
+		memcpy(buf + have, msg + 1, (size_t)n - 1);
+		have += (size_t)n - 1;
+	}
+}
+
+/* Whether entry ("NAME=..." or "NAME") names variable var. */
+static bool
+sandbox_env_is(const char *entry, const char *var)
+{
+	size_t	l = strcspn(var, "=");
+
+	return strncmp(entry, var, l) == 0 && (entry[l] == '=' ||
+	    entry[l] == '\0');
+}
+
+/*
+ * The caller's environment, less the variables moat sets or removes, then
+ * moat's proxy variables, the extras' variables, and (ca) the trust
+ * bundle's.  NULL on a bad extra (the parent sent nonsense) or memory.
+ */
+static char **
+sandbox_env(const struct sandbox_net *net, const char *extra,
+    size_t extralen, bool ca)
+{
+	const char	*x[SANDBOX_ENV_MAX], *p, *end = extra + extralen;
+	char		**env, *v;
+	size_t		  n = 0, i, j, k = 0, nx = 0, nvars, ncas;
+	bool		  drop;
+
+	/* The extras' variables, up to the empty string. */
+	for (p = extra; p < end && *p != '\0'; p += strlen(p) + 1) {
+		size_t l = strcspn(p, "=");
+
+		if (nx == SANDBOX_ENV_MAX || l == 0 || l > 255 ||
+		    strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuv"
+		    "wxyz0123456789_") != l || (p[0] >= '0' && p[0] <= '9'))
+			return NULL;
+		x[nx++] = p;
+	}
 	nvars = sizeof(sandbox_proxy_vars) / sizeof(sandbox_proxy_vars[0]);
+	ncas = ca ? sizeof(sandbox_ca_vars) / sizeof(sandbox_ca_vars[0]) : 0;
 	while (environ[n] != NULL)
 		n++;
-	if ((env = calloc(n + nvars + 1, sizeof(*env))) == NULL)
+	if ((env = calloc(n + nvars + nx + ncas + 1, sizeof(*env))) == NULL)
 		return NULL;
 	for (i = 0; i < n; i++) {
-		ours = false;
-		for (j = 0; j < nvars; j++) {
-			size_t	l = strlen(sandbox_proxy_vars[j]);
+		drop = false;
+		for (j = 0; j < nvars && !drop; j++)
+			drop = sandbox_env_is(environ[i],
+			    sandbox_proxy_vars[j]);
+		for (j = 0; j < ncas && !drop; j++)
+			drop = sandbox_env_is(environ[i], sandbox_ca_vars[j]);
+		for (j = 0; j < nx && !drop; j++) {
+			size_t l = strcspn(x[j], "=");
 
-			if (strncmp(environ[i], sandbox_proxy_vars[j], l) ==
-			    0 && environ[i][l] == '=')
-				ours = true;
+			drop = strncmp(environ[i], x[j], l) == 0 &&
+			    environ[i][l] == '=';
 		}
-		if (!ours)
+		if (!drop)
 			env[k++] = environ[i];
 	}
 	for (j = 0; j < nvars; j++) {
@@ -261,6 +401,15 @@ sandbox_env(const struct sandbox_net *net)
 			r = asprintf(&v, "%s=http://%s:%u", name,
 			    net->proxy_host, net->http_port);
 		if (r == -1)
+			return NULL;
+		env[k++] = v;
+	}
+	for (j = 0; j < nx; j++)
+		if (strchr(x[j], '=') != NULL)
+			env[k++] = (char *)x[j];
+	for (j = 0; j < ncas; j++) {
+		if (asprintf(&v, "%s=%s", sandbox_ca_vars[j],
+		    CERTS_SYSTEM_BUNDLE) == -1)
 			return NULL;
 		env[k++] = v;
 	}
@@ -353,7 +502,10 @@ sandbox_init(const struct sandbox_spec *spec, int fd)
 {
 	struct sandbox_go	 go;
 	sigset_t		 mask;
-	char			 msg[SANDBOX_MSG_MAX], **envp;
+	char			 msg[SANDBOX_MSG_MAX], **envp, *extra, *bundle = NULL;
+	char			 err[512];
+	const char		*pem;
+	size_t			 extralen, pemlen, blen = 0;
 	ssize_t			 n;
 	pid_t			 wpid;
 	int			 sfd, ep[2], e;
@@ -385,10 +537,24 @@ sandbox_init(const struct sandbox_spec *spec, int fd)
 	    NULL || memchr(go.net.proxy_host, '\0',
 	    sizeof(go.net.proxy_host)) == NULL)
 		_exit(MOAT_EXIT_LAUNCH);
-	sandbox_resolv(go.net.nameserver, fd);
+	if ((extra = sandbox_recv_extra(fd, &extralen)) == NULL)
+		_exit(MOAT_EXIT_LAUNCH);
+	/* The certificates follow the variables' empty string. */
+	for (pem = extra; pem < extra + extralen && *pem != '\0';
+	    pem += strlen(pem) + 1)
+		;
+	pem = pem < extra + extralen ? pem + 1 : extra + extralen;
+	pemlen = extralen - (size_t)(pem - extra);
+	if (pemlen > 0 && (bundle = certs_bundle_from_pem(pem, pemlen, NULL,
+	    &blen, err, sizeof(err))) == NULL)
+		sandbox_fail(fd, "the trust bundle: %s", err);
+	sandbox_files(go.net.nameserver, bundle, blen, fd);
+	free(bundle);
 	sandbox_mask(spec->mask, fd);
-	if ((envp = sandbox_env(&go.net)) == NULL)
-		sandbox_fail(fd, "out of memory");
+	if ((envp = sandbox_env(&go.net, extra, extralen, pemlen > 0)) ==
+	    NULL)
+		sandbox_fail(fd, "bad variables from moat run, or out of "
+		    "memory");
 
 	/*
 	 * The nested user namespace: uid and gid 0 map to 0 of the one
@@ -591,11 +757,12 @@ sandbox_nsfd(const struct sandbox *sb, const char *type, char *err,
 }
 
 int
-sandbox_go(struct sandbox *sb, const struct sandbox_net *net, int *code,
-    char *err, size_t errlen)
+sandbox_go(struct sandbox *sb, const struct sandbox_net *net,
+    const char *extra, size_t extralen, int *code, char *err, size_t errlen)
 {
 	struct sandbox_go	go;
-	char			msg[SANDBOX_MSG_MAX];
+	char			msg[SANDBOX_MSG_MAX], chunk[SANDBOX_CHUNK_BYTES + 1];
+	size_t			off, take;
 	int			n;
 
 	*code = MOAT_EXIT_LAUNCH;
@@ -603,11 +770,24 @@ sandbox_go(struct sandbox *sb, const struct sandbox_net *net, int *code,
 	go.tag = 'G';
 	go.net = *net;
 	if (send(sb->fd, &go, sizeof(go), MSG_NOSIGNAL) !=
-	    (ssize_t)sizeof(go)) {
-		snprintf(err, errlen, "the sandbox's init is gone: %s",
-		    strerror(errno));
+	    (ssize_t)sizeof(go))
+		goto gone;
+	if (extralen > SANDBOX_EXTRA_MAX) {
+		snprintf(err, errlen, "too many variables or certificates for "
+		    "the sandbox (%zu bytes)", extralen);
 		return -1;
 	}
+	chunk[0] = 'B';
+	for (off = 0; off < extralen; off += take) {
+		take = extralen - off < SANDBOX_CHUNK_BYTES ? extralen - off :
+		    SANDBOX_CHUNK_BYTES;
+		memcpy(chunk + 1, extra + off, take);
+		if (send(sb->fd, chunk, take + 1, MSG_NOSIGNAL) !=
+		    (ssize_t)take + 1)
+			goto gone;
+	}
+	if (send(sb->fd, "Z", 1, MSG_NOSIGNAL) != 1)
+		goto gone;
 	n = sandbox_recv(sb->fd, msg, sizeof(msg), MOAT_STEP_TIMEOUT_MS);
 	if (n == 1 && msg[0] == 'S')
 		return 0;
@@ -626,6 +806,10 @@ sandbox_go(struct sandbox *sb, const struct sandbox_net *net, int *code,
 	else
 		snprintf(err, errlen, "the sandbox's init did not answer: %s",
 		    n == -1 ? strerror(errno) : "bad message");
+	return -1;
+ gone:
+	snprintf(err, errlen, "the sandbox's init is gone: %s",
+	    strerror(errno));
 	return -1;
 }
 

@@ -38,6 +38,8 @@
 #include "proxy/listener.h"
 #include "proxy/log.h"
 #include "proxy/sandbox.h"
+#include "proxy/secrets.h"
+#include "proxy/tls.h"
 #include "proxy/util.h"
 #include "proxy/worker.h"
 
@@ -426,6 +428,17 @@ admin_config(struct admin_conn *ac, const char *name, json_t *cfg)
 		}
 	}
 	doc = json_deep_copy(cfg);
+	/*
+	 * Rules that must see inside TLS are valid when moatd has a CA: the
+	 * daemon's (a sandbox cannot bring its own).
+	 */
+	if (doc != NULL && *A_ctx->tls != NULL && (*A_ctx->cfg)->tls.ca_cert !=
+	    NULL && json_object_set_new(doc, "tls", json_pack("{s:s, s:s}",
+	    "ca_cert", (*A_ctx->cfg)->tls.ca_cert, "ca_key",
+	    (*A_ctx->cfg)->tls.ca_key)) == -1) {
+		json_decref(doc);
+		doc = NULL;
+	}
 	if (doc == NULL || json_object_set_new(doc, "listen",
 	    json_array()) == -1 || (text = json_dumps(doc, JSON_INDENT(2) |
 	    JSON_SORT_KEYS)) == NULL) {
@@ -456,6 +469,62 @@ admin_config(struct admin_conn *ac, const char *name, json_t *cfg)
 	return c;
 }
 
+/*
+ * The start of a register answer: the sandbox's own secrets read now
+ * (a failure refuses the registration), its placeholders made now and
+ * listed by variable name, and what it must trust when moatd intercepts.
+ * Returns the answer ({"ok": true, ...}) or NULL after admin_fail().
+ */
+static json_t *
+admin_secrets(struct admin_conn *ac, struct sandbox *sb)
+{
+	struct secrets_view	 v;
+	json_t			*ans, *ph;
+	const char		*pem;
+	char			 err[512];
+	size_t			 i, len;
+
+	if ((ans = json_pack("{s:b, s:{}}", "ok", 1, "placeholders")) ==
+	    NULL) {
+		admin_fail(ac, "out of memory");
+		return NULL;
+	}
+	if (sb->cfg->nsecrets > 0) {
+		if ((sb->own_secrets = secrets_load(sb->cfg, false, err,
+		    sizeof(err))) == NULL) {
+			json_decref(ans);
+			admin_fail(ac, "%s", err);
+			return NULL;
+		}
+		if (secrets_view(sb, NULL, &v) == -1) {
+			json_decref(ans);
+			admin_fail(ac, "cannot make placeholders: out of "
+			    "memory");
+			return NULL;
+		}
+		ph = json_object_get(ans, "placeholders");
+		for (i = 0; i < secrets_count(v.vals); i++)
+			if (json_object_set_new(ph, secrets_env(v.vals, i),
+			    json_string(v.ph[i])) == -1) {
+				secrets_view_done(&v);
+				json_decref(ans);
+				admin_fail(ac, "out of memory");
+				return NULL;
+			}
+		secrets_view_done(&v);
+	}
+	if (*A_ctx->tls != NULL) {
+		pem = tls_trust_pem(*A_ctx->tls, &len);
+		if (json_object_set_new(ans, "trust_pem",
+		    json_stringn(pem, len)) == -1) {
+			json_decref(ans);
+			admin_fail(ac, "out of memory");
+			return NULL;
+		}
+	}
+	return ans;
+}
+
 static int
 admin_register(struct admin_conn *ac, json_t *req)
 {
@@ -463,7 +532,7 @@ admin_register(struct admin_conn *ac, json_t *req)
 	struct sandbox		*sb = NULL;
 	struct listener		*ls[ADMIN_FDS_MAX];
 	struct admin_sb		*s = NULL;
-	json_t			*lst, *e;
+	json_t			*lst, *e, *ans = NULL;
 	const char		*name, *proto;
 	char			 err[256];
 	size_t			 nl = 0, i, j, need;
@@ -505,6 +574,8 @@ admin_register(struct admin_conn *ac, json_t *req)
 		admin_fail(ac, "out of memory");
 		goto closefds;
 	}
+	if ((ans = admin_secrets(ac, sb)) == NULL)
+		goto closefds;
 	/* From here each descriptor belongs to its listener (or is closed). */
 	json_array_foreach(lst, i, e) {
 		proto = json_string_value(json_object_get(e, "proto"));
@@ -535,8 +606,12 @@ admin_register(struct admin_conn *ac, json_t *req)
 		    ls[i]->udp ? "dns (udp)" : policy_proto_str(ls[i]->proto),
 		    ls[i]->address);
 	admin_audit(sb, "registered");
-	rc = admin_answer(ac, json_pack("{s:b, s:s}", "ok", 1, "sandbox",
-	    name));
+	if (json_object_set_new(ans, "sandbox", json_string(name)) == -1) {
+		rc = admin_fail(ac, "out of memory");
+		goto closefds;
+	}
+	rc = admin_answer(ac, ans);
+	ans = NULL;
  closefds:
 	/* Take the announced descriptors off the queue, used or not. */
 	for (i = 0; i < need; i++)
@@ -546,6 +621,7 @@ admin_register(struct admin_conn *ac, json_t *req)
 	for (i = 0; i < nl; i++)
 		listener_unref(ls[i]);
 	sandbox_unref(sb);
+	json_decref(ans);
 	return rc;
 }
 
@@ -639,6 +715,21 @@ admin_fail(struct admin_conn *ac, const char *fmt, ...)
 	log_warnx("admin: %s", msg);
 	(void)admin_answer(ac, json_pack("{s:b, s:s}", "ok", 0, "error", msg));
 	return -1;
+}
+
+void
+admin_reload(void)
+{
+	struct admin_conn	*ac;
+	struct admin_sb		*s;
+	char			 err[512];
+
+	LIST_FOREACH(ac, &A_conns, link)
+		LIST_FOREACH(s, &ac->sbs, link)
+			if (secrets_sandbox_reload(s->sb, err,
+			    sizeof(err)) == -1)
+				log_warnx("reload: %s; sandbox %s keeps the "
+				    "secrets it had", err, s->sb->name);
 }
 
 void

@@ -11,10 +11,16 @@
 struct event_base;
 struct worker;
 
+struct tls;
+struct moat_config;
+
 struct admin_ctx {
 	struct event_base	*base;
 	struct worker		**workers;
 	size_t			 nworkers;
+	/* moatd's current config and interception contexts (main thread). */
+	struct moat_config	**cfg;
+	struct tls		**tls;
 };
 
 /*
@@ -32,6 +38,8 @@ int	admin_serve(struct admin_ctx *ctx, int lfd, const char *path);
  */
 int	admin_adopt(struct admin_ctx *ctx, int fd, void (*gone)(void *),
 	    void *arg);
+/* SIGHUP: each registered sandbox reads its own secrets again. */
+void	admin_reload(void);
 /* Closes every admin connection (unregistering their sandboxes) and the
  * listening socket, removing its path. */
 void	admin_shutdown(void);

@@ -33,7 +33,19 @@
  *       "dns-tcp"; I indexes the descriptors of this message; each is a
  *       socket already bound (and, but for dns-udp, listening), usually
  *       inside the sandbox's network namespace.
- *     -> {"ok": true, "sandbox": NAME}
+ *     -> {"ok": true, "sandbox": NAME, "placeholders": {VAR: PH, ...},
+ *         "trust_pem": PEM}
+ *     "placeholders": for each secret of CONFIG's "secrets", the
+ *       variable the sandbox gets ("sandbox_env", default the secret's
+ *       name) and this sandbox's random placeholder for it ("moat-ph-"
+ *       and 32 hex digits); the values themselves never leave moatd.
+ *       Empty when CONFIG has no secrets.
+ *     "trust_pem": present when moatd intercepts TLS (tls.ca_cert): its
+ *       CA certificate and tls.extra_ca_files, PEM, for the sandbox's
+ *       trust bundle (never a key).
+ *     Rules that must see inside TLS are accepted only when moatd has a
+ *     CA; secrets are read when the sandbox registers (a file that is
+ *     missing or readable by others refuses the registration).
  *   {"op": "unregister", "sandbox": NAME}
  *     -> {"ok": true}
  *

@@ -30,6 +30,7 @@
 #include "proxy/listener.h"
 #include "proxy/log.h"
 #include "proxy/dns.h"
+#include "proxy/inject.h"
 #include "proxy/resolver.h"
 #include "proxy/sandbox.h"
 #include "proxy/tls.h"
@@ -263,6 +264,8 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 		r.method = c->req.method;
 		r.path = c->req.path;
 	}
+	if (c->kind == CONN_KIND_HTTP)
+		r.injected = inject_names(c);
 	if (c->kind == CONN_KIND_HTTP) {
 		r.status = c->status;
 		r.bytes_up = (int64_t)c->bytes_up;
@@ -576,6 +579,7 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 	io_free(c->cio);
 	io_free(c->uio);
 	http_free_request(c);
+	inject_end(c);
 	tls_unref(c->tls);
 	policy_config_unref(c->cfg);
 	sandbox_unref(c->sb);

@@ -29,6 +29,7 @@
 struct event;
 struct io;
 struct listener;
+struct inject;
 struct sandbox;
 struct tls;
 struct upstream_connect;
@@ -66,7 +67,13 @@ struct conn_body {
 	uint64_t		left;		/* LENGTH: bytes still to move */
 	struct http_chunked	chunked;	/* CHUNKED: decoder state */
 	bool			done;
+	bool			out_chunked;	/* sent on with chunked coding */
+	int			xform;		/* CONN_XFORM_*: secrets rewrite */
 };
+
+#define CONN_XFORM_NONE		0
+#define CONN_XFORM_REQUEST	1	/* placeholders, leaks (inject.c) */
+#define CONN_XFORM_RESPONSE	2	/* echoed values */
 
 struct conn {
 	uint64_t		 id;
@@ -140,6 +147,9 @@ struct conn {
 	uint16_t		 tunnel_port;
 	char			 up_tls_host[POLICY_NAME_MAX + 1]; /* SNI/verify */
 	bool			 up_tls_is_addr;
+
+	/* Secrets of the current request (inject.c), or NULL. */
+	struct inject		*inj;
 };
 
 /* Called by the worker for each accepted socket. */

@@ -32,6 +32,7 @@
 #include "proxy/audit.h"
 #include "proxy/conn.h"
 #include "proxy/http_parse.h"
+#include "proxy/inject.h"
 #include "proxy/io.h"
 #include "proxy/listener.h"
 #include "proxy/log.h"
@@ -74,7 +75,7 @@ static int	http_move_body(struct conn *c, struct conn_body *b,
 		    struct evbuffer *in, struct evbuffer *out, uint64_t *count,
 		    const char **err);
 static int	http_is_hop_by_hop(const char *name, size_t len);
-static void	http_add_fields(struct evbuffer *out,
+static int	http_add_fields(struct conn *c, int dir, struct evbuffer *out,
 		    const struct http_header *hv, size_t n);
 static struct http_status_info http_status_for(enum policy_reason r);
 static const char *http_reason_text(enum policy_reason r);
@@ -599,6 +600,12 @@ http_reason_text(enum policy_reason r)
 		return "the rule for this host must see inside the tunnel";
 	case POLICY_R_AUTH:
 		return "this proxy needs authentication";
+	case POLICY_R_NEEDS_TLS:
+		return "the rule for this host injects a secret, which moat "
+		    "only sends over TLS: use https://";
+	case POLICY_R_SECRET_LEAK:
+		return "the request carries a secret to a host it is not "
+		    "bound to";
 	case POLICY_R_RATE:
 		return "the rule's rate limit is exhausted";
 	case POLICY_R_SHUTDOWN:
@@ -792,13 +799,19 @@ http_connected(struct conn *c, int ufd)
 	http_send_request(c);
 }
 
-/* Appends the client's fields minus hop-by-hop ones. */
-static void
-http_add_fields(struct evbuffer *out, const struct http_header *hv, size_t n)
+/*
+ * Appends a message's fields minus hop-by-hop ones, and minus those the
+ * rule's injections replace.  With secrets in play (c->inj) each value
+ * goes through the rewriter of its direction (dir: CONN_XFORM_*).
+ * Returns 0, or -1 if a value leaks a secret (requests only).
+ */
+static int
+http_add_fields(struct conn *c, int dir, struct evbuffer *out,
+    const struct http_header *hv, size_t n)
 {
-	int		 ci;
-	size_t		 i;
-	const char	*conn_val = NULL;
+	int		 ci, rc;
+	size_t		 i, vlen;
+	const char	*conn_val = NULL, *v;
 	size_t		 conn_len = 0;
 
 	ci = http_header_find(hv, n, 0, "connection");
@@ -817,11 +830,27 @@ http_add_fields(struct evbuffer *out, const struct http_header *hv, size_t n)
 			if (http_list_has_token(conn_val, conn_len, name))
 				continue;
 		}
+		v = hv[i].value;
+		vlen = hv[i].value_len;
+		if (c->inj != NULL) {
+			if (dir == CONN_XFORM_REQUEST) {
+				if (inject_overrides(c, hv[i].name,
+				    hv[i].name_len))
+					continue;
+				rc = inject_request_bytes(c, hv[i].value,
+				    hv[i].value_len, &v, &vlen);
+			} else
+				rc = inject_response_bytes(c, hv[i].value,
+				    hv[i].value_len, &v, &vlen);
+			if (rc == -1)
+				return -1;
+		}
 		evbuffer_add(out, hv[i].name, hv[i].name_len);
 		evbuffer_add(out, ": ", 2);
-		evbuffer_add(out, hv[i].value, hv[i].value_len);
+		evbuffer_add(out, v, vlen);
 		evbuffer_add(out, "\r\n", 2);
 	}
+	return 0;
 }
 
 /*
@@ -844,28 +873,113 @@ http_is_hop_by_hop(const char *name, size_t len)
 	return 0;
 }
 
+/* A request that would carry a secret where it is not bound. */
+static void
+http_leak(struct conn *c)
+{
+	char	d[200];
+
+	snprintf(d, sizeof(d), "the request carries the secret %s (its value "
+	    "or the sandbox's placeholder), which is not bound to this host",
+	    inject_leak_name(c));
+	log_info("conn=%llu secret-leak: %s to %s:%u refused",
+	    (unsigned long long)c->id, inject_leak_name(c), c->host, c->port);
+	http_denied(c, POLICY_R_SECRET_LEAK, d);
+}
+
 static void
 http_send_request(struct conn *c)
 {
 	struct http_request_head	*req = &c->req;
 	struct evbuffer			*out = io_out(c->uio);
+	struct evbuffer			*body = NULL;
+	enum policy_reason		 why;
+	const char			*detail = NULL, *path;
+	size_t				 plen;
+	uint64_t			 cl = req->content_length;
+
+	if (inject_begin(c, &why, &detail) == -1) {
+		http_denied(c, why, detail);
+		return;
+	}
+	c->reqb.xform = inject_scans_body(c) ? CONN_XFORM_REQUEST :
+	    CONN_XFORM_NONE;
+	c->reqb.out_chunked = false;
+	if (inject_request_bytes(c, req->path, strlen(req->path), &path,
+	    &plen) == -1) {
+		http_leak(c);
+		return;
+	}
+	/*
+	 * A body whose size may change (placeholders become values): one
+	 * that is already here whole is rewritten now and keeps an exact
+	 * Content-Length; a longer or later one goes on chunked.
+	 */
+	if (c->reqb.xform && inject_body_may_grow(c) &&
+	    req->body == HTTP_BODY_LENGTH && cl > 0) {
+		if (cl <= c->cfg->limits.body_inspect_bytes &&
+		    io_in_len(c->cio) >= cl) {
+			const char *nb;
+			size_t nl;
+			char *raw;
+
+			if ((body = evbuffer_new()) == NULL ||
+			    (raw = (char *)evbuffer_pullup(io_in(c->cio),
+			    (ssize_t)cl)) == NULL) {
+				if (body != NULL)
+					evbuffer_free(body);
+				http_denied(c, POLICY_R_INTERNAL,
+				    "out of memory");
+				return;
+			}
+			if (inject_request_bytes(c, raw, (size_t)cl, &nb,
+			    &nl) == -1) {
+				evbuffer_free(body);
+				http_leak(c);
+				return;
+			}
+			evbuffer_add(body, nb, nl);
+			evbuffer_drain(io_in(c->cio), (size_t)cl);
+			c->bytes_up += cl;
+			c->reqb.left = 0;
+			c->reqb.done = true;
+			cl = nl;
+		} else
+			c->reqb.out_chunked = true;
+	}
 
 	io_set_cb(c->uio, http_upstream_event, c);
 	evbuffer_expand(out, req->head_len + 128);
 	eb_str(out, req->method);
 	evbuffer_add(out, " ", 1);
-	eb_str(out, req->path);
+	evbuffer_add(out, path, plen);
 	evbuffer_add(out, " HTTP/1.1\r\nHost: ", 17);
 	eb_str(out, req->authority ? req->authority : req->host_header);
 	evbuffer_add(out, "\r\n", 2);
-	http_add_fields(out, req->headers, req->nheaders);
-	if (req->body == HTTP_BODY_LENGTH) {
-		evbuffer_add(out, "Content-Length: ", 16);
-		eb_u64(out, req->content_length);
-		evbuffer_add(out, "\r\n", 2);
-	} else if (req->body == HTTP_BODY_CHUNKED)
+	if (http_add_fields(c, CONN_XFORM_REQUEST, out, req->headers,
+	    req->nheaders) == -1 || inject_add_headers(c, out, &detail) ==
+	    -1) {
+		evbuffer_drain(out, evbuffer_get_length(out));
+		if (body != NULL)
+			evbuffer_free(body);
+		if (detail != NULL)
+			http_denied(c, POLICY_R_INTERNAL, detail);
+		else
+			http_leak(c);
+		return;
+	}
+	if (req->body == HTTP_BODY_CHUNKED || c->reqb.out_chunked)
 		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+	else if (req->body == HTTP_BODY_LENGTH) {
+		evbuffer_add(out, "Content-Length: ", 16);
+		eb_u64(out, cl);
+		evbuffer_add(out, "\r\n", 2);
+	}
 	evbuffer_add(out, "Via: 1.1 moat\r\n\r\n", 17);
+	if (body != NULL) {
+		evbuffer_add_buffer(out, body);
+		evbuffer_free(body);
+	}
 
 	conn_enter_state(c, CONN_ST_HTTP_EXCHANGE);
 	conn_set_deadline(c, c->cfg->timeouts.response_head_ms);
@@ -873,6 +987,60 @@ http_send_request(struct conn *c)
 	c->resp_head_done = false;
 	io_read(c->uio, 1);
 	http_pump_request(c);
+}
+
+/* The error http_move_body() reports for a secret in a request body. */
+static const char HTTP_ERR_LEAK[] = "secret-leak";
+
+/* Rewritten body bytes on their way out, chunk-framed if need be. */
+struct http_emit {
+	struct evbuffer	*out;
+	bool		 chunked;
+};
+
+static void
+http_emit(void *arg, const uint8_t *p, size_t n)
+{
+	struct http_emit	*e = arg;
+
+	if (e->chunked)
+		evbuffer_add_printf(e->out, "%zx\r\n", n);
+	evbuffer_add(e->out, p, n);
+	if (e->chunked)
+		evbuffer_add(e->out, "\r\n", 2);
+}
+
+/* Moves n data bytes of b from in to out, through the rewriter if any. */
+static int
+http_move_data(struct conn *c, struct conn_body *b, struct evbuffer *in,
+    struct evbuffer *out, size_t n, bool last, bool chunked, const char **err)
+{
+	struct http_emit	e = { out, chunked };
+
+	if (b->xform == CONN_XFORM_REQUEST) {
+		if (inject_body(c, in, n, last, http_emit, &e) == -1) {
+			*err = inject_leak_name(c) != NULL ? HTTP_ERR_LEAK :
+			    "out of memory";
+			return -1;
+		}
+		return 0;
+	}
+	if (b->xform == CONN_XFORM_RESPONSE) {
+		if (inject_response_body(c, in, n, last, http_emit, &e) ==
+		    -1) {
+			*err = "out of memory";
+			return -1;
+		}
+		return 0;
+	}
+	if (n == 0)
+		return 0;
+	if (chunked)
+		evbuffer_add_printf(out, "%zx\r\n", n);
+	evbuffer_remove_buffer(in, out, n);
+	if (chunked)
+		evbuffer_add(out, "\r\n", 2);
+	return 0;
 }
 
 /*
@@ -891,14 +1059,21 @@ http_move_body(struct conn *c, struct conn_body *b, struct evbuffer *in,
 		switch (b->kind) {
 		case HTTP_BODY_LENGTH:
 			n = avail < b->left ? avail : (size_t)b->left;
-			evbuffer_remove_buffer(in, out, n);
+			if (http_move_data(c, b, in, out, n, n == b->left,
+			    b->out_chunked, err) == -1)
+				return -1;
 			b->left -= n;
 			*count += n;
-			if (b->left == 0)
+			if (b->left == 0) {
 				b->done = true;
+				if (b->out_chunked)
+					evbuffer_add(out, "0\r\n\r\n", 5);
+			}
 			break;
 		case HTTP_BODY_CLOSE:
-			evbuffer_remove_buffer(in, out, avail);
+			if (http_move_data(c, b, in, out, avail, false,
+			    b->out_chunked, err) == -1)
+				return -1;
 			*count += avail;
 			break;
 		case HTTP_BODY_CHUNKED: {
@@ -907,9 +1082,9 @@ http_move_body(struct conn *c, struct conn_body *b, struct evbuffer *in,
 
 			if (left > 0) {
 				n = avail < left ? avail : (size_t)left;
-				evbuffer_add_printf(out, "%zx\r\n", n);
-				evbuffer_remove_buffer(in, out, n);
-				evbuffer_add(out, "\r\n", 2);
+				if (http_move_data(c, b, in, out, n, false,
+				    true, err) == -1)
+					return -1;
 				http_chunked_data_consumed(&b->chunked, n);
 				*count += n;
 				break;
@@ -927,6 +1102,10 @@ http_move_body(struct conn *c, struct conn_body *b, struct evbuffer *in,
 			if (rc == HTTP_INVALID)
 				return -1;
 			if (rc == HTTP_CHUNKED_DONE) {
+				/* What the rewriter held back, then the end. */
+				if (http_move_data(c, b, in, out, 0, true,
+				    true, err) == -1)
+					return -1;
 				evbuffer_add(out, "0\r\n\r\n", 5);
 				b->done = true;
 			} else if (rc == HTTP_NEED_MORE && n == avail)
@@ -948,6 +1127,16 @@ http_pump_request(struct conn *c)
 
 	if (!c->reqb.done && http_move_body(c, &c->reqb, io_in(c->cio),
 	    io_out(c->uio), &c->bytes_up, &err) == -1) {
+		if (err == HTTP_ERR_LEAK) {
+			/* The upstream saw part of the body; it never gets
+			 * the rest (the connection goes). */
+			if (!c->resp_head_done)
+				http_leak(c);
+			else
+				http_abort(c, POLICY_R_SECRET_LEAK,
+				    inject_leak_name(c));
+			return;
+		}
 		http_abort(c, POLICY_R_BAD_REQUEST, err);
 		return;
 	}
@@ -999,6 +1188,25 @@ http_upstream_event(struct io *io, int ev, void *arg)
 	if ((ev & IO_EV_EOF) && c->resp_head_done &&
 	    c->respb.kind == HTTP_BODY_CLOSE) {
 		/* End of a close-delimited body. */
+		if (c->respb.xform != CONN_XFORM_NONE) {
+			const char *err = NULL;
+
+			if (http_move_body(c, &c->respb, io_in(c->uio),
+			    io_out(c->cio), &c->bytes_down, &err) == -1 ||
+			    http_move_data(c, &c->respb, io_in(c->uio),
+			    io_out(c->cio), 0, true, c->respb.out_chunked,
+			    &err) == -1) {
+				http_abort(c, POLICY_R_INTERNAL, err);
+				return;
+			}
+			if (c->respb.out_chunked)
+				evbuffer_add(io_out(c->cio), "0\r\n\r\n", 5);
+			if (io_flush(c->cio) == -1) {
+				http_abort(c, POLICY_R_BAD_REQUEST, "writing to "
+				    "the client failed");
+				return;
+			}
+		}
 		c->respb.done = true;
 		c->upstream_keepalive = false;
 		c->client_keepalive = false;
@@ -1123,11 +1331,27 @@ http_write_response_head(struct conn *c)
 	c->respb.done = r->body == HTTP_BODY_NONE ||
 	    (r->body == HTTP_BODY_LENGTH && r->content_length == 0);
 	http_chunked_init(&c->respb.chunked);
+	c->respb.out_chunked = false;
+	c->respb.xform = CONN_XFORM_NONE;
 	c->upstream_keepalive = r->keep_alive && r->body != HTTP_BODY_CLOSE;
 	if (r->body == HTTP_BODY_CLOSE || !c->reqb.done)
 		c->client_keepalive = false;
 	if (c->w->draining)
 		c->client_keepalive = false;
+	/*
+	 * Secret values the upstream echoes become placeholders again; the
+	 * body may change size, so a sized one goes on chunked (HTTP/1.1
+	 * clients) or delimited by close (HTTP/1.0).
+	 */
+	if (inject_response_begin(c) && !c->respb.done) {
+		c->respb.xform = CONN_XFORM_RESPONSE;
+		if (r->body == HTTP_BODY_LENGTH) {
+			if (c->req.version_minor >= 1)
+				c->respb.out_chunked = true;
+			else
+				c->client_keepalive = false;
+		}
+	}
 
 	evbuffer_expand(out, r->head_len + 64);
 	evbuffer_add(out, "HTTP/1.1 ", 9);
@@ -1135,8 +1359,17 @@ http_write_response_head(struct conn *c)
 	evbuffer_add(out, " ", 1);
 	eb_str(out, r->reason);
 	evbuffer_add(out, "\r\n", 2);
-	http_add_fields(out, r->headers, r->nheaders);
-	if (r->body == HTTP_BODY_LENGTH ||
+	if (http_add_fields(c, CONN_XFORM_RESPONSE, out, r->headers,
+	    r->nheaders) == -1) {
+		/* Part of the head may be queued: the client is cut off. */
+		http_abort(c, POLICY_R_INTERNAL, "out of memory");
+		return -1;
+	}
+	if (c->respb.xform != CONN_XFORM_NONE && r->body == HTTP_BODY_LENGTH) {
+		if (c->respb.out_chunked)
+			evbuffer_add(out, "Transfer-Encoding: chunked\r\n",
+			    28);
+	} else if (r->body == HTTP_BODY_LENGTH ||
 	    (r->body == HTTP_BODY_NONE && r->content_length > 0 &&
 	    strcmp(c->req.method, "HEAD") == 0)) {
 		evbuffer_add(out, "Content-Length: ", 16);

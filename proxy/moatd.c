@@ -34,6 +34,7 @@
 #include "proxy/listener.h"
 #include "proxy/log.h"
 #include "proxy/secret.h"
+#include "proxy/secrets.h"
 #include "proxy/tls.h"
 #include "proxy/worker.h"
 
@@ -46,6 +47,7 @@ struct moatd {
 	size_t			 nallow_private;
 	struct moat_config	*cfg;
 	struct tls		*tls;		/* interception contexts, or NULL */
+	struct secrets		*secrets;	/* secret values, or NULL */
 	struct listener		*listeners;
 	struct worker		**workers;
 	size_t			 nworkers;
@@ -209,7 +211,8 @@ load_config(struct moatd *m, int print_warnings, const char *what)
 	return cfg;
 }
 
-/* Secret and token files must be readable and private: check them all. */
+/* Listener token files must be readable and private: check them all.
+ * (Secret values are read by secrets_load().) */
 static int
 check_secrets(const struct moat_config *cfg)
 {
@@ -217,16 +220,6 @@ check_secrets(const struct moat_config *cfg)
 	size_t	 i, j, len;
 	int	 bad = 0;
 
-	for (i = 0; i < cfg->nsecrets; i++) {
-		v = secret_read(&cfg->secrets[i], &len, err, sizeof(err));
-		if (v == NULL) {
-			fprintf(stderr, "%s:%d:%d: secrets.%s: %s\n", cfg->file,
-			    cfg->secrets[i].line, cfg->secrets[i].column,
-			    cfg->secrets[i].name, err);
-			bad = 1;
-		}
-		secret_free(v, len);
-	}
 	for (i = 0; i < cfg->nlisten; i++) {
 		for (j = 0; j < cfg->listen[i].nauth; j++) {
 			const struct moat_secret_ref *a = &cfg->listen[i].auth[j];
@@ -330,6 +323,7 @@ on_sighup(evutil_socket_t fd, short what, void *arg)
 	struct moatd		*m = arg;
 	struct moat_config	*cfg;
 	struct tls		*tls;
+	struct secrets		*secrets;
 	char			 err[512];
 	size_t			 i;
 
@@ -364,15 +358,26 @@ on_sighup(evutil_socket_t fd, short what, void *arg)
 		policy_config_unref(cfg);
 		return;
 	}
+	secrets = secrets_load(cfg, true, err, sizeof(err));
+	if (secrets == NULL && err[0] != '\0') {
+		log_warnx("reload refused: %s; the running config stays in "
+		    "force", err);
+		tls_unref(tls);
+		policy_config_unref(cfg);
+		return;
+	}
 	if (audit_set_path(cfg->audit_path) == -1)
 		log_warn("reload: cannot open the new audit log %s, keeping "
 		    "the old one", cfg->audit_path);
 	for (i = 0; i < m->nworkers; i++)
-		worker_post_config(m->workers[i], cfg, tls);
+		worker_post_config(m->workers[i], cfg, tls, secrets);
 	policy_config_unref(m->cfg);
 	tls_unref(m->tls);
+	secrets_unref(m->secrets);
 	m->cfg = cfg;
 	m->tls = tls;
+	m->secrets = secrets;
+	admin_reload();
 	log_info("reload done: new requests use the new policy");
 }
 
@@ -565,7 +570,15 @@ main(int argc, char *argv[])
 		policy_config_unref(m.cfg);
 		return 1;
 	}
+	m.secrets = secrets_load(m.cfg, true, err, sizeof(err));
+	if (m.secrets == NULL && err[0] != '\0') {
+		fprintf(stderr, "%s\n", err);
+		tls_unref(m.tls);
+		policy_config_unref(m.cfg);
+		return 1;
+	}
 	if (check) {
+		secrets_unref(m.secrets);
 		tls_unref(m.tls);
 		printf("%s: configuration OK\n", m.cfg->file);
 		policy_config_unref(m.cfg);
@@ -603,7 +616,7 @@ main(int argc, char *argv[])
 		fatalx("out of memory");
 	for (i = 0; i < m.nworkers; i++) {
 		if ((m.workers[i] = worker_new((int)i, m.cfg, m.tls,
-		    m.listeners, err, sizeof(err))) == NULL)
+		    m.secrets, m.listeners, err, sizeof(err))) == NULL)
 			fatalx("worker %zu: %s", i, err);
 		m.workers[i]->done_fd = m.done_pipe[1];
 	}
@@ -630,6 +643,8 @@ main(int argc, char *argv[])
 	m.admin.base = m.base;
 	m.admin.workers = m.workers;
 	m.admin.nworkers = m.nworkers;
+	m.admin.cfg = &m.cfg;
+	m.admin.tls = &m.tls;
 	if (m.admin_lfd >= 0 && admin_serve(&m.admin, m.admin_lfd,
 	    m.cfg->admin_address + 5) == -1)
 		fatalx("cannot serve the admin socket");
@@ -671,6 +686,7 @@ main(int argc, char *argv[])
 	listener_free_all(m.listeners);
 	policy_config_unref(m.cfg);
 	tls_unref(m.tls);
+	secrets_unref(m.secrets);
 	free(m.allow_private);
 	log_info("stopped");
 	audit_stop();

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "proxy/sandbox.h"
+#include "proxy/secrets.h"
 #include "proxy/util.h"
 
 #define SANDBOX_ATTR_BUCKETS	1024	/* power of two */
@@ -118,6 +119,8 @@ sandbox_unref(struct sandbox *sb)
 		free(a);
 	}
 	rate_free(sb->rates);
+	secrets_set_unref(sb->sset);
+	secrets_unref(sb->own_secrets);
 	pthread_mutex_destroy(&sb->attrs->mu);
 	free(sb->attrs);
 	policy_config_unref(sb->cfg);
@@ -250,6 +253,8 @@ sandbox_rate_take(struct sandbox *sb, const struct policy *p,
 	pthread_mutex_lock(&t->mu);
 	if (sb->rate_policy != p) {
 		rate_free(sb->rates);
+	secrets_set_unref(sb->sset);
+	secrets_unref(sb->own_secrets);
 		sb->rates = NULL;
 		sb->rate_policy = p;
 	}

@@ -27,6 +27,8 @@
 
 struct sandbox_attrs;
 struct sandbox_rate;
+struct secrets;
+struct secrets_set;
 
 struct sandbox {
 	char			 name[ADMIN_NAME_MAX + 1];
@@ -38,6 +40,11 @@ struct sandbox {
 	double			 dns_tokens;
 	uint64_t		 dns_last_ms;
 	uint64_t		 dns_refused;	/* since the last audit of it */
+	/* Secrets: a registered sandbox's own values (or NULL: the
+	 * daemon's), and the set (placeholders + scanner) built for them,
+	 * swapped under the secrets module's lock. */
+	struct secrets		*own_secrets;
+	struct secrets_set	*sset;
 	/* Rule "rate" buckets, under attrs' mutex. */
 	const struct policy	*rate_policy;	/* the policy they count for */
 	struct sandbox_rate	*rates;		/* hash chains */

@@ -42,10 +42,14 @@
 #include "proxy/secretscan.h"
 
 #define SS_NONE		UINT32_MAX	/* no state, no pattern */
-#define SS_HIT		0x80000000u	/* table entry: target reports matches */
-#define SS_CAND_SLACK	2		/* ring slots beyond the proven bound */
-#define SS_RANDOM_TRIES	16		/* getrandom(2) calls before giving up */
-#define SS_OUT_MIN_CAP	64		/* first one-shot output buffer, bytes */
+#define SS_HIT		0x80000000u	/* table entry: target has matches */
+#define SS_CAND_SLACK	2		/* ring slots beyond the bound */
+#define SS_RANDOM_TRIES	16		/* getrandom(2) calls at most */
+#define SS_OUT_MIN_CAP	64		/* one-shot output slack, bytes */
+/* Placeholder: the prefix, then hex digits of SS_PH_RANDOM_BYTES bytes. */
+#define SS_PH_PREFIX_LEN	(sizeof(SECRETSCAN_PLACEHOLDER_PREFIX) - 1)
+#define SS_PH_RANDOM_BYTES	\
+	((SECRETSCAN_PLACEHOLDER_LEN - SS_PH_PREFIX_LEN) / 2)
 
 /* One compiled pattern. */
 struct ss_pat {
@@ -74,7 +78,8 @@ struct secretscan {
 	uint32_t	*delta;
 	size_t		 nstates;
 	uint16_t	*depth;		/* per state: length of its string */
-	uint32_t	*out;		/* per state: pattern ending, or SS_NONE */
+	uint32_t	*out;		/* per state: pattern ending there,
+					   or SS_NONE */
 	uint32_t	*dict;		/* per state: next suffix state with a
 					   pattern, or SS_NONE */
 };
@@ -96,10 +101,10 @@ struct secretscan_stream {
 	const enum secretscan_action	*action;
 	enum ss_status			 status;
 	uint32_t			 leak_secret;
-	bool				 changed;	/* a candidate was replaced */
+	bool				 changed;	/* replaced something */
 	uint32_t			 state;		/* DFA row */
-	uint64_t			 pos;		/* input bytes scanned */
-	uint64_t			 done;		/* input bytes emitted or
+	uint64_t			 pos;		/* bytes scanned */
+	uint64_t			 done;		/* bytes emitted or
 							   replaced */
 	/* Input [done, pos) between feeds; NULL for the one-shot. */
 	uint8_t				*hold;
@@ -1013,10 +1018,7 @@ int
 secretscan_placeholder(char *buf, size_t len)
 {
 	static const char	 hex[] = "0123456789abcdef";
-	const size_t		 plen = sizeof(SECRETSCAN_PLACEHOLDER_PREFIX) - 1;
-	uint8_t			 rnd[(SECRETSCAN_PLACEHOLDER_LEN -
-				    (sizeof(SECRETSCAN_PLACEHOLDER_PREFIX) - 1)) /
-				    2];
+	uint8_t			 rnd[SS_PH_RANDOM_BYTES];
 	size_t			 got = 0, i;
 	ssize_t			 n;
 	int			 tries, saved;
@@ -1040,10 +1042,10 @@ secretscan_placeholder(char *buf, size_t len)
 		}
 		got += (size_t)n;
 	}
-	memcpy(buf, SECRETSCAN_PLACEHOLDER_PREFIX, plen);
+	memcpy(buf, SECRETSCAN_PLACEHOLDER_PREFIX, SS_PH_PREFIX_LEN);
 	for (i = 0; i < sizeof(rnd); i++) {
-		buf[plen + 2 * i] = hex[rnd[i] >> 4];
-		buf[plen + 2 * i + 1] = hex[rnd[i] & 0x0f];
+		buf[SS_PH_PREFIX_LEN + 2 * i] = hex[rnd[i] >> 4];
+		buf[SS_PH_PREFIX_LEN + 2 * i + 1] = hex[rnd[i] & 0x0f];
 	}
 	buf[SECRETSCAN_PLACEHOLDER_LEN] = '\0';
 	ss_wipe(rnd, sizeof(rnd));

@@ -37,11 +37,15 @@
  *     not in a chosen candidate are copied unchanged.
  *
  * So when a value and a placeholder overlap: if either one's secret is
- * LEAK for this traffic, the input is a leak.  Otherwise only the one the
- * rules rewrite is a candidate; it is replaced whole and the other is
- * left as whatever remains of it.  Two candidates overlapping (possible
- * only across secrets, or when one pattern contains another): the one
- * starting first wins; at the same start, the longer wins.
+ * LEAK for this traffic, the input is a leak, whatever else matched.
+ * Otherwise a match the rules leave alone is no candidate: with the usual
+ * rules (a request: PH_TO_VALUE or LEAK per secret; a response:
+ * VALUE_TO_PH for all) only one of the two is a candidate, and it is
+ * replaced whole, the other remaining as whatever is left of it outside
+ * the replaced bytes.  Two overlapping candidates (two placeholders, two
+ * values, or one pattern overlapping itself): the one starting first
+ * wins; at the same start, the longer.  tests/unit/test_secretscan.c has
+ * a vector for each case.
  *
  * Not covered: the output is not scanned again, so a replacement that,
  * with the bytes around it, spells another pattern is not caught.  Nothing
@@ -74,15 +78,15 @@ enum secretscan_kind {
 
 struct secretscan_pattern {
 	const uint8_t		*bytes;
-	size_t			 len;		/* SECRETSCAN_MIN_LEN..MAX_LEN */
-	uint32_t		 secret;	/* caller's index of the secret */
+	size_t			 len;		/* MIN_LEN..MAX_LEN bytes */
+	uint32_t		 secret;	/* the caller's number */
 	enum secretscan_kind	 kind;
 };
 
 struct secretscan_hit {
 	size_t			 offset;	/* first byte of the match */
 	size_t			 len;		/* its length */
-	size_t			 pattern;	/* index given to secretscan_new */
+	size_t			 pattern;	/* index in secretscan_new() */
 	uint32_t		 secret;
 	enum secretscan_kind	 kind;
 };
@@ -120,6 +124,10 @@ struct secretscan_stream;
  * patterns, or a set needing more than SECRETSCAN_MAX_TABLE_BYTES of
  * table.  Returns the set (caller frees with secretscan_free()), or NULL
  * with err set (errno ENOMEM when memory ran out, else EINVAL).
+ * The table takes 4 bytes x (trie states, at most the total pattern
+ * length + 1) x (distinct bytes in the patterns + 1): about 100 KiB for
+ * 5 secrets with 40-byte values and their placeholders.  A set is never
+ * changed after this returns, so threads may share it.
  */
 struct secretscan	*secretscan_new(const struct secretscan_pattern *p,
 			    size_t n, char *err, size_t errlen);
@@ -155,9 +163,12 @@ int	 secretscan_rules_check(const struct secretscan *s,
  * r->action) are borrowed and must outlive the stream.  Returns the stream
  * (caller frees with secretscan_stream_free()), or NULL with errno EINVAL
  * (rules fail secretscan_rules_check()) or ENOMEM.  Memory: the holdback
- * (secretscan_maxlen(s) - 1 bytes) and a fixed list of pending matches.
+ * (maxlen - 1 bytes) and a fixed list of pending matches (16 bytes x
+ * ((maxlen - 1) / SECRETSCAN_MIN_LEN + 2)), where maxlen is
+ * secretscan_maxlen(s).
  */
-struct secretscan_stream	*secretscan_stream_new(const struct secretscan *s,
+struct secretscan_stream	*secretscan_stream_new(
+				    const struct secretscan *s,
 				    const struct secretscan_rules *r);
 
 /*
@@ -167,11 +178,13 @@ struct secretscan_stream	*secretscan_stream_new(const struct secretscan *s,
  * calls; the rest (at most secretscan_maxlen(s) - 1 bytes of input that
  * may still begin a match) is held back for the next feed.
  * Returns 0; or SECRETSCAN_LEAK with the secret in *leak_secret (rule 2
- * above, counted over all input fed so far): the input of the leaking
- * match has not been emitted, but output before it may have been, and
- * the caller must abort the message; or -1 with errno EINVAL if called
- * after secretscan_stream_finish().  After a leak every feed and finish
- * returns SECRETSCAN_LEAK again and emits nothing.
+ * above, counted over all input fed so far): no input byte from the
+ * start of the leaking match on has been emitted as it is (the
+ * replacement of a candidate starting before it may have been), output
+ * before it may have been, and the caller must abort the message; or -1
+ * with errno EINVAL if called after secretscan_stream_finish().  After a
+ * leak every feed and finish returns SECRETSCAN_LEAK again and emits
+ * nothing.
  */
 int	 secretscan_stream_feed(struct secretscan_stream *st,
 	    const uint8_t *in, size_t len,
@@ -202,8 +215,8 @@ void	 secretscan_stream_free(struct secretscan_stream *st);
  * was rewritten: the input stands as it is.  Returns SECRETSCAN_LEAK with
  * the secret in *leak_secret and *out NULL, or -1 with *out NULL and
  * errno ENOMEM, or EINVAL (rules failing secretscan_rules_check(), or an
- * output too large for size_t).  Allocates nothing when there is no
- * match at all.
+ * output too large for size_t).  Allocates nothing when no match is a
+ * leak or a candidate (the common case costs one pass over in).
  */
 int	 secretscan_rewrite(const struct secretscan *s,
 	    const struct secretscan_rules *r, const uint8_t *in, size_t len,

@@ -42,6 +42,8 @@ struct tls {
 	pthread_mutex_t		 mu;		/* sessions */
 	struct tls_sess		*sessions;
 	size_t			 nsessions;
+	char			*trust_pem;	/* CA + extra_ca_files */
+	size_t			 trust_len;
 };
 
 static int	tls_ex_key = -1;	/* SSL ex_data: "host:port" (client) */
@@ -112,6 +114,9 @@ tls_new(const struct moat_config *cfg, char *err, size_t errlen)
 	pthread_mutex_init(&t->mu, NULL);
 	if ((t->ca = certs_ca_load(cfg->tls.ca_cert, cfg->tls.ca_key, err,
 	    errlen)) == NULL)
+		goto fail;
+	if ((t->trust_pem = certs_trust_pem(t->ca, cfg->tls.extra_ca_files,
+	    &t->trust_len, err, errlen)) == NULL)
 		goto fail;
 	if ((t->minter = certs_minter_new(t->ca, cfg->tls.leaf_cache_entries ?
 	    cfg->tls.leaf_cache_entries : 1024, err, errlen)) == NULL)
@@ -188,8 +193,16 @@ tls_unref(struct tls *t)
 	SSL_CTX_free(t->client);
 	certs_minter_free(t->minter);
 	certs_ca_free(t->ca);
+	free(t->trust_pem);
 	pthread_mutex_destroy(&t->mu);
 	free(t);
+}
+
+const char *
+tls_trust_pem(const struct tls *t, size_t *len)
+{
+	*len = t->trust_len;
+	return t->trust_pem;
 }
 
 SSL *

@@ -34,6 +34,12 @@ struct tls	*tls_ref(struct tls *t);
 void		 tls_unref(struct tls *t);
 
 /*
+ * What a sandbox must trust (PEM: moat's CA certificate, then
+ * tls.extra_ca_files), for its trust bundle.  Never a key.
+ */
+const char	*tls_trust_pem(const struct tls *t, size_t *len);
+
+/*
  * A server-side SSL for a client that asked for host (canonical name or
  * address text): the leaf for host (from the cache or minted), the shared
  * leaf key, accept state.  Returns NULL with a message in err.

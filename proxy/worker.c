@@ -29,6 +29,7 @@
 #include "proxy/log.h"
 #include "proxy/resolver.h"
 #include "proxy/sandbox.h"
+#include "proxy/secrets.h"
 #include "proxy/tls.h"
 #include "proxy/tunnel.h"
 #include "proxy/util.h"
@@ -53,7 +54,8 @@ static void	 worker_messages(struct worker *w);
 
 struct worker *
 worker_new(int idx, struct moat_config *cfg, struct tls *tls,
-    struct listener *listeners, char *err, size_t errlen)
+    struct secrets *secrets, struct listener *listeners, char *err,
+    size_t errlen)
 {
 	struct worker		*w;
 	struct event_config	*ec = NULL;
@@ -87,6 +89,7 @@ worker_new(int idx, struct moat_config *cfg, struct tls *tls,
 		goto nomem;
 	w->cfg = policy_config_ref(cfg);
 	w->tls = tls ? tls_ref(tls) : NULL;
+	w->secrets = secrets ? secrets_ref(secrets) : NULL;
 	w->res = resolver_new(w->base, cfg->resolver_servers,
 	    cfg->resolver_tries, cfg->timeouts.dns_ms,
 	    cfg->limits.dns_cache_entries, err, errlen);
@@ -224,6 +227,8 @@ worker_free(struct worker *w)
 	policy_config_unref(w->new_cfg);
 	tls_unref(w->tls);
 	tls_unref(w->new_tls);
+	secrets_unref(w->secrets);
+	secrets_unref(w->new_secrets);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
 }
@@ -237,13 +242,16 @@ worker_post(struct worker *w)
 }
 
 void
-worker_post_config(struct worker *w, struct moat_config *cfg, struct tls *tls)
+worker_post_config(struct worker *w, struct moat_config *cfg, struct tls *tls,
+    struct secrets *secrets)
 {
 	pthread_mutex_lock(&w->mu);
 	policy_config_unref(w->new_cfg);
 	tls_unref(w->new_tls);
+	secrets_unref(w->new_secrets);
 	w->new_cfg = policy_config_ref(cfg);
 	w->new_tls = tls ? tls_ref(tls) : NULL;
+	w->new_secrets = secrets ? secrets_ref(secrets) : NULL;
 	pthread_mutex_unlock(&w->mu);
 	worker_post(w);
 }
@@ -354,6 +362,7 @@ worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 	struct worker		*w = arg;
 	struct moat_config	*cfg;
 	struct tls		*tls;
+	struct secrets		*secrets;
 	struct conn		*c, *cn;
 	struct tunnel		*t;
 	uint64_t		 n;
@@ -363,8 +372,10 @@ worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 	pthread_mutex_lock(&w->mu);
 	cfg = w->new_cfg;
 	tls = w->new_tls;
+	secrets = w->new_secrets;
 	w->new_cfg = NULL;
 	w->new_tls = NULL;
+	w->new_secrets = NULL;
 	drain = w->cmd_drain;
 	stop = w->cmd_stop;
 	pthread_mutex_unlock(&w->mu);
@@ -379,6 +390,8 @@ worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 		w->cfg = cfg;
 		tls_unref(w->tls);
 		w->tls = tls;
+		secrets_unref(w->secrets);
+		w->secrets = secrets;
 		w->cfg_gen++;
 	}
 	worker_messages(w);

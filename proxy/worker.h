@@ -27,6 +27,7 @@ struct resolver;
 struct conn;
 struct dns_pending;
 struct sandbox;
+struct secrets;
 struct tls;
 struct tunnel;
 
@@ -63,6 +64,7 @@ struct worker {
 	struct resolver		*res;
 	struct moat_config	*cfg;		/* current config (a reference) */
 	struct tls		*tls;		/* its TLS contexts, or NULL */
+	struct secrets		*secrets;	/* its secret values, or NULL */
 	uint64_t		 cfg_gen;	/* bumped at each reload */
 
 	TAILQ_HEAD(, worker_accept) acc;
@@ -83,6 +85,7 @@ struct worker {
 	struct event		*wake;
 	struct moat_config	*new_cfg;
 	struct tls		*new_tls;
+	struct secrets		*new_secrets;
 	TAILQ_HEAD(, worker_msg) msgs;
 	int			 cmd_drain;
 	int			 cmd_stop;
@@ -102,8 +105,8 @@ extern atomic_uint_fast64_t worker_next_id;	/* connection ids */
  * Returns NULL with a message in err.
  */
 struct worker	*worker_new(int idx, struct moat_config *cfg,
-		    struct tls *tls, struct listener *listeners, char *err,
-		    size_t errlen);
+		    struct tls *tls, struct secrets *secrets,
+		    struct listener *listeners, char *err, size_t errlen);
 /* Starts the thread.  Returns 0, or -1 with errno. */
 int		 worker_start(struct worker *w);
 /* Joins the thread and frees the worker.  NULL is ok. */
@@ -112,7 +115,7 @@ void		 worker_free(struct worker *w);
 /* Hands a new config and its TLS contexts (may be NULL) to the worker
  * (it takes references). */
 void		 worker_post_config(struct worker *w, struct moat_config *cfg,
-		    struct tls *tls);
+		    struct tls *tls, struct secrets *secrets);
 /* Stop accepting, close idle connections, exit when none is left. */
 void		 worker_post_drain(struct worker *w);
 /* Close everything now and exit. */

@@ -29,6 +29,7 @@ main(int argc, char *argv[])
 	test_tls_parse_register();
 	test_certs_register();
 	test_audit_register();
+	test_secretscan_register();
 	test_nsh_proto_register();
 	if (CU_get_error() != CUE_SUCCESS) {
 		fprintf(stderr, "unit: cannot register suites: %s\n",

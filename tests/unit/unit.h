@@ -16,6 +16,7 @@ void	test_dns_parse_register(void);
 void	test_tls_parse_register(void);
 void	test_certs_register(void);
 void	test_audit_register(void);
+void	test_secretscan_register(void);
 void	test_nsh_proto_register(void);
 
 #endif

@@ -15,6 +15,9 @@ Endpoints (any method; HEAD gets no body):
   /slow/MS         waits MS milliseconds (at most 30000), then the echo
   /status/CODE     an empty answer with that status
   /close           the echo, then the connection is closed
+  /reflect         the request's Authorization header back, in a header
+                   (X-Reflect) and the body (then the request body): what
+                   an upstream that echoes a credential does
   anything else    the echo: a JSON object describing the request (method,
                    target, headers, body length and SHA-256, connection id)
                    or, for "/" with --banner, that text.
@@ -22,8 +25,9 @@ Endpoints (any method; HEAD gets no body):
 Log lines (--log FILE), "event" is one of:
   accept    a connection was accepted          (conn, local, peer)
   request   a whole request head was read      (method, target, path,
-            version, host, headers, body_len, body_sha256, error if the
-            body could not be read)
+            version, host, headers, body_len, body_sha256, body (as
+            latin-1 text, up to 64 KiB), error if the body could not be
+            read)
   sent      a /bytes/N answer ended            (bytes, complete)
   garbage   bytes that were not a request head (bytes, sample)
   close     the connection ended               (requests)
@@ -45,6 +49,7 @@ import threading
 import time
 
 HEAD_MAX_BYTES = 65536  # a request head longer than this is garbage
+BODY_LOG_MAX_BYTES = 65536  # bodies up to this size are logged whole
 BODY_MAX_BYTES = 256 * 1024 * 1024  # a request body longer is refused
 CHUNK_LINE_MAX_BYTES = 4096  # one chunk-size line
 IO_TIMEOUT_S = 30  # a peer silent for this long is dropped
@@ -324,7 +329,10 @@ class Origin:
             return False
         rec["body_len"] = len(body)
         rec["body_sha256"] = hashlib.sha256(body).hexdigest()
+        if len(body) <= BODY_LOG_MAX_BYTES:
+            rec["body"] = body.decode("latin-1")
         self.log.write(**rec)
+        rec["_body"] = body
 
         conn_hdr = ",".join(header(headers, "connection")).lower()
         close = ("close" in conn_hdr or
@@ -346,6 +354,12 @@ class Origin:
             time.sleep(min(int(parts[2]), SLOW_MAX_MS) / 1000.0)
         if path == "/close":
             close = True
+        if path == "/reflect":
+            auth = ",".join(header(rec["headers"], "authorization"))
+            body = ("auth=" + auth + "\n").encode("latin-1") + rec["_body"]
+            self.respond(c, 200, body, close, head_only,
+                ctype="text/plain", extra=["X-Reflect: " + auth])
+            return not close
         if path == "/" and self.args.banner:
             body = (self.args.banner + "\n").encode()
             self.respond(c, 200, body, close, head_only,
@@ -361,7 +375,7 @@ class Origin:
         return not close
 
     def respond(self, c, status, body, close, head_only=False,
-        ctype="text/plain", conn=None):
+        ctype="text/plain", conn=None, extra=()):
         lines = ["HTTP/1.1 %d %s" % (status, STATUS_TEXT.get(status,
             "Status")), "Server: moat-test-origin",
             "X-Origin-Name: %s" % self.args.name,
@@ -369,6 +383,7 @@ class Origin:
             "Content-Length: %d" % len(body)]
         if conn is not None:
             lines.append("X-Origin-Conn: %d" % conn)
+        lines.extend(extra)
         if close:
             lines.append("Connection: close")
         out = ("\r\n".join(lines) + "\r\n\r\n").encode()

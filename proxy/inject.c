@@ -1,0 +1,418 @@
+/*
+ * inject.c - secrets in the traffic moatd reads.
+ *
+ * For each request the decision allowed: which secrets are bound to the
+ * target (policy_secret_bound()), the rule's constraints (git preset,
+ * plain HTTP), the rewriting of the request target, header values and
+ * body (placeholders of bound secrets become values; a value or
+ * placeholder of any other secret stops the request: secret-leak), and
+ * the rule's header and basic injections.  For each response: values
+ * echoed back become the sandbox's placeholders again.
+ *
+ * Not here: matching bytes (secretscan.c), holding values (secrets.c),
+ * framing (http.c).  No value is ever written to a log, an audit line or
+ * an error message: only secret names.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "policy/policy.h"
+#include "proxy/conn.h"
+#include "proxy/inject.h"
+#include "proxy/secrets.h"
+#include "proxy/secretscan.h"
+#include "proxy/worker.h"
+
+#define INJECT_HEADER_MAX_BYTES	16384	/* longest injected header value */
+
+struct inject_copy {
+	uint8_t			*p;
+	size_t			 len;
+	struct inject_copy	*next;
+};
+
+struct inject {
+	struct secrets_view		 sv;
+	size_t				 n;		/* secrets */
+	enum secretscan_action		*req_act;
+	enum secretscan_action		*resp_act;
+	struct secretscan_rules		 req_rules;
+	struct secretscan_rules		 resp_rules;
+	bool				 any_bound;
+	struct secretscan_stream	*req_st;
+	struct secretscan_stream	*resp_st;
+	uint32_t			 leak;
+	const struct policy_inject	*injs;
+	size_t				 ninjs;
+	struct inject_copy		*copies;	/* wiped at the end */
+	const char			*names[INJECT_NAMES_MAX + 1];
+};
+
+int
+inject_begin(struct conn *c, enum policy_reason *reason, const char **detail)
+{
+	const struct policy_rule	*r = c->dec.rule;
+	struct inject			*in = NULL;
+	const size_t			*idx;
+	size_t				 i, k, ninj = 0;
+	const struct policy_inject	*injs = NULL;
+
+	*detail = NULL;
+	inject_end(c);
+	if (r != NULL) {
+		/* Plain HTTP may not carry what the rule injects. */
+		if (!c->tls_client &&
+		    (*reason = policy_plain_http_check(r)) != POLICY_R_ALLOWED) {
+			*detail = "the rule injects a secret, which moat "
+			    "sends only inside TLS (use https://, or set "
+			    "\"plain_http\": true on the rule)";
+			return -1;
+		}
+		if ((*reason = policy_git_check(r, c->req.method, c->req.path,
+		    detail)) != POLICY_R_ALLOWED)
+			return -1;
+		injs = policy_rule_injects(r, &ninj);
+	}
+	if ((in = calloc(1, sizeof(*in))) == NULL)
+		goto nomem;
+	if (secrets_view(c->sb, c->w->secrets, &in->sv) == -1)
+		goto nomem;
+	if (in->sv.vals == NULL && ninj == 0) {
+		free(in);
+		return 0;
+	}
+	in->injs = injs;
+	in->ninjs = ninj;
+	in->n = secrets_count(in->sv.vals);
+	if (in->n > 0) {
+		in->req_act = calloc(in->n, sizeof(*in->req_act));
+		in->resp_act = calloc(in->n, sizeof(*in->resp_act));
+		if (in->req_act == NULL || in->resp_act == NULL)
+			goto nomem;
+		for (i = 0; i < in->n; i++) {
+			bool bound = policy_secret_bound(conn_policy(c), i,
+			    c->target.kind == POLICY_HOST_NAME ?
+			    c->target.name : NULL, &c->up_addr, c->port);
+
+			in->req_act[i] = bound ? SECRETSCAN_ACT_PH_TO_VALUE :
+			    SECRETSCAN_ACT_LEAK;
+			in->resp_act[i] = SECRETSCAN_ACT_VALUE_TO_PH;
+			if (bound)
+				in->any_bound = true;
+		}
+		in->req_rules.action = in->req_act;
+		in->req_rules.nsecrets = in->n;
+		in->resp_rules.action = in->resp_act;
+		in->resp_rules.nsecrets = in->n;
+	}
+	if (r != NULL && in->sv.vals != NULL) {
+		k = policy_rule_secrets(r, &idx);
+		for (i = 0; i < k && i < INJECT_NAMES_MAX; i++)
+			in->names[i] = secrets_name(in->sv.vals, idx[i]);
+	}
+	c->inj = in;
+	return 0;
+ nomem:
+	if (in != NULL) {
+		secrets_view_done(&in->sv);
+		free(in->req_act);
+		free(in->resp_act);
+		free(in);
+	}
+	*reason = POLICY_R_INTERNAL;
+	*detail = "out of memory";
+	return -1;
+}
+
+void
+inject_end(struct conn *c)
+{
+	struct inject		*in = c->inj;
+	struct inject_copy	*cp, *n;
+
+	if (in == NULL)
+		return;
+	for (cp = in->copies; cp != NULL; cp = n) {
+		n = cp->next;
+		secretscan_out_free(cp->p, cp->len);
+		free(cp);
+	}
+	secretscan_stream_free(in->req_st);
+	secretscan_stream_free(in->resp_st);
+	secrets_view_done(&in->sv);
+	free(in->req_act);
+	free(in->resp_act);
+	free(in);
+	c->inj = NULL;
+}
+
+/* Keeps a rewritten buffer until the request is done (then wiped). */
+static int
+inject_keep(struct inject *in, uint8_t *p, size_t len)
+{
+	struct inject_copy	*cp;
+
+	if ((cp = malloc(sizeof(*cp))) == NULL) {
+		secretscan_out_free(p, len);
+		return -1;
+	}
+	cp->p = p;
+	cp->len = len;
+	cp->next = in->copies;
+	in->copies = cp;
+	return 0;
+}
+
+static int
+inject_rewrite(struct inject *in, const struct secretscan_rules *rules,
+    const char *src, size_t len, const char **out, size_t *outlen)
+{
+	uint8_t		*p = NULL;
+	size_t		 plen = 0;
+	int		 rc;
+
+	*out = src;
+	*outlen = len;
+	if (in == NULL || in->n == 0 || len == 0)
+		return 0;
+	rc = secretscan_rewrite(in->sv.scan, rules, (const uint8_t *)src, len,
+	    &p, &plen, &in->leak);
+	if (rc != 0)
+		return -1;
+	if (p != NULL) {
+		if (inject_keep(in, p, plen) == -1)
+			return -1;
+		*out = (const char *)p;
+		*outlen = plen;
+	}
+	return 0;
+}
+
+int
+inject_request_bytes(struct conn *c, const char *in, size_t len,
+    const char **out, size_t *outlen)
+{
+	return inject_rewrite(c->inj, c->inj ? &c->inj->req_rules : NULL, in,
+	    len, out, outlen);
+}
+
+int
+inject_response_bytes(struct conn *c, const char *in, size_t len,
+    const char **out, size_t *outlen)
+{
+	return inject_rewrite(c->inj, c->inj ? &c->inj->resp_rules : NULL, in,
+	    len, out, outlen);
+}
+
+const char *
+inject_leak_name(const struct conn *c)
+{
+	if (c->inj == NULL || c->inj->sv.vals == NULL ||
+	    c->inj->leak >= c->inj->n)
+		return "?";
+	return secrets_name(c->inj->sv.vals, c->inj->leak);
+}
+
+bool
+inject_overrides(const struct conn *c, const char *name, size_t len)
+{
+	size_t	i;
+
+	if (c->inj == NULL)
+		return false;
+	for (i = 0; i < c->inj->ninjs; i++) {
+		const char *h = c->inj->injs[i].header;
+
+		if (c->inj->injs[i].kind != POLICY_INJECT_PLACEHOLDERS &&
+		    h != NULL && strlen(h) == len &&
+		    strncasecmp(h, name, len) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Appends template t, with secret values, to buf (size cap, *len used). */
+static int
+inject_template(struct inject *in, const struct policy_template *t,
+    char *buf, size_t cap, size_t *len)
+{
+	const uint8_t	*v;
+	size_t		 i, vl;
+
+	for (i = 0; i < t->nparts; i++) {
+		const struct policy_tpl_part *p = &t->parts[i];
+
+		if (p->secret == POLICY_TPL_LITERAL) {
+			v = (const uint8_t *)p->text;
+			vl = p->len;
+		} else {
+			if (in->sv.vals == NULL || p->secret >= in->n)
+				return -1;
+			v = secrets_value(in->sv.vals, p->secret, &vl);
+		}
+		if (*len + vl >= cap)
+			return -1;
+		memcpy(buf + *len, v, vl);
+		*len += vl;
+	}
+	return 0;
+}
+
+static bool
+inject_header_safe(const char *v, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < len; i++)
+		if (v[i] == '\r' || v[i] == '\n' || v[i] == '\0')
+			return false;
+	return true;
+}
+
+int
+inject_add_headers(struct conn *c, struct evbuffer *out, const char **detail)
+{
+	struct inject	*in = c->inj;
+	char		 v[INJECT_HEADER_MAX_BYTES], up[INJECT_HEADER_MAX_BYTES];
+	unsigned char	 b64[INJECT_HEADER_MAX_BYTES * 4 / 3 + 8];
+	size_t		 i, vl, ul;
+	int		 rc = 0, n;
+
+	*detail = NULL;
+	for (i = 0; in != NULL && i < in->ninjs && rc == 0; i++) {
+		const struct policy_inject *j = &in->injs[i];
+
+		vl = ul = 0;
+		if (j->kind == POLICY_INJECT_HEADER) {
+			if (inject_template(in, &j->value, v, sizeof(v), &vl) ==
+			    -1 || !inject_header_safe(v, vl)) {
+				*detail = "an injected header value would hold "
+				    "CR, LF or NUL, or is too long";
+				rc = -1;
+				break;
+			}
+			evbuffer_add_printf(out, "%s: ", j->header);
+			evbuffer_add(out, v, vl);
+			evbuffer_add(out, "\r\n", 2);
+		} else if (j->kind == POLICY_INJECT_BASIC) {
+			if (inject_template(in, &j->user, up, sizeof(up),
+			    &ul) == -1 || memchr(up, ':', ul) != NULL) {
+				*detail = "the basic auth user would hold a "
+				    "\":\" or is too long";
+				rc = -1;
+				break;
+			}
+			up[ul++] = ':';
+			if (inject_template(in, &j->password, up, sizeof(up),
+			    &ul) == -1 || ul * 4 / 3 + 4 >= sizeof(b64)) {
+				*detail = "the basic auth credentials are too "
+				    "long";
+				rc = -1;
+				break;
+			}
+			n = EVP_EncodeBlock(b64, (unsigned char *)up, (int)ul);
+			evbuffer_add(out, "Authorization: Basic ", 21);
+			evbuffer_add(out, b64, (size_t)n);
+			evbuffer_add(out, "\r\n", 2);
+			OPENSSL_cleanse(b64, sizeof(b64));
+		}
+	}
+	OPENSSL_cleanse(v, sizeof(v));
+	OPENSSL_cleanse(up, sizeof(up));
+	return rc;
+}
+
+bool
+inject_scans_body(const struct conn *c)
+{
+	return c->inj != NULL && c->inj->n > 0;
+}
+
+bool
+inject_body_may_grow(const struct conn *c)
+{
+	return c->inj != NULL && c->inj->any_bound;
+}
+
+/* Moves n bytes of in through st (made on first use). */
+static int
+inject_stream(struct inject *in, struct secretscan_stream **stp,
+    const struct secretscan_rules *rules, struct evbuffer *src, size_t n,
+    bool last, void (*emit)(void *, const uint8_t *, size_t), void *arg)
+{
+	struct evbuffer_iovec	v[8];
+	int			nv, i, rc = 0;
+	size_t			left = n, take;
+
+	if (*stp == NULL &&
+	    (*stp = secretscan_stream_new(in->sv.scan, rules)) == NULL)
+		return -1;
+	while (left > 0 && rc == 0) {
+		nv = evbuffer_peek(src, (ssize_t)left, NULL, v, 8);
+		if (nv <= 0)
+			break;
+		for (i = 0; i < nv && i < 8 && left > 0 && rc == 0; i++) {
+			take = v[i].iov_len < left ? v[i].iov_len : left;
+			rc = secretscan_stream_feed(*stp, v[i].iov_base, take,
+			    emit, arg, &in->leak);
+			evbuffer_drain(src, take);
+			left -= take;
+			break;	/* peek again: the chains moved */
+		}
+	}
+	if (rc == 0 && last)
+		rc = secretscan_stream_finish(*stp, emit, arg, &in->leak);
+	return rc == 0 ? 0 : -1;
+}
+
+int
+inject_body(struct conn *c, struct evbuffer *src, size_t n, bool last,
+    void (*emit)(void *, const uint8_t *, size_t), void *arg)
+{
+	struct inject	*in = c->inj;
+
+	return inject_stream(in, &in->req_st, &in->req_rules, src, n, last,
+	    emit, arg);
+}
+
+bool
+inject_response_begin(struct conn *c)
+{
+	struct inject	*in = c->inj;
+
+	if (in == NULL || in->n == 0)
+		return false;
+	secretscan_stream_free(in->resp_st);
+	in->resp_st = NULL;
+	return true;
+}
+
+int
+inject_response_body(struct conn *c, struct evbuffer *src, size_t n,
+    bool last, void (*emit)(void *, const uint8_t *, size_t), void *arg)
+{
+	struct inject	*in = c->inj;
+
+	/*
+	 * The whole body, however long: the scanner streams (it holds back
+	 * at most one pattern's length), so nothing needs buffering, and a
+	 * value echoed at any offset never reaches the sandbox.
+	 */
+	return inject_stream(in, &in->resp_st, &in->resp_rules, src, n, last,
+	    emit, arg);
+}
+
+const char *const *
+inject_names(const struct conn *c)
+{
+	if (c->inj == NULL || c->inj->names[0] == NULL)
+		return NULL;
+	return c->inj->names;
+}

@@ -1,0 +1,87 @@
+/*
+ * inject.h - secrets in the requests and responses moatd reads (plain
+ * HTTP it forwards, HTTP inside inspected tunnels).
+ *
+ * Per request, after the policy allowed it: the rule's git preset and
+ * plain-HTTP constraint are checked; every secret of the sandbox is either
+ * bound to this target (its placeholder is swapped for its value) or not
+ * (its value or placeholder anywhere in the request is a leak: denied,
+ * audited with the secret's name); the rule's header and basic
+ * injections are added, replacing what the client sent.  Per response,
+ * values an upstream echoes back become placeholders again, in the head
+ * and anywhere in the body (streamed, never buffered whole).
+ */
+#ifndef MOAT_INJECT_H
+#define MOAT_INJECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/policy.h"
+
+struct conn;
+struct evbuffer;
+struct inject;
+
+#define INJECT_NAMES_MAX	16	/* secret names one audit line lists */
+
+/*
+ * Starts a request of c (c->dec allowed it).  Returns 0 (c->inj set when
+ * there is anything to do), or -1 with *reason and *detail for the
+ * refusal: needs-tls, a git preset refusal, internal.
+ */
+int	inject_begin(struct conn *c, enum policy_reason *reason,
+	    const char **detail);
+/* Frees c->inj and everything it holds.  Safe when NULL. */
+void	inject_end(struct conn *c);
+
+/*
+ * Rewrites one header value, or the request target, of the request:
+ * placeholders of bound secrets become values; a value or placeholder of
+ * an unbound secret is a leak.  Returns 0 with *out and *outlen the bytes to
+ * send (in itself when nothing changed; else a copy freed by
+ * inject_end()), or -1 for a leak (inject_leak_name() names it) or memory.
+ */
+int	inject_request_bytes(struct conn *c, const char *in, size_t len,
+	    const char **out, size_t *outlen);
+/* True if the rule's injections set this header (the client's goes). */
+bool	inject_overrides(const struct conn *c, const char *name, size_t len);
+/*
+ * Appends the rule's header and basic injections ("Name: value\r\n").
+ * Returns 0, or -1 if a value would hold CR, LF or NUL, or a basic user a
+ * ":" (the request must not be sent; *detail says why, names only).
+ */
+int	inject_add_headers(struct conn *c, struct evbuffer *out,
+	    const char **detail);
+/* Whether request bodies must go through inject_body() (any secret). */
+bool	inject_scans_body(const struct conn *c);
+/* Whether a body may change size (placeholders swapped for values). */
+bool	inject_body_may_grow(const struct conn *c);
+/*
+ * Moves n bytes of body from in through the request rewriter; the
+ * rewritten bytes go to emit.  Returns 0, or -1 for a leak.  With n 0 and
+ * last true, flushes what the rewriter held back.
+ */
+int	inject_body(struct conn *c, struct evbuffer *in, size_t n, bool last,
+	    void (*emit)(void *, const uint8_t *, size_t), void *arg);
+/* The name of the secret a leak was found for. */
+const char *inject_leak_name(const struct conn *c);
+
+/*
+ * Responses: starts one (returns false when nothing needs rewriting),
+ * rewrites a header value (as inject_request_bytes, never a leak), and
+ * moves body bytes through the response rewriter (all of them: its
+ * output may be shorter or longer than its input).
+ */
+bool	inject_response_begin(struct conn *c);
+int	inject_response_bytes(struct conn *c, const char *in, size_t len,
+	    const char **out, size_t *outlen);
+int	inject_response_body(struct conn *c, struct evbuffer *in, size_t n,
+	    bool last, void (*emit)(void *, const uint8_t *, size_t),
+	    void *arg);
+
+/* The secret names injected or swapped in this request (for audit). */
+const char *const *inject_names(const struct conn *c);
+
+#endif /* MOAT_INJECT_H */
