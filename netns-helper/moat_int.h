@@ -128,9 +128,9 @@ void	runconf_free(struct runconf *rc);
 
 /*
  * The extras the sandbox's init gets (sandbox_go()) from moatd's register
- * answer: the variables moatd reads secrets from, to remove; each
- * placeholder as VAR=PLACEHOLDER; an empty string; moatd's trust
- * certificates.  Returns a buffer (free() it; *len bytes) or NULL after
+ * answer: the variables moatd reads secrets from, to remove; the files
+ * to hide (absolute paths); each placeholder as VAR=PLACEHOLDER; an empty
+ * string; moatd's trust certificates.  Returns a buffer (free() it; *len bytes) or NULL after
  * printing why.
  */
 char	*runconf_extras(const struct runconf *rc, json_t *answer, size_t *len);

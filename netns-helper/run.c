@@ -109,6 +109,7 @@ run_usage(FILE *f)
 	    "Policy:\n"
 	    "  --policy FILE         a moat.json: its \"policy\" and "
 	    "\"secrets\"\n"
+	    "                        (and \"tls\" for a private moatd)\n"
 	    "  --allow HOST[:PORT]   also allow HOST (\"*.\" wildcards too)\n"
 	    "                        on PORT (default 80 and 443); "
 	    "repeatable\n"

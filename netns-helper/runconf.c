@@ -257,10 +257,12 @@ runconf_validate(const char *cmd, const char *name, const char *text,
 
 /*
  * --policy FILE: a moat.json, validated whole (so errors name FILE and its
- * lines), of which the sandbox takes "policy" and "secrets".  A file
- * written for moat run needs no listener: if it has neither "listen" nor
- * "admin", an empty "listen" is added for the validation just before its
- * closing brace, so every line and column before it stays the file's own.
+ * lines), of which the sandbox takes "policy" and "secrets" (and a private
+ * moatd "tls").  A file written for moat run needs no listener: if it has
+ * neither "listen" nor "admin", an empty "listen" is added for the
+ * validation just before its closing brace (and a stand-in "tls" when a
+ * running moatd will intercept), so every line and column before it stays
+ * the file's own.
  */
 static json_t *
 runconf_file_policy(struct runconf *rc, json_t **secrets, json_t **tls)
@@ -269,7 +271,8 @@ runconf_file_policy(struct runconf *rc, json_t **secrets, json_t **tls)
 	json_t		*root = NULL, *p, *s;
 	json_t		*policy = NULL;
 	const char	*ins;
-	char		*text, *check = NULL, *brace;
+	char		*text, *check = NULL, *brace, insbuf[160];
+	bool		 need_listen, need_tls;
 	size_t		 len, at, inslen, checklen = 0;
 
 	if ((text = runconf_read(rc->cmd, rc->policy_file, &len)) == NULL)
@@ -280,11 +283,20 @@ runconf_file_policy(struct runconf *rc, json_t **secrets, json_t **tls)
 		    je.column, root == NULL ? je.text : "not a JSON object");
 		goto out;
 	}
-	if (json_object_get(root, "listen") == NULL &&
-	    json_object_get(root, "admin") == NULL &&
-	    (brace = strrchr(text, '}')) != NULL) {
-		ins = json_object_size(root) > 0 ? ", \"listen\": []" :
-		    "\"listen\": []";
+	/*
+	 * What the file need not say, added for the check: listeners (the
+	 * sandbox's are made here), and for a running moatd (--moatd) a
+	 * stand-in CA (its own is used; it checks again at registration).
+	 */
+	need_listen = json_object_get(root, "listen") == NULL &&
+	    json_object_get(root, "admin") == NULL;
+	need_tls = rc->moatd != NULL && json_object_get(root, "tls") == NULL;
+	snprintf(insbuf, sizeof(insbuf), "%s%s",
+	    need_listen ? ", \"listen\": []" : "",
+	    need_tls ? ", \"tls\": {\"ca_cert\": \"(moatd's)\", "
+	    "\"ca_key\": \"(moatd's)\"}" : "");
+	if (insbuf[0] != '\0' && (brace = strrchr(text, '}')) != NULL) {
+		ins = json_object_size(root) > 0 ? insbuf : insbuf + 2;
 		inslen = strlen(ins);
 		at = (size_t)(brace - text);
 		checklen = len + inslen;
@@ -572,7 +584,7 @@ runconf_extras(const struct runconf *rc, json_t *answer, size_t *len)
 	json_t		*ph, *sec, *ref, *v;
 	const char	*key, *var, *pem;
 	char		*buf = NULL;
-	size_t		 n = 0, cap = 0;
+	size_t		 n = 0, cap = 0, i;
 
 	/* The variables moatd reads secret values from never go in. */
 	sec = json_object_get(rc->config, "secrets");
@@ -583,7 +595,15 @@ runconf_extras(const struct runconf *rc, json_t *answer, size_t *len)
 		if (runconf_append(&buf, &n, &cap, var, strlen(var) + 1) == -1)
 			goto oom;
 	}
-	/* Each secret's placeholder, under its variable. */
+	/* Files to hide in the sandbox (absolute paths). */
+	json_array_foreach(json_object_get(answer, "hide"), i, v) {
+		var = json_string_value(v);
+		if (var == NULL || var[0] != '/')
+			continue;
+		if (runconf_append(&buf, &n, &cap, var, strlen(var) + 1) == -1)
+			goto oom;
+	}
+		/* Each secret's placeholder, under its variable. */
 	ph = json_object_get(answer, "placeholders");
 	json_object_foreach(ph, key, v) {
 		if (!json_is_string(v))

@@ -28,10 +28,11 @@
  * 'E' + text (failed; the init exits), 'N' or 'X' + text (the command was
  * not found, or could not be executed).
  *
- * The extras (struct sandbox_extra): variables to set ("NAME=VALUE": the
- * placeholders of the sandbox's secrets) and to remove ("NAME": where moatd
- * reads a secret's value from), each ending in NUL, an empty string, then
- * moatd's trust certificates (PEM, maybe none).  With certificates, the
+ * The extras: variables to set ("NAME=VALUE": the placeholders of the
+ * sandbox's secrets) and to remove ("NAME": where moatd reads a secret's
+ * value from), files to hide ("/PATH": moatd's CA key, secret files; the
+ * init mounts /dev/null over each), each ending in NUL, an empty string,
+ * then moatd's trust certificates (PEM, maybe none).  With certificates, the
  * init builds the trust bundle (them + the system's roots), mounts it
  * read-only over the system bundle in the sandbox's mount namespace (so
  * programs that read only that file trust moat's CA too) and points the
@@ -281,7 +282,11 @@ sandbox_files(const char *nameserver, const char *bundle, size_t bundlelen,
 	close(fs);
 }
 
-/* Hides a socket (moatd's admin socket) behind /dev/null, read-only. */
+/*
+ * Hides a file (moatd's admin socket, its CA key, a secret file) behind
+ * /dev/null, read-only, in the sandbox's mount namespace.  The workload
+ * holds no capability over that namespace, so it cannot unmount it.
+ */
 static void
 sandbox_mask(const char *path, int fd)
 {
@@ -359,6 +364,9 @@ sandbox_env(const struct sandbox_net *net, const char *extra,
 	/* The extras' variables, up to the empty string. */
 	for (p = extra; p < end && *p != '\0'; p += strlen(p) + 1) {
 		size_t l = strcspn(p, "=");
+
+		if (*p == '/')
+			continue;	/* a file to hide */
 
 		if (nx == SANDBOX_ENV_MAX || l == 0 || l > 255 ||
 		    strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuv"
@@ -551,6 +559,10 @@ sandbox_init(const struct sandbox_spec *spec, int fd)
 	sandbox_files(go.net.nameserver, bundle, blen, fd);
 	free(bundle);
 	sandbox_mask(spec->mask, fd);
+	for (pem = extra; pem < extra + extralen && *pem != '\0';
+	    pem += strlen(pem) + 1)
+		if (*pem == '/')
+			sandbox_mask(pem, fd);
 	if ((envp = sandbox_env(&go.net, extra, extralen, pemlen > 0)) ==
 	    NULL)
 		sandbox_fail(fd, "bad variables from moat run, or out of "

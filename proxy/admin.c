@@ -21,6 +21,7 @@
 #include <sys/un.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -469,6 +470,48 @@ admin_config(struct admin_conn *ac, const char *name, json_t *cfg)
 	return c;
 }
 
+/* Appends path to the answer's "hide" list, made absolute if it exists. */
+static int
+admin_hide_path(json_t *hide, const char *path)
+{
+	char	real[PATH_MAX];
+
+	if (path == NULL)
+		return 0;
+	if (realpath(path, real) != NULL)
+		path = real;
+	else if (path[0] != '/')
+		return 0;	/* not there, and no way to name it */
+	return json_array_append_new(hide, json_string(path));
+}
+
+/*
+ * "hide": the files a sandbox must not read although its user could
+ * (moat run is not a filesystem sandbox): moatd's CA key and the secret
+ * files of the daemon and of the sandbox.  moat run mounts /dev/null over
+ * each inside the sandbox.
+ */
+static int
+admin_hide(json_t *ans, const struct sandbox *sb)
+{
+	const struct moat_config	*cfgs[2] = { *A_ctx->cfg, sb->cfg };
+	json_t				*hide;
+	size_t				 i, k;
+
+	if ((hide = json_array()) == NULL ||
+	    json_object_set_new(ans, "hide", hide) == -1)
+		return -1;
+	if (*A_ctx->tls != NULL &&
+	    admin_hide_path(hide, (*A_ctx->cfg)->tls.ca_key) == -1)
+		return -1;
+	for (k = 0; k < 2; k++)
+		for (i = 0; cfgs[k] != NULL && i < cfgs[k]->nsecrets; i++)
+			if (admin_hide_path(hide, cfgs[k]->secrets[i].file) ==
+			    -1)
+				return -1;
+	return 0;
+}
+
 /*
  * The start of a register answer: the sandbox's own secrets read now
  * (a failure refuses the registration), its placeholders made now and
@@ -512,6 +555,11 @@ admin_secrets(struct admin_conn *ac, struct sandbox *sb)
 				return NULL;
 			}
 		secrets_view_done(&v);
+	}
+	if (admin_hide(ans, sb) == -1) {
+		json_decref(ans);
+		admin_fail(ac, "out of memory");
+		return NULL;
 	}
 	if (*A_ctx->tls != NULL) {
 		pem = tls_trust_pem(*A_ctx->tls, &len);

@@ -34,12 +34,15 @@
  *       socket already bound (and, but for dns-udp, listening), usually
  *       inside the sandbox's network namespace.
  *     -> {"ok": true, "sandbox": NAME, "placeholders": {VAR: PH, ...},
- *         "trust_pem": PEM}
+ *         "hide": [PATH, ...], "trust_pem": PEM}
  *     "placeholders": for each secret of CONFIG's "secrets", the
  *       variable the sandbox gets ("sandbox_env", default the secret's
  *       name) and this sandbox's random placeholder for it ("moat-ph-"
  *       and 32 hex digits); the values themselves never leave moatd.
  *       Empty when CONFIG has no secrets.
+ *     "hide": absolute paths a sandbox must not read even where its
+ *       user could: moatd's CA key and the secret files of the daemon
+ *       and of CONFIG (moat run mounts /dev/null over each).
  *     "trust_pem": present when moatd intercepts TLS (tls.ca_cert): its
  *       CA certificate and tls.extra_ca_files, PEM, for the sandbox's
  *       trust bundle (never a key).

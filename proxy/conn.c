@@ -308,9 +308,8 @@ conn_route(struct conn *c)
 	}
 	if (c->kind != CONN_KIND_HTTP && (c->dec.flags & POLICY_F_INSPECT) &&
 	    !intercept_possible(c)) {
-		conn_fail(c, POLICY_R_NEEDS_INSPECTION, "the rule that allows "
-		    "this host must see the requests inside the tunnel, and no "
-		    "CA is configured for TLS interception");
+		conn_fail(c, POLICY_R_NEEDS_INSPECTION,
+		    intercept_refusal(c));
 		return;
 	}
 	if (c->target.kind == POLICY_HOST_ADDR) {
@@ -386,9 +385,8 @@ conn_resolved(struct conn *c, const struct resolver_result *res)
 	c->dec = first_allow;
 	if (c->kind != CONN_KIND_HTTP && (c->dec.flags & POLICY_F_INSPECT) &&
 	    !intercept_possible(c)) {
-		conn_fail(c, POLICY_R_NEEDS_INSPECTION, "the rule that allows "
-		    "this host must see the requests inside the tunnel, and no "
-		    "CA is configured for TLS interception");
+		conn_fail(c, POLICY_R_NEEDS_INSPECTION,
+		    intercept_refusal(c));
 		return;
 	}
 	conn_connect(c);

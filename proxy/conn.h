@@ -207,8 +207,13 @@ const struct policy *conn_policy(const struct conn *c);
  * queued on c->cio.
  */
 void	intercept_start(struct conn *c, int ufd);
-/* Whether w can intercept (a CA is configured). */
+/*
+ * Whether c's tunnel can be intercepted: a CA is configured and the rule
+ * that allowed it does not say "intercept": false.
+ */
 int	intercept_possible(const struct conn *c);
+/* Why it cannot (the detail of a needs-inspection refusal). */
+const char *intercept_refusal(const struct conn *c);
 
 /* transparent.c */
 void	transparent_start(struct conn *c);

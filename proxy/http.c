@@ -635,7 +635,8 @@ http_reply(struct conn *c, int code, enum policy_reason reason,
 		code = si.code;
 	else if (code != si.code) {
 		si.code = code;
-		si.phrase = code == 408 ? "Request Timeout" : "Error";
+		si.phrase = code == 408 ? "Request Timeout" : code == 421 ?
+		    "Misdirected Request" : "Error";
 	}
 	policy = code == 403;
 	if (c->host[0] != '\0')

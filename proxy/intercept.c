@@ -42,7 +42,18 @@ static void	intercept_fail(struct conn *c, enum policy_reason reason,
 int
 intercept_possible(const struct conn *c)
 {
-	return c->w->tls != NULL;
+	return c->w->tls != NULL && (c->dec.flags & POLICY_F_OPAQUE) == 0;
+}
+
+const char *
+intercept_refusal(const struct conn *c)
+{
+	if (c->dec.flags & POLICY_F_OPAQUE)
+		return "the rule that allows this host must see the requests "
+		    "inside the tunnel (methods, paths, injection or git), "
+		    "but it says \"intercept\": false";
+	return "the rule that allows this host must see the requests inside "
+	    "the tunnel, and no CA is configured for TLS interception";
 }
 
 void

@@ -253,8 +253,6 @@ sandbox_rate_take(struct sandbox *sb, const struct policy *p,
 	pthread_mutex_lock(&t->mu);
 	if (sb->rate_policy != p) {
 		rate_free(sb->rates);
-	secrets_set_unref(sb->sset);
-	secrets_unref(sb->own_secrets);
 		sb->rates = NULL;
 		sb->rate_policy = p;
 	}

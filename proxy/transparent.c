@@ -106,9 +106,8 @@ static void
 transparent_dial(struct conn *c)
 {
 	if ((c->dec.flags & POLICY_F_INSPECT) && !intercept_possible(c)) {
-		transparent_denied(c, POLICY_R_NEEDS_INSPECTION, "the rule "
-		    "must see the requests inside, and no CA is configured "
-		    "for TLS interception");
+		transparent_denied(c, POLICY_R_NEEDS_INSPECTION,
+		    intercept_refusal(c));
 		return;
 	}
 	conn_dial(c, &c->orig, 1);

@@ -109,6 +109,12 @@ for mode in held veth; do
 	*"A 203.0.113.10"*) mt_pass "$n: DNS to any server is answered by moatd" ;;
 	*) mt_fail "$n: DNS: '$dq'" "$MT_T/moatd.err" ;;
 	esac
+	# The audit writer batches lines: wait (bounded) for this one.
+	for ((i = 0; i < 50; i++)); do
+		grep "\"sandbox\":\"$n\"" "$MT_T/audit.log" |
+		    grep -q '"event":"dns"' && break
+		sleep 0.1
+	done
 	mt_in_set "$n: moatd's audit has the sandbox's DNS query" \
 	    "$(grep "\"sandbox\":\"$n\"" "$MT_T/audit.log" | grep -c '"event":"dns"' |
 	    awk '{ print ($1 > 0) ? "yes" : "no" }')" yes "$MT_T/audit.log"

@@ -87,7 +87,10 @@ cat > "$MT_T/policy.json" <<EOF
       {"name": "api", "action": "allow", "hosts": ["origin.test"],
        "ports": [443],
        "inject": [{"placeholders": ["OPENAI_API_KEY"]},
-                  {"header": "X-Gh", "value": "token \${GH}"}]},
+                  {"header": "X-Gh", "value": "token \${GH}"}],
+       "rate": {"requests": 1000, "per_seconds": 60}},
+      {"name": "pinned", "action": "allow", "hosts": ["p.wild.test"],
+       "ports": [443], "methods": ["GET"], "intercept": false},
       {"name": "api-plain", "action": "allow", "hosts": ["origin.test"],
        "ports": [80], "inject": [{"placeholders": ["OPENAI_API_KEY"]}]},
       {"name": "other", "action": "allow", "hosts": ["other.test"],
@@ -139,6 +142,8 @@ echo "bundle_keys=\$(grep -c 'PRIVATE KEY' "\$SSL_CERT_FILE")"
 echo "bundle_moat=\$(openssl crl2pkcs7 -nocrl -certfile "\$SSL_CERT_FILE" |
     openssl pkcs7 -print_certs -noout | grep -c '^subject=.*moat sandbox CA')"
 env > "\$d/env.txt"
+echo "keyfile=\$(wc -c < $MT_T/keys/openai.key)"
+echo "cakey=\$(wc -c < $MT_T/ca/ca.key)"
 A="Authorization: Bearer \$OPENAI_API_KEY"
 c() { curl -sS -m 8 "\$@"; }
 c -o "\$d/reflect.body" -D "\$d/reflect.hdr" -w 'reflect=%{http_code}\n' \
@@ -170,6 +175,8 @@ c -o /dev/null -D "\$d/badcert.hdr" -w 'badcert=%{http_code}\n' \
     https://x.origin.test/
 c -o /dev/null -w 'opaque=%{http_code}\n' --cacert $MT_T/origin.crt \
     https://a.wild.test/opaque
+c -o /dev/null -D "\$d/pinned.hdr" -w 'pinned=%{http_connect}\n' \
+    --cacert $MT_T/origin.crt https://p.wild.test/pinned
 /usr/bin/python3 - "\$d" <<'PY'
 import os, ssl, sys, urllib.request
 d = sys.argv[1]
@@ -261,6 +268,9 @@ else
 	mt_pass "no real key in the sandbox's environment, files or responses"
 fi
 mt_eq "no key in the sandbox's bundle" 0 "$(mt_out s bundle_keys)"
+mt_eq "the secret file reads empty in the sandbox (/dev/null over it)" 0 \
+    "$(mt_out s keyfile)"
+mt_eq "so does moat's CA key" 0 "$(mt_out s cakey)"
 
 # --- what the origin received ------------------------------------------------
 O=$MT_T/origin.log
@@ -343,6 +353,10 @@ mt_eq "...reason tls" "X-Moat-Reason: tls" \
     "$(grep -i '^X-Moat-Reason:' "$MT_T/w/badcert.hdr" | tr -d '\r')"
 mt_eq "an opaque host stays a tunnel (origin's own certificate)" 200 \
     "$(mt_out s opaque)"
+mt_eq "a rule with methods and \"intercept\": false: CONNECT refused" 403 \
+    "$(mt_out s pinned)"
+mt_eq "...reason needs-inspection" needs-inspection \
+    "$(mt_jl "$A" get reason host=p.wild.test)"
 
 # --- the audit log: names, never values ---------------------------------------
 mt_eq "audit: secret-leak names the secret" 1 \

@@ -1,0 +1,115 @@
+#!/bin/bash
+# bench.sh - measures moatd beside its peers with the shared harness
+# (../shared/bench/compare), the way BENCHMARKS.md reports it.
+#
+#   bash scripts/bench.sh [default|intercept|all] [compare options...]
+#
+# Builds moatd (optimised, into build/bench unless MOATD names a binary),
+# writes its configs and a CA into a temporary directory, and runs compare
+# with moatd as a --custom proxy: "default" runs the default workloads
+# (http, bulk, setup, tls, socks, idle), "intercept" the TLS-interception
+# family (with --custom-ca), "all" both, one after the other.  The report
+# goes to stdout (compare's --out/--json work as usual); moatd's audit goes
+# to /dev/null, as the peers log nothing either.
+#
+# Traffic stays on loopback: compare starts its own origins.  Needs root
+# (compare installs the peers with apt-get on first use).
+#
+# Environment: BENCH_DIR (the harness, default ../shared/bench beside the
+# project), MOATD (a moatd binary to measure instead of building one).
+
+set -eu
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+bench=${BENCH_DIR:-$here/../shared/bench}
+family=${1:-default}
+[ $# -gt 0 ] && shift
+case $family in
+default|intercept|all) ;;
+-h|--help)
+	sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+	exit 0 ;;
+*)
+	echo "bench.sh: unknown family '$family' (default, intercept, all)" >&2
+	exit 2 ;;
+esac
+[ -x "$bench/compare" ] || {
+	echo "bench.sh: no harness at $bench/compare (set BENCH_DIR)" >&2
+	exit 1
+}
+
+if [ -z "${MOATD:-}" ]; then
+	echo "bench.sh: building moatd (build/bench, -O2)" >&2
+	(cd "$here" && { [ -x configure ] || autoreconf -fi >/dev/null; })
+	mkdir -p "$here/build/bench"
+	(cd "$here/build/bench" &&
+	    { [ -f Makefile ] || "$here/configure" -q CFLAGS="-O2 -g"; } &&
+	    make -s -j"$(nproc)" proxy/moatd netns-helper/moat) >&2
+	MOATD=$here/build/bench/proxy/moatd
+	MOAT=$here/build/bench/netns-helper/moat
+else
+	MOAT=${MOAT:-$(dirname "$MOATD")/../netns-helper/moat}
+fi
+
+tmp=$(mktemp -d /tmp/moat-bench.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+chmod 755 "$tmp"
+
+# The default family: a plain forward proxy, CONNECT and SOCKS5 on one port.
+cat > "$tmp/moatd.json" <<EOF
+{
+  "listen": [{"proto": "http+socks5", "address": "127.0.0.1:14000",
+              "sandbox": "bench"}],
+  "policy": {
+    "allow_private": ["127.0.0.0/8"],
+    "rules": [{"name": "bench-origins", "action": "allow",
+               "hosts": ["127.0.0.1"], "ports": [18080, 18443, 18444]}]
+  },
+  "audit": {"path": "/dev/null"},
+  "limits": {"connections": 100000}
+}
+EOF
+
+# The intercept family: a rule that must see inside TLS; the harness hands
+# its origin's CA to the start command in $PXBENCH_ORIGIN_CA.
+"$MOAT" ca init "$tmp/ca" >/dev/null
+cat > "$tmp/moatd-intercept.sh" <<EOF
+#!/bin/sh
+set -e
+cat > "$tmp/moatd-intercept.json" <<EOC
+{
+  "listen": [{"proto": "http+socks5", "address": "127.0.0.1:14001",
+              "sandbox": "bench"}],
+  "policy": {
+    "allow_private": ["127.0.0.0/8"],
+    "rules": [{"name": "bench-tls", "action": "allow", "hosts": ["127.0.0.1"],
+               "ports": [18443, 18444], "intercept": true}]
+  },
+  "tls": {"ca_cert": "$tmp/ca/ca.crt", "ca_key": "$tmp/ca/ca.key",
+          "upstream_ca_files": ["\$PXBENCH_ORIGIN_CA"]},
+  "audit": {"path": "/dev/null"},
+  "limits": {"connections": 100000}
+}
+EOC
+exec "$MOATD" -q -c "$tmp/moatd-intercept.json"
+EOF
+chmod 755 "$tmp/moatd-intercept.sh"
+
+run_default()
+{
+	"$bench/compare" \
+	    --custom "moatd=$MOATD -q -c $tmp/moatd.json@127.0.0.1:14000" "$@"
+}
+
+run_intercept()
+{
+	"$bench/compare" --workloads intercept \
+	    --custom "moatd=$tmp/moatd-intercept.sh@127.0.0.1:14001" \
+	    --custom-ca "moatd=$tmp/ca/ca.crt" "$@"
+}
+
+case $family in
+default) run_default "$@" ;;
+intercept) run_intercept "$@" ;;
+all) run_default "$@" && run_intercept "$@" ;;
+esac
