@@ -143,6 +143,12 @@ int	runconf_exe_dir(char *buf, size_t len);
 
 /* --- nsh_client.c: the moat-netns client ---------------------------- */
 
+/*
+ * Waits up to timeout_ms (0: just looks) for child pid to exit and reaps
+ * it: 1 with *status (waitpid's), or 0 if it still runs.
+ */
+int	moat_reap(pid_t pid, int timeout_ms, int *status);
+
 struct nsh_client;
 
 /*

@@ -69,6 +69,8 @@ struct run {
 	struct nsh_client	*nsh;
 	struct admin_client	*admin;
 	pid_t			 moatd;		/* a private moatd, or -1 */
+	int			 moatd_admin;	/* its admin socket until ready */
+	int			 moatd_ready;	/* its --ready-fd pipe, or -1 */
 	int			 sfd;		/* signalfd */
 	bool			 registered;
 	json_t			*answer;	/* moatd's register answer */
@@ -81,7 +83,8 @@ static int	run_parse(struct run *r, int argc, char *argv[]);
 static int	run_signals(struct run *r);
 static int	run_moatd_path(char *buf, size_t len);
 static int	run_moatd_config(struct run *r);
-static int	run_moatd_start(struct run *r, char *err, size_t errlen);
+static int	run_moatd_spawn(struct run *r, char *err, size_t errlen);
+static int	run_moatd_wait(struct run *r, char *err, size_t errlen);
 static void	run_moatd_child(const char *path, int afd, int rfd, int cfd,
 		    bool verbose, pid_t parent) __attribute__((noreturn));
 static int	run_moatd_ready(struct run *r, int rfd, char *err,
@@ -430,8 +433,12 @@ run_moatd_ready(struct run *r, int rfd, char *err, size_t errlen)
 	return -1;
 }
 
+/*
+ * Starts the private moatd (not waiting for it: it gets ready while the
+ * sandbox and its network are made).  0, or -1 with err set.
+ */
 static int
-run_moatd_start(struct run *r, char *err, size_t errlen)
+run_moatd_spawn(struct run *r, char *err, size_t errlen)
 {
 	char	path[RUN_PATH_MAX];
 	int	sv[2] = { -1, -1 }, rp[2] = { -1, -1 }, cfd, rc = -1;
@@ -456,17 +463,9 @@ run_moatd_start(struct run *r, char *err, size_t errlen)
 	}
 	if (r->moatd == 0)
 		run_moatd_child(path, sv[1], rp[1], cfd, r->verbose, parent);
-	close(sv[1]);
-	close(rp[1]);
-	sv[1] = rp[1] = -1;
-	if (run_moatd_ready(r, rp[0], err, errlen) == -1)
-		goto out;
-	if ((r->admin = admin_client_from_fd(sv[0])) == NULL) {
-		sv[0] = -1;
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	sv[0] = -1;
+	r->moatd_admin = sv[0];
+	r->moatd_ready = rp[0];
+	sv[0] = rp[0] = -1;
 	rc = 0;
  out:
 	if (sv[0] != -1)
@@ -481,20 +480,37 @@ run_moatd_start(struct run *r, char *err, size_t errlen)
 	return rc;
 }
 
+/* Waits for the spawned moatd's "ready"; its admin socket becomes ours. */
+static int
+run_moatd_wait(struct run *r, char *err, size_t errlen)
+{
+	int	rc;
+
+	rc = run_moatd_ready(r, r->moatd_ready, err, errlen);
+	close(r->moatd_ready);
+	r->moatd_ready = -1;
+	if (rc == -1)
+		return -1;
+	r->admin = admin_client_from_fd(r->moatd_admin);
+	r->moatd_admin = -1;
+	if (r->admin == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
 static void
 run_stop_moatd(struct run *r)
 {
-	int	i, st;
+	int	st;
 
 	if (r->moatd == -1)
 		return;
 	(void)kill(r->moatd, SIGTERM);
-	for (i = 0; i < MOAT_STOP_TIMEOUT_MS / 10; i++) {
-		if (waitpid(r->moatd, &st, WNOHANG) == r->moatd) {
-			r->moatd = -1;
-			return;
-		}
-		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	if (moat_reap(r->moatd, MOAT_STOP_TIMEOUT_MS, &st) == 1) {
+		r->moatd = -1;
+		return;
 	}
 	(void)kill(r->moatd, SIGKILL);
 	while (waitpid(r->moatd, &st, 0) == -1 && errno == EINTR)
@@ -565,7 +581,7 @@ run_register(struct run *r, char *err, size_t errlen)
 		goto out;
 	if (r->rc.moatd != NULL)
 		r->admin = admin_client_connect(r->rc.moatd, err, errlen);
-	else if (run_moatd_start(r, err, errlen) == -1)
+	else if (run_moatd_wait(r, err, errlen) == -1)
 		goto out;
 	if (r->admin == NULL || admin_client_hello(r->admin, err,
 	    errlen) == -1)
@@ -602,7 +618,8 @@ run_setup(struct run *r, int *code, char *err, size_t errlen)
 		    r->rc.moatd + 5 : r->rc.moatd;
 		if (realpath(path, r->mask) == NULL)
 			r->mask[0] = '\0';
-	}
+	} else if (run_moatd_spawn(r, err, errlen) == -1)
+		return -1;
 	memset(&spec, 0, sizeof(spec));
 	spec.argv = r->argv;
 	spec.userns = geteuid() != 0;
@@ -759,6 +776,11 @@ run_teardown(struct run *r)
 		r->admin = NULL;
 	}
 	run_stop_moatd(r);
+	if (r->moatd_admin != -1)
+		close(r->moatd_admin);
+	if (r->moatd_ready != -1)
+		close(r->moatd_ready);
+	r->moatd_admin = r->moatd_ready = -1;
 	if (r->nsh != NULL) {
 		if (nsh_client_end(r->nsh, true, err, sizeof(err)) == -1)
 			fprintf(stderr, "moat run: teardown: %s\n", err);
@@ -790,6 +812,7 @@ run_main(int argc, char *argv[])
 	memset(&r, 0, sizeof(r));
 	runconf_init(&r.rc, "moat run");
 	r.moatd = -1;
+	r.moatd_admin = r.moatd_ready = -1;
 	r.sfd = -1;
 	err[0] = '\0';
 	if (run_parse(&r, argc, argv) == -1) {
