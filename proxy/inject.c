@@ -63,6 +63,7 @@ inject_begin(struct conn *c, enum policy_reason *reason, const char **detail)
 	const size_t			*idx;
 	size_t				 i, k, ninj = 0;
 	const struct policy_inject	*injs = NULL;
+	struct secrets_view		 sv;
 
 	*detail = NULL;
 	inject_end(c);
@@ -80,14 +81,15 @@ inject_begin(struct conn *c, enum policy_reason *reason, const char **detail)
 			return -1;
 		injs = policy_rule_injects(r, &ninj);
 	}
-	if ((in = calloc(1, sizeof(*in))) == NULL)
+	if (secrets_view(c->sb, c->w->secrets, &sv) == -1)
 		goto nomem;
-	if (secrets_view(c->sb, c->w->secrets, &in->sv) == -1)
+	if (sv.vals == NULL && ninj == 0)
+		return 0;	/* nothing to inject or to look for */
+	if ((in = calloc(1, sizeof(*in))) == NULL) {
+		secrets_view_done(&sv);
 		goto nomem;
-	if (in->sv.vals == NULL && ninj == 0) {
-		free(in);
-		return 0;
 	}
+	in->sv = sv;
 	in->injs = injs;
 	in->ninjs = ninj;
 	in->n = secrets_count(in->sv.vals);
