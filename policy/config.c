@@ -422,6 +422,31 @@ config_err_in(struct config_ctx *x, size_t pos, size_t off,
  * escape (backslash-n, a backslash-u code point, a surrogate pair) stands
  * for 1-4 decoded bytes; off inside one gives the escape's column.
  */
+/*
+ * The 4 hex digits of a \\u escape at s (all 4 inside the text: the caller
+ * checked).  Not sscanf(): the config text need not end in a NUL byte.
+ */
+static int
+config_hex4(const char *s, unsigned *v)
+{
+	size_t	i;
+	int	d;
+
+	*v = 0;
+	for (i = 0; i < 4; i++) {
+		if (s[i] >= '0' && s[i] <= '9')
+			d = s[i] - '0';
+		else if (s[i] >= 'a' && s[i] <= 'f')
+			d = s[i] - 'a' + 10;
+		else if (s[i] >= 'A' && s[i] <= 'F')
+			d = s[i] - 'A' + 10;
+		else
+			return -1;
+		*v = *v << 4 | (unsigned)d;
+	}
+	return 0;
+}
+
 static int
 config_str_col(struct config_ctx *x, size_t pos, size_t off)
 {
@@ -442,12 +467,12 @@ config_str_col(struct config_ctx *x, size_t pos, size_t off)
 		if (b[p] == '\\' && p + 1 < x->len) {
 			w = 2;
 			if (b[p + 1] == 'u' && p + 6 <= x->len &&
-			    sscanf(b + p + 2, "%4x", &cp) == 1) {
+			    config_hex4(b + p + 2, &cp) == 0) {
 				w = 6;
 				if (cp >= 0xd800 && cp <= 0xdbff &&
 				    p + 12 <= x->len && b[p + 6] == '\\' &&
 				    b[p + 7] == 'u' &&
-				    sscanf(b + p + 8, "%4x", &lo) == 1 &&
+				    config_hex4(b + p + 8, &lo) == 0 &&
 				    lo >= 0xdc00 && lo <= 0xdfff) {
 					w = 12;
 					cp = 0x10000;
