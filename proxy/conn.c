@@ -36,6 +36,7 @@
 #include "proxy/tls.h"
 #include "proxy/tunnel.h"
 #include "proxy/upstream.h"
+#include "proxy/uppool.h"
 #include "proxy/util.h"
 #include "proxy/worker.h"
 
@@ -44,6 +45,7 @@ static void	conn_timer_cb(evutil_socket_t fd, short what, void *arg);
 static void	conn_resolved_cb(const struct resolver_result *res, void *arg);
 static void	conn_resolved(struct conn *c, const struct resolver_result *res);
 static void	conn_connect(struct conn *c);
+static int	conn_take_pooled(struct conn *c);
 static void	conn_connected_cb(int fd, size_t idx, int err, void *arg);
 static void	conn_fail(struct conn *c, enum policy_reason reason,
 		    const char *detail);
@@ -424,11 +426,49 @@ conn_connect(struct conn *c)
 		    "for now");
 		return;
 	}
+	if (conn_take_pooled(c))
+		return;
 	conn_enter_state(c, CONN_ST_CONNECTING);
 	c->uc = upstream_connect_start(c->w->base, c->addrs, c->naddrs,
 	    c->port, c->cfg->timeouts.connect_ms, conn_connected_cb, c);
 	if (c->uc == NULL)
 		conn_fail(c, POLICY_R_INTERNAL, "out of memory");
+}
+
+/*
+ * Before dialling: an idle upstream connection that an earlier client of
+ * the same sandbox left in the worker's pool, to one of the addresses
+ * just judged, serves instead.  Forward HTTP takes a plain one; an
+ * inspected CONNECT or SOCKS5 tunnel takes a TLS session verified for the
+ * tunnel's host under the worker's roots.  Returns 1 if one was taken
+ * (the continuation ran, as if just connected), 0 to dial.
+ */
+static int
+conn_take_pooled(struct conn *c)
+{
+	struct tls	*tls;
+	struct io	*io;
+
+	if (c->uio != NULL)
+		return 0;
+	if (c->kind == CONN_KIND_HTTP && !c->intercept)
+		tls = NULL;
+	else if ((c->kind == CONN_KIND_CONNECT ||
+	    c->kind == CONN_KIND_SOCKS5) && (c->dec.flags & POLICY_F_INSPECT) &&
+	    c->w->tls != NULL)
+		tls = c->w->tls;
+	else
+		return 0;
+	if ((io = uppool_take(c, tls, c->host, c->port, c->addrs,
+	    c->naddrs)) == NULL)
+		return 0;
+	c->uio = io;
+	memcpy(c->ip, c->up_ip, sizeof(c->ip));
+	if (c->kind == CONN_KIND_SOCKS5)
+		socks5_connected(c, -1);
+	else
+		http_connected(c, -1);
+	return 1;
 }
 
 static void
@@ -575,6 +615,8 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 	if (c->timer != NULL)
 		event_free(c->timer);
 	io_free(c->cio);
+	if (c->uio != NULL && c->up_clean)
+		(void)uppool_put(c);	/* idle between exchanges: keep it */
 	io_free(c->uio);
 	http_free_request(c);
 	inject_end(c);

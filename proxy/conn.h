@@ -112,6 +112,7 @@ struct conn {
 	char			 up_ip[64];
 	struct policy_addr	 up_addr;
 	bool			 up_reused;
+	bool			 up_clean;	/* uio between exchanges */
 	uint64_t		 up_idle_since;	/* ms: kept idle since */
 	size_t			 up_scan_state;
 	struct http_response_head resp;

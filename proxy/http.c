@@ -37,6 +37,7 @@
 #include "proxy/listener.h"
 #include "proxy/log.h"
 #include "proxy/tls.h"
+#include "proxy/uppool.h"
 #include "proxy/util.h"
 #include "proxy/worker.h"
 
@@ -283,7 +284,9 @@ http_handle_request(struct conn *c)
 	}
 
 	/* A kept upstream connection serves the same host:port again if the
-	 * (possibly reloaded) policy still allows that name and address. */
+	 * (possibly reloaded) policy still allows that name and address.
+	 * (One that an earlier client left in the worker's pool is taken
+	 * after routing: conn.c.) */
 	if (c->kind == CONN_KIND_HTTP && c->uio != NULL) {
 		struct policy_target t;
 
@@ -722,7 +725,10 @@ http_denied_code(struct conn *c, int code, enum policy_reason reason,
 	    c->client_keepalive && c->reqb.done && c->uio == NULL &&
 	    c->state != CONN_ST_HTTP_EXCHANGE &&
 	    http_status_for(reason).code == 403;
-	if (c->uio != NULL) {
+	/* An upstream idle between exchanges (this client's, or just taken
+	 * from the pool) goes back to the pool; the refused request never
+	 * touched it. */
+	if (c->uio != NULL && !uppool_put(c)) {
 		io_free(c->uio);
 		c->uio = NULL;
 	}
@@ -743,7 +749,7 @@ static void
 http_flush_close(struct conn *c)
 {
 	io_read(c->cio, 1);	/* read (and drop) so a peer's EOF is seen */
-	if (c->uio != NULL) {
+	if (c->uio != NULL && !uppool_put(c)) {
 		io_free(c->uio);
 		c->uio = NULL;
 	}
@@ -778,14 +784,16 @@ http_connected(struct conn *c, int ufd)
 		conn_to_tunnel(c, ufd);
 		return;
 	}
-	if ((c->uio = io_new(c->w->base, ufd, http_upstream_event, c)) ==
+	if (ufd == -1)		/* c->uio came from the worker's pool */
+		io_set_cb(c->uio, http_upstream_event, c);
+	else if ((c->uio = io_new(c->w->base, ufd, http_upstream_event, c)) ==
 	    NULL) {
 		close(ufd);
 		http_denied(c, POLICY_R_INTERNAL, "out of memory");
 		return;
 	}
 	/* A reconnect inside an inspected TLS tunnel: TLS upstream too. */
-	if (c->intercept && c->tls_client) {
+	if (ufd != -1 && c->intercept && c->tls_client) {
 		ssl = tls_client_ssl(c->tls, c->up_tls_host, c->up_tls_is_addr,
 		    c->port, e, sizeof(e));
 		if (ssl == NULL || io_start_tls(c->uio, ssl) == -1) {
@@ -796,7 +804,7 @@ http_connected(struct conn *c, int ufd)
 	memcpy(c->up_host, c->host, sizeof(c->up_host));
 	memcpy(c->up_ip, c->ip, sizeof(c->up_ip));
 	c->up_port = c->port;
-	c->up_reused = false;
+	c->up_reused = ufd == -1;	/* may have closed meanwhile: retry */
 	http_send_request(c);
 }
 
@@ -984,6 +992,7 @@ http_send_request(struct conn *c)
 
 	conn_enter_state(c, CONN_ST_HTTP_EXCHANGE);
 	conn_set_deadline(c, c->cfg->timeouts.response_head_ms);
+	c->up_clean = false;
 	c->up_scan_state = 0;
 	c->resp_head_done = false;
 	io_read(c->uio, 1);
@@ -1430,14 +1439,19 @@ static void
 http_finish(struct conn *c)
 {
 	conn_audit(c, "request", POLICY_ALLOW, POLICY_R_ALLOWED, NULL);
-	if (c->uio != NULL && (!c->upstream_keepalive || !c->reqb.done ||
-	    !c->client_keepalive)) {
+	if (c->uio != NULL && (!c->upstream_keepalive || !c->reqb.done)) {
 		io_free(c->uio);
 		c->uio = NULL;
 	}
 	if (c->uio != NULL) {
 		io_read(c->uio, 1);	/* notice if the idle upstream closes */
 		c->up_idle_since = util_now_ms();
+		c->up_clean = true;
+		/* The client is leaving: the next one may use it. */
+		if (!c->client_keepalive && !uppool_put(c)) {
+			io_free(c->uio);
+			c->uio = NULL;
+		}
 	}
 	if (c->client_keepalive && !io_eof(c->cio)) {
 		http_start(c);

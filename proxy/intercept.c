@@ -61,7 +61,9 @@ intercept_start(struct conn *c, int ufd)
 {
 	conn_audit(c, "open", POLICY_ALLOW, POLICY_R_ALLOWED,
 	    "inspected: moatd reads the requests inside");
-	if ((c->uio = io_new(c->w->base, ufd, http_upstream_event, c)) ==
+	if (ufd == -1)		/* a pooled TLS upstream is already c->uio */
+		io_set_cb(c->uio, http_upstream_event, c);
+	else if ((c->uio = io_new(c->w->base, ufd, http_upstream_event, c)) ==
 	    NULL) {
 		close(ufd);
 		conn_close(c, POLICY_R_INTERNAL, "out of memory");
@@ -149,8 +151,13 @@ intercept_peek(struct conn *c)
 	if (rc == TLS_NEED_MORE && len <= TLS_HELLO_MAX_BYTES)
 		return;
 	if (rc == TLS_NOT_TLS) {
-		/* Plain HTTP inside the tunnel: read it as it is. */
+		/* Plain HTTP inside the tunnel: read it as it is (over a plain
+		 * upstream: a pooled TLS one goes, the first request dials). */
 		c->tls_client = false;
+		if (c->uio != NULL && io_ssl(c->uio) != NULL) {
+			io_free(c->uio);
+			c->uio = NULL;
+		}
 		http_start(c);
 		return;
 	}
@@ -191,6 +198,13 @@ intercept_peek(struct conn *c)
 		policy_addr_format(&c->tunnel_target.addr, addr, sizeof(addr));
 		leaf_host = addr;
 	}
+	/* A pooled upstream session was verified for the tunnel's host; TLS
+	 * for another name (SNI in a tunnel to an address) needs its own. */
+	if (c->uio != NULL && io_ssl(c->uio) != NULL &&
+	    strcmp(c->up_tls_host, c->tunnel_host) != 0) {
+		io_free(c->uio);
+		c->uio = NULL;		/* the first request dials */
+	}
 	c->tls = tls_ref(c->w->tls);
 	c->tls_client = true;
 	if ((ssl = tls_server_ssl(c->tls, leaf_host, e, sizeof(e))) == NULL) {
@@ -201,8 +215,9 @@ intercept_peek(struct conn *c)
 		conn_close(c, POLICY_R_INTERNAL, "out of memory");
 		return;
 	}
-	/* Meanwhile, the upstream side. */
-	if (c->uio != NULL) {
+	/* Meanwhile, the upstream side (unless it came from the pool with
+	 * its TLS session up, verified for this same name). */
+	if (c->uio != NULL && io_ssl(c->uio) == NULL) {
 		ssl = tls_client_ssl(c->tls, c->up_tls_host, c->up_tls_is_addr,
 		    c->tunnel_port, e, sizeof(e));
 		if (ssl == NULL || io_start_tls(c->uio, ssl) == -1) {

@@ -32,6 +32,7 @@
 #include "proxy/secrets.h"
 #include "proxy/tls.h"
 #include "proxy/tunnel.h"
+#include "proxy/uppool.h"
 #include "proxy/util.h"
 #include "proxy/worker.h"
 
@@ -69,6 +70,7 @@ worker_new(int idx, struct moat_config *cfg, struct tls *tls,
 	TAILQ_INIT(&w->acc);
 	TAILQ_INIT(&w->conns);
 	TAILQ_INIT(&w->msgs);
+	TAILQ_INIT(&w->uppool);
 	LIST_INIT(&w->tunnels);
 	LIST_INIT(&w->dnsq);
 	pthread_mutex_init(&w->mu, NULL);
@@ -201,6 +203,7 @@ worker_free(struct worker *w)
 		conn_close(c, POLICY_R_SHUTDOWN, NULL);
 	while ((t = LIST_FIRST(&w->tunnels)) != NULL)
 		tunnel_abort(t);
+	uppool_flush(w, NULL);
 	dns_abort_all(w, NULL);
 	while ((a = TAILQ_FIRST(&w->acc)) != NULL)
 		worker_unwatch(w, a);
@@ -352,6 +355,7 @@ worker_sandbox_gone(struct worker *w, struct sandbox *sb)
 			conn_abort(c);
 	}
 	tunnel_abort_sandbox(w, sb);
+	uppool_flush(w, sb);
 	dns_abort_all(w, sb);
 	worker_check_done(w);
 }
@@ -393,6 +397,8 @@ worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 		secrets_unref(w->secrets);
 		w->secrets = secrets;
 		w->cfg_gen++;
+		/* Kept upstreams were chosen under the old config. */
+		uppool_flush(w, NULL);
 	}
 	worker_messages(w);
 	if (stop) {
@@ -402,6 +408,7 @@ worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 			conn_abort(c);
 		while ((t = LIST_FIRST(&w->tunnels)) != NULL)
 			tunnel_abort(t);
+		uppool_flush(w, NULL);
 		dns_abort_all(w, NULL);
 		event_base_loopbreak(w->base);
 		return;
@@ -410,6 +417,7 @@ worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 		w->draining = 1;
 		worker_accepting(w, 0);
 		event_del(w->accept_pause);
+		uppool_flush(w, NULL);
 		for (c = TAILQ_FIRST(&w->conns); c != NULL; c = cn) {
 			cn = TAILQ_NEXT(c, link);
 			conn_drain(c);
@@ -510,6 +518,8 @@ worker_accept_cb(evutil_socket_t fd, short what, void *arg)
 			case ENFILE:
 			case ENOBUFS:
 			case ENOMEM:
+				/* Idle kept upstreams are the first to go. */
+				uppool_flush(w, NULL);
 				worker_pause(w, strerror(errno));
 				return;
 			case EINTR:

@@ -30,6 +30,7 @@ struct sandbox;
 struct secrets;
 struct tls;
 struct tunnel;
+struct uppool_entry;
 
 #define WORKER_PIPE_POOL_MAX	64	/* idle pipes a worker keeps */
 #define WORKER_PIPE_BYTES	(256 << 10) /* capacity asked for each pipe */
@@ -76,6 +77,10 @@ struct worker {
 	LIST_HEAD(, tunnel)	 tunnels;
 	size_t			 ntunnels;
 	LIST_HEAD(, dns_pending) dnsq;		/* DNS queries waiting */
+
+	/* Idle upstream connections for the next client (uppool.c). */
+	TAILQ_HEAD(uppool_head, uppool_entry) uppool;
+	size_t			 nuppool;
 
 	int			 pipes[WORKER_PIPE_POOL_MAX][2];
 	size_t			 npipes;
