@@ -455,7 +455,20 @@ http_tunnel_request(struct conn *c)
 	} else
 		colon = strrchr(hv, ':');
 	if (colon != NULL) {
-		hport = (uint16_t)atoi(colon + 1);
+		/* Digits only, 1-65535 (no atoi(): "x" or 65979 is no port
+		 * of this tunnel; "host:" means the default, as in URLs). */
+		unsigned long	v = 0;
+		const char	*d;
+
+		for (d = colon + 1; *d >= '0' && *d <= '9' && v <= 65535; d++)
+			v = v * 10 + (unsigned long)(*d - '0');
+		if (*d != '\0' || v > 65535 || (v == 0 && d != colon + 1)) {
+			snprintf(detail, sizeof(detail), "the Host field has "
+			    "a bad port: %.200s", hv);
+			http_denied(c, POLICY_R_BAD_REQUEST, detail);
+			return -1;
+		}
+		hport = (uint16_t)v;
 		hlen = (size_t)(colon - hv);
 	}
 	if (policy_host_normalise(hv, hlen, &h, &err) == -1 ||

@@ -61,6 +61,14 @@ mt_denied "a dot-segment trick" i4 403 origin.test path inspected
 mt_curl i5 "${C[@]}" -H "Host: evil.test" https://origin.test/ok/5
 mt_eq "a Host other than the tunnel's: 421" 421 "$MT_CODE"
 mt_eq "...reason bad-request" bad-request "$(mt_hdr i5 X-Moat-Reason)"
+mt_curl i5p "${C[@]}" -H "Host: origin.test:444" https://origin.test/ok/5
+mt_eq "a Host naming another port: 421" 421 "$MT_CODE"
+# 65979 would be 443 once cut to 16 bits.
+for hp in 65979 4x43 -443; do
+	mt_curl i5w "${C[@]}" -H "Host: origin.test:$hp" https://origin.test/ok/5
+	mt_eq "Host port '$hp' is no port: 400" "400 bad-request" \
+	    "$MT_CODE $(mt_hdr i5w X-Moat-Reason)"
+done
 out=$(echo | mt_in cli timeout 10 openssl s_client -proxy "$MT_HTTP" \
     -connect origin.test:443 -servername evil.test 2>&1)
 if echo "$out" | grep -qi "CONNECTED" && ! echo "$out" | grep -q "issuer="; then
