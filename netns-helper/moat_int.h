@@ -182,7 +182,9 @@ int	nsh_client_socket(struct nsh_client *c,
 
 /*
  * Ends the helper: RELEASE (keep everything; held `moat run` only) or
- * TEARDOWN (remove everything).  Waits for it to exit.  0 or -1.
+ * TEARDOWN (remove everything).  A teardown waits for the helper to exit;
+ * after a release it exits in its own time and nsh_client_close() reaps
+ * it.  0 or -1.
  */
 int	nsh_client_end(struct nsh_client *c, bool teardown, char *err,
 	    size_t errlen);

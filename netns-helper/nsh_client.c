@@ -334,6 +334,13 @@ nsh_client_end(struct nsh_client *c, bool teardown, char *err, size_t errlen)
 	rc = nsh_client_call(c, &req, NULL, &reply, NULL, err, errlen);
 	close(c->fd);
 	c->fd = -1;
+	/*
+	 * After a release the helper has nothing left to undo: its exit
+	 * (closing its nftables socket can wait out an RCU grace period) is
+	 * no step of the caller's; nsh_client_close() reaps it.
+	 */
+	if (!teardown && rc == 0)
+		return 0;
 	if (!nsh_client_reap(c, MOAT_STOP_TIMEOUT_MS)) {
 		if (rc == 0)
 			snprintf(err, errlen, "moat-netns did not exit");

@@ -67,6 +67,7 @@ struct run {
 	struct pty		*pty;
 	struct sandbox		*sb;
 	struct nsh_client	*nsh;
+	struct nsh_client	*nsh_done;	/* hung up, to be reaped */
 	struct admin_client	*admin;
 	pid_t			 moatd;		/* a private moatd, or -1 */
 	int			 moatd_admin;	/* its admin socket until ready */
@@ -555,7 +556,8 @@ run_network(struct run *r, int *fds, size_t *nfds, const char **protos,
 	if (r->rc.mode == RUNCONF_HELD) {
 		if (nsh_client_end(r->nsh, false, err, errlen) == -1)
 			goto out;
-		nsh_client_close(r->nsh);
+		/* Reaped at the end: its exit is no step of the start. */
+		r->nsh_done = r->nsh;
 		r->nsh = NULL;
 	}
 	rc = 0;
@@ -781,6 +783,8 @@ run_teardown(struct run *r)
 	if (r->moatd_ready != -1)
 		close(r->moatd_ready);
 	r->moatd_admin = r->moatd_ready = -1;
+	nsh_client_close(r->nsh_done);
+	r->nsh_done = NULL;
 	if (r->nsh != NULL) {
 		if (nsh_client_end(r->nsh, true, err, sizeof(err)) == -1)
 			fprintf(stderr, "moat run: teardown: %s\n", err);

@@ -187,12 +187,21 @@ audit_writer(void *arg)
 		while (A.qlen == 0 && !A.stop && !A.reopen && A.dropped == 0)
 			pthread_cond_wait(&A.cv, &A.mu);
 		if (!A.stop && A.qlen < AUDIT_FLUSH_BYTES) {
-			struct timespec ts = { 0, AUDIT_BATCH_US * 1000L };
+			struct timespec dl;
 
+			/* A stop (or reopen) ends the wait at once: moatd
+			 * exits without sitting out the batch. */
+			clock_gettime(CLOCK_MONOTONIC, &dl);
+			dl.tv_nsec += AUDIT_BATCH_US * 1000L;
+			if (dl.tv_nsec >= 1000000000L) {
+				dl.tv_sec++;
+				dl.tv_nsec -= 1000000000L;
+			}
 			A.writer_busy = 1;
-			pthread_mutex_unlock(&A.mu);
-			nanosleep(&ts, NULL);
-			pthread_mutex_lock(&A.mu);
+			while (!A.stop && !A.reopen &&
+			    pthread_cond_clockwait(&A.cv, &A.mu,
+			    CLOCK_MONOTONIC, &dl) != ETIMEDOUT)
+				;
 		}
 		A.writer_busy = 1;
 		t = A.q;
