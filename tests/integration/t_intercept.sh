@@ -11,9 +11,10 @@
 # with a leaf for origin.test from its own CA, checks each request inside,
 # and re-originates TLS to the origin, verifying it.  A host without such
 # a rule stays an opaque spliced tunnel.  Host and SNI must be the
-# tunnel's host; an upstream whose certificate does not match gets 502
-# tls; a client that does not trust moat's CA fails its handshake and the
-# failure is audited.
+# tunnel's host; an upstream whose certificate does not match, or that
+# speaks HTTP/2 only, gets 502 tls; a ClientHello without SNI gets a leaf
+# for the tunnel's host; a client that does not trust moat's CA fails its
+# handshake and the failure is audited.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -28,9 +29,19 @@ mt_conf_set "$conf" policy.rules '[
   {"name": "inspected", "action": "allow", "hosts": ["origin.test", "x.origin.test"],
    "ports": [443], "methods": ["GET", "HEAD"], "paths": ["/ok/*", "/ok"]},
   {"name": "opaque", "action": "allow", "hosts": ["*.wild.test"], "ports": [443]},
-  {"name": "plain", "action": "allow", "hosts": ["origin.test"], "ports": [80]}]'
+  {"name": "plain", "action": "allow", "hosts": ["origin.test"], "ports": [80]},
+  {"name": "h2only", "action": "allow", "hosts": ["origin.test"], "ports": [8443],
+   "intercept": true}]'
 mt_conf_set "$conf" tls "{\"ca_cert\": \"$MT_T/ca/ca.crt\", \"ca_key\": \"$MT_T/ca/ca.key\", \"upstream_ca_files\": [\"$MT_T/origin.crt\"]}"
 mt_moatd_start "$conf"
+# An upstream that speaks HTTP/2 only: openssl s_server with ALPN h2 sends
+# alert 120 (no_application_protocol) to a client offering http/1.1 only,
+# as strict h2-only servers do.  Ready once it prints ACCEPT.
+mt_bg h2only net bash -c 'openssl s_server -accept 203.0.113.10:8443 \
+    -cert "$1" -key "$2" -alpn h2 -www 2>/dev/null |
+    while read -r l; do case $l in ACCEPT*) echo ready >&3 ;; esac; done' \
+    _ "$MT_T/origin.crt" "$MT_T/origin.key" ||
+    mt_error "openssl s_server (h2 only) did not start"
 A=$MT_T/audit.log
 C=(-x "http://$MT_HTTP" --cacert "$MT_T/ca/ca.crt")
 
@@ -95,6 +106,30 @@ mt_eq "...each judged and audited" $((r0 + 2)) \
 mt_curl u1 "${C[@]}" https://x.origin.test/ok/u1
 mt_denied "an upstream whose certificate does not name the host" u1 502 \
     x.origin.test tls inspected
+
+mt_curl h2 "${C[@]}" https://origin.test:8443/ok/h2
+mt_denied "an upstream that speaks HTTP/2 only (moatd offers http/1.1)" h2 \
+    502 origin.test tls h2only
+if grep -qi "application protocol" "$MT_T/h2.body"; then
+	mt_pass "...and the page says why: $(grep -oi '[^.:]*application protocol[^.]*' "$MT_T/h2.body" | head -n 1)"
+else
+	mt_fail "the 502 page does not name the ALPN failure" "$MT_T/h2.body"
+fi
+mt_eq "audit: the upstream TLS failure, reason tls" tls \
+    "$(mt_jl "$A" get reason event=request host=origin.test port=8443)"
+
+# --- a ClientHello without SNI ---------------------------------------------------------------
+# The tunnel names the host: moatd answers with a leaf for it.
+out=$(printf 'GET /ok/nosni HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n' |
+    mt_in cli timeout 10 openssl s_client -proxy "$MT_HTTP" \
+    -connect origin.test:443 -noservername -CAfile "$MT_T/ca/ca.crt" \
+    -verify_hostname origin.test -verify_return_error -ign_eof 2>&1)
+if echo "$out" | grep -q "^HTTP/1.1 200" &&
+    echo "$out" | grep -q "Verify return code: 0 (ok)"; then
+	mt_pass "a ClientHello without SNI: a verified leaf for the tunnel's host, 200"
+else
+	mt_fail "no-SNI ClientHello: $(echo "$out" | grep -E 'HTTP/|Verify|error' | head -n 3)"
+fi
 
 # --- a client that does not trust moat's CA ---------------------------------------------
 mt_curl n1 -x "http://$MT_HTTP" --cacert "$MT_T/origin.crt" https://origin.test/ok/n1
