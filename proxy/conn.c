@@ -46,6 +46,8 @@ static void	conn_resolved_cb(const struct resolver_result *res, void *arg);
 static void	conn_resolved(struct conn *c, const struct resolver_result *res);
 static void	conn_connect(struct conn *c);
 static int	conn_take_pooled(struct conn *c);
+static void	conn_audit_tunnel_close(struct conn *c,
+		    enum policy_reason reason);
 static void	conn_connected_cb(int fd, size_t idx, int err, void *arg);
 static void	conn_fail(struct conn *c, enum policy_reason reason,
 		    const char *detail);
@@ -600,6 +602,44 @@ conn_abort(struct conn *c)
 	conn_close(c, POLICY_R_SHUTDOWN, NULL);
 }
 
+/*
+ * The "close" line of an inspected tunnel, like an opaque tunnel's:
+ * bytes each way on the client's socket since the tunnel opened (TLS
+ * included), its lifetime, how it ended.  Its requests had lines of
+ * their own.
+ */
+static void
+conn_audit_tunnel_close(struct conn *c, enum policy_reason reason)
+{
+	struct audit_rec	r;
+	uint64_t		in = c->tun_in0, out = c->tun_out0;
+
+	if (c->cio != NULL)
+		io_counts(c->cio, &in, &out);
+	audit_rec_init(&r);
+	r.event = "close";
+	r.id = c->id;
+	r.sandbox = c->sandbox;
+	r.proto = c->via == CONN_KIND_SOCKS5 ? "socks5" :
+	    c->via == CONN_KIND_TRANSPARENT ? "transparent" : "connect";
+	r.client = c->client;
+	r.host = c->tunnel_host;
+	r.port = c->tunnel_port;
+	r.ip = c->tun_ip[0] ? c->tun_ip : NULL;
+	r.verdict = POLICY_ALLOW;
+	r.reason = reason;
+	r.rule = c->tun_rule[0] ? c->tun_rule : NULL;
+	r.bytes_up = (int64_t)(in - c->tun_in0);
+	r.bytes_down = (int64_t)(out - c->tun_out0);
+	r.duration_ms = (int64_t)(util_now_ms() - c->tun_t_start);
+	r.end = reason == POLICY_R_ALLOWED ? "eof" :
+	    reason == POLICY_R_TIMEOUT ? "idle" :
+	    reason == POLICY_R_SHUTDOWN ? "shutdown" :
+	    reason == POLICY_R_INTERNAL ? "internal" : "reset";
+	r.detail = "inspected";
+	audit_emit(&r);
+}
+
 void
 conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 {
@@ -614,6 +654,8 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 	upstream_connect_cancel(c->uc);
 	if (c->timer != NULL)
 		event_free(c->timer);
+	if (c->tun_open)
+		conn_audit_tunnel_close(c, reason);
 	io_free(c->cio);
 	if (c->uio != NULL && c->up_clean)
 		(void)uppool_put(c);	/* idle between exchanges: keep it */

@@ -148,6 +148,13 @@ struct conn {
 	uint16_t		 tunnel_port;
 	char			 up_tls_host[POLICY_NAME_MAX + 1]; /* SNI/verify */
 	bool			 up_tls_is_addr;
+	/* ... for its "close" audit line: start, rule, address, and the
+	 * client socket's byte counts when it opened. */
+	bool			 tun_open;
+	uint64_t		 tun_t_start;
+	uint64_t		 tun_in0, tun_out0;
+	char			 tun_rule[72];
+	char			 tun_ip[64];
 
 	/* Secrets of the current request (inject.c), or NULL. */
 	struct inject		*inj;

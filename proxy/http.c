@@ -159,8 +159,11 @@ http_client_event(struct io *io, int ev, void *arg)
 		if (ev & IO_EV_DRAINED)
 			return;
 		/* EOF or error: quietly between requests, else a cut head. */
-		conn_close(c, POLICY_R_BAD_REQUEST, io_in_len(io) ?
-		    "client closed in the middle of a request head" : NULL);
+		if (io_in_len(io) == 0)
+			conn_close(c, POLICY_R_ALLOWED, NULL);
+		else
+			conn_close(c, POLICY_R_BAD_REQUEST, "client closed in "
+			    "the middle of a request head");
 		return;
 	case CONN_ST_RESOLVING:
 	case CONN_ST_CONNECTING:

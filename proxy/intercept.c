@@ -83,6 +83,12 @@ intercept_start(struct conn *c, int ufd)
 		conn_close(c, POLICY_R_BAD_REQUEST, "write failed");
 		return;
 	}
+	c->tun_open = true;
+	c->tun_t_start = util_now_ms();
+	io_counts(c->cio, &c->tun_in0, &c->tun_out0);
+	snprintf(c->tun_rule, sizeof(c->tun_rule), "%s", c->dec.rule_name ?
+	    c->dec.rule_name : "");
+	memcpy(c->tun_ip, c->ip, sizeof(c->tun_ip));
 	io_set_cb(c->cio, intercept_client_event, c);
 	conn_enter_state(c, CONN_ST_INTERCEPT_PEEK);
 	conn_set_deadline(c, c->cfg->timeouts.request_head_ms);

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@ struct io {
 	unsigned	 read_wants_write:1;	/* SSL_read said WANT_WRITE */
 	unsigned	 write_wants_read:1;	/* SSL_write said WANT_READ */
 	char		 tls_err[160];
+	uint64_t	 nin, nout;	/* bytes through the socket each way */
 };
 
 #define IO_TLS_READ_MAX_BYTES	(64u << 10)	/* decrypted per wake-up */
@@ -131,6 +133,13 @@ io_free(struct io *io)
 	free(io);
 }
 
+void
+io_counts(const struct io *io, uint64_t *in, uint64_t *out)
+{
+	*in = io->nin;
+	*out = io->nout;
+}
+
 int
 io_fd(const struct io *io)
 {
@@ -213,6 +222,8 @@ io_flush(struct io *io)
 	if (io->writing || evbuffer_get_length(io->out) == 0)
 		return 0;
 	n = evbuffer_write(io->out, io->fd);
+	if (n > 0)
+		io->nout += (uint64_t)n;
 	if (n == -1 && errno != EAGAIN && errno != EINTR) {
 		io->err = errno;
 		return -1;
@@ -251,6 +262,8 @@ io_read_some(struct io *io, int fd)
 		iov[i].iov_len = v[i].iov_len;
 	}
 	n = readv(fd, iov, nv);
+	if (n > 0)
+		io->nin += (uint64_t)n;
 	if (n <= 0) {
 		int saved = errno;
 
@@ -308,6 +321,8 @@ io_write_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	n = evbuffer_write(io->out, fd);
+	if (n > 0)
+		io->nout += (uint64_t)n;
 	if (n == -1 && errno != EAGAIN && errno != EINTR) {
 		io->err = errno;
 		event_del(io->wev);
@@ -344,6 +359,8 @@ io_bio_read(BIO *b, char *buf, int len)
 	if (io->prefix != NULL && evbuffer_get_length(io->prefix) > 0)
 		return evbuffer_remove(io->prefix, buf, (size_t)len);
 	n = recv(io->fd, buf, (size_t)len, 0);
+	if (n > 0)
+		io->nin += (uint64_t)n;
 	if (n == -1 && (errno == EAGAIN || errno == EINTR))
 		BIO_set_retry_read(b);
 	return (int)n;
@@ -357,6 +374,8 @@ io_bio_write(BIO *b, const char *buf, int len)
 
 	BIO_clear_retry_flags(b);
 	n = send(io->fd, buf, (size_t)len, MSG_NOSIGNAL);
+	if (n > 0)
+		io->nout += (uint64_t)n;
 	if (n == -1 && (errno == EAGAIN || errno == EINTR))
 		BIO_set_retry_write(b);
 	return (int)n;

@@ -21,6 +21,7 @@
 #define MOAT_IO_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <openssl/ssl.h>
 
@@ -55,6 +56,8 @@ void		 io_free(struct io *io);
 int		 io_release(struct io *io);
 
 int		 io_fd(const struct io *io);
+/* Bytes read from and written to the socket so far (TLS: ciphertext). */
+void		 io_counts(const struct io *io, uint64_t *in, uint64_t *out);
 struct evbuffer	*io_in(struct io *io);
 struct evbuffer	*io_out(struct io *io);
 /* The errno of the last failure reported with IO_EV_ERROR or -1 returns. */

@@ -101,6 +101,24 @@ mt_eq "...through one inspected tunnel" $((o0 + 1)) \
     "$(mt_jl "$A" count event=open host=origin.test)"
 mt_eq "...each judged and audited" $((r0 + 2)) \
     "$(mt_jl "$A" count event=request host=origin.test status=200)"
+# The tunnel's own close line, like an opaque tunnel's.
+mt_wait_log "$A" '"event":"close".*"detail":"inspected"' 50 ||
+    mt_fail "no close line for the inspected tunnel" "$A"
+id=$(mt_jl "$A" get id event=open host=origin.test port=443 \
+    'detail~inspected')
+mt_eq "audit: the inspected tunnel's close line, ended by the client" \
+    "connect origin.test 443 inspected eof" \
+    "$(for f in proto host port detail end; do
+        printf '%s ' "$(mt_jl "$A" get $f event=close "id=$id")"; done |
+        sed 's/ $//')" "$A"
+for f in bytes_up bytes_down; do
+	v=$(mt_jl "$A" get $f event=close "id=$id")
+	if [ "${v:-0}" -gt 500 ] 2>/dev/null; then
+		mt_pass "close line: $f $v (TLS included)"
+	else
+		mt_fail "close line: $f '$v'" "$A"
+	fi
+done
 
 # --- the upstream is verified ------------------------------------------------------------
 mt_curl u1 "${C[@]}" https://x.origin.test/ok/u1
