@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "certs/certs.h"
 #include "netns-helper/moat_int.h"
 #include "policy/policy.h"
@@ -144,19 +146,68 @@ moat_read_file(const char *path, char **buf, size_t *len)
 	return rc;
 }
 
+/*
+ * A policy file written for `moat run --policy` has no listener (and an
+ * interception rule in it may rely on moatd's CA): for explain, the same
+ * stand-ins moat run uses are added just before the final brace, so every
+ * line and column before it stays the file's own.  Returns the new text
+ * (free() it), or NULL to load buf as it is.
+ */
+static char *
+moat_run_policy_text(const char *buf, size_t len, size_t *outlen)
+{
+	static const char	 listen[] = ", \"listen\": []";
+	static const char	 tls[] = ", \"tls\": {\"ca_cert\": "
+				    "\"(moatd's)\", \"ca_key\": \"(moatd's)\"}";
+	json_error_t		 je;
+	json_t			*root;
+	const char		*brace = NULL, *p;
+	char			*out, ins[sizeof(listen) + sizeof(tls)];
+	size_t			 at, n;
+
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (root == NULL || !json_is_object(root) ||
+	    json_object_get(root, "listen") != NULL ||
+	    json_object_get(root, "admin") != NULL) {
+		json_decref(root);
+		return NULL;	/* the loader says what it has to say */
+	}
+	snprintf(ins, sizeof(ins), "%s%s", listen,
+	    json_object_get(root, "tls") == NULL ? tls : "");
+	n = json_object_size(root) > 0 ? strlen(ins) : strlen(ins) - 2;
+	json_decref(root);
+	for (p = buf; p < buf + len; p++)
+		if (*p == '}')
+			brace = p;
+	if (brace == NULL || (out = malloc(len + n + 1)) == NULL)
+		return NULL;
+	at = (size_t)(brace - buf);
+	memcpy(out, buf, at);
+	memcpy(out + at, ins + (strlen(ins) - n), n);
+	memcpy(out + at + n, brace, len - at);
+	*outlen = len + n;
+	out[*outlen] = '\0';
+	return out;
+}
+
 /* Loads FILE (or the built-in config), printing every diagnostic. */
 static struct moat_config *
 moat_load(const char *file)
 {
 	struct policy_diags	 d;
 	struct moat_config	*c;
-	char			*buf = NULL, line[MOAT_DIAG_MAX];
+	char			*buf = NULL, *alt, line[MOAT_DIAG_MAX];
 	const char		*text;
-	size_t			 len, i;
+	size_t			 len, i, altlen;
 
 	if (file != NULL) {
 		if (moat_read_file(file, &buf, &len) == -1)
 			return NULL;
+		if ((alt = moat_run_policy_text(buf, len, &altlen)) != NULL) {
+			free(buf);
+			buf = alt;
+			len = altlen;
+		}
 		text = buf;
 	} else {
 		text = moat_default_config;

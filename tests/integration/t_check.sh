@@ -67,6 +67,25 @@ for f in "$MOAT_SRCDIR"/conf/examples/*.json; do
 		    "$D/ex.err"
 	fi
 done
+# A policy file for `moat run --policy`: no listener, an inspecting rule,
+# no CA of its own.  explain reads it as moat run does.
+cat > "$D/runpol.json" <<-'EOF'
+{
+  "policy": {"rules": [{"name": "get-only", "action": "allow",
+                        "hosts": ["api.example.test"], "methods": ["GET"]}]}
+}
+EOF
+out=$("$MOAT" explain -c "$D/runpol.json" https://api.example.test/v1 2>&1)
+rc=$?
+mt_eq "explain reads a moat run policy file (no listen, no tls)" \
+    "0 get-only" "$rc $(echo "$out" | awk '$1 == "rule" {print $2}')"
+printf '{\n  "policy": {"rules": []},\n  "polcy": 1\n}\n' > "$D/runpol2.json"
+out=$("$MOAT" explain -c "$D/runpol2.json" https://api.example.test/ 2>&1)
+if echo "$out" | grep -qF "$D/runpol2.json:3:3: unknown key \"polcy\""; then
+	mt_pass "...and its errors keep the file's own line and column"
+else
+	mt_fail "moat run policy file error: $out"
+fi
 cat > "$D/unbound.json" <<-'EOF'
 {
   "listen": [{"proto": "http", "address": "192.0.2.77:3128"}]
