@@ -310,6 +310,17 @@ conn_route(struct conn *c)
 		conn_fail(c, c->dec.reason, NULL);
 		return;
 	}
+	if (c->kind == CONN_KIND_HTTP) {
+		enum policy_reason	 why;
+		const char		*detail;
+
+		/* Refusals of the rule that need no upstream: before one
+		 * is resolved or dialled. */
+		if (inject_precheck(c, &why, &detail) == -1) {
+			conn_fail(c, why, detail);
+			return;
+		}
+	}
 	if (c->kind != CONN_KIND_HTTP && (c->dec.flags & POLICY_F_INSPECT) &&
 	    !intercept_possible(c)) {
 		conn_fail(c, POLICY_R_NEEDS_INSPECTION,

@@ -56,6 +56,30 @@ struct inject {
 };
 
 int
+inject_precheck(struct conn *c, enum policy_reason *reason,
+    const char **detail)
+{
+	const struct policy_rule	*r = c->dec.rule;
+
+	*detail = NULL;
+	*reason = POLICY_R_ALLOWED;
+	if (r == NULL || c->req.method == NULL)
+		return 0;
+	/* Plain HTTP may not carry what the rule injects. */
+	if (!c->tls_client &&
+	    (*reason = policy_plain_http_check(r)) != POLICY_R_ALLOWED) {
+		*detail = "the rule injects a secret, which moat sends only "
+		    "inside TLS (use https://, or set \"plain_http\": true on "
+		    "the rule)";
+		return -1;
+	}
+	if ((*reason = policy_git_check(r, c->req.method, c->req.path,
+	    detail)) != POLICY_R_ALLOWED)
+		return -1;
+	return 0;
+}
+
+int
 inject_begin(struct conn *c, enum policy_reason *reason, const char **detail)
 {
 	const struct policy_rule	*r = c->dec.rule;
@@ -65,22 +89,11 @@ inject_begin(struct conn *c, enum policy_reason *reason, const char **detail)
 	const struct policy_inject	*injs = NULL;
 	struct secrets_view		 sv;
 
-	*detail = NULL;
 	inject_end(c);
-	if (r != NULL) {
-		/* Plain HTTP may not carry what the rule injects. */
-		if (!c->tls_client &&
-		    (*reason = policy_plain_http_check(r)) != POLICY_R_ALLOWED) {
-			*detail = "the rule injects a secret, which moat "
-			    "sends only inside TLS (use https://, or set "
-			    "\"plain_http\": true on the rule)";
-			return -1;
-		}
-		if ((*reason = policy_git_check(r, c->req.method, c->req.path,
-		    detail)) != POLICY_R_ALLOWED)
-			return -1;
+	if (inject_precheck(c, reason, detail) == -1)
+		return -1;
+	if (r != NULL)
 		injs = policy_rule_injects(r, &ninj);
-	}
 	if (secrets_view(c->sb, c->w->secrets, &sv) == -1)
 		goto nomem;
 	if (sv.vals == NULL && ninj == 0)

@@ -33,6 +33,14 @@ struct inject;
  */
 int	inject_begin(struct conn *c, enum policy_reason *reason,
 	    const char **detail);
+/*
+ * The rule's refusals that need no upstream (needs-tls for plain HTTP, the
+ * git preset): checked before routing, so a refused request opens no
+ * connection, and again by inject_begin().  0, or -1 with *reason and
+ * *detail.
+ */
+int	inject_precheck(struct conn *c, enum policy_reason *reason,
+	    const char **detail);
 /* Frees c->inj and everything it holds.  Safe when NULL. */
 void	inject_end(struct conn *c);
 

@@ -348,6 +348,8 @@ mt_eq "plain HTTP to an injecting rule: 403" 403 "$(mt_out s plain)"
 mt_eq "...reason needs-tls" "X-Moat-Reason: needs-tls" \
     "$(grep -i '^X-Moat-Reason:' "$MT_T/w/plain.hdr" | tr -d '\r')"
 mt_eq "the origin never saw the plain request" 0 "$(mt_jl "$O" count path=/plain)"
+mt_eq "...nor a connection on port 80: refused before dialling" 0 \
+    "$(mt_jl "$O" count event=accept 'local~:80$')"
 mt_eq "an upstream with a bad certificate: 502" 502 "$(mt_out s badcert)"
 mt_eq "...reason tls" "X-Moat-Reason: tls" \
     "$(grep -i '^X-Moat-Reason:' "$MT_T/w/badcert.hdr" | tr -d '\r')"
