@@ -363,6 +363,10 @@ rm -f "$MT_T/vk3.started"
 bg vk3 root --mode veth $W -- sh -c "echo x > $MT_T/vk3.started; sleep 30"
 if wait_file "$MT_T/vk3.started"; then
 	hpid=$(pgrep -P "$BG" -x moat-netns)
+	# Stopped first, so neither can react to the other's death (the
+	# helper cleaning up on moat run's EOF, or moat run after its
+	# helper's) between the two kills.
+	kill -STOP "$BG" $hpid
 	kill -KILL "$BG" $hpid
 	mt_wait_exit "$BG"
 	for ((i = 0; i < 30; i++)); do
