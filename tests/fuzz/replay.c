@@ -4,6 +4,7 @@
  * LLVMFuzzerTestOneInput, so the corpus runs in `make check` without
  * libFuzzer.  A crash or sanitizer report fails the test.
  */
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -50,15 +52,29 @@ replay_file(const char *path)
 		fprintf(stderr, "replay: %s: read error\n", path);
 		goto out;
 	}
-	/* Exact-size copy so ASan sees reads past the end of the input. */
+	/*
+	 * The input ends exactly where an inaccessible page begins: any read
+	 * past its end faults, even one made by uninstrumented code (a libc
+	 * string function scanning for a NUL that is not there), which an
+	 * ASan redzone alone would let pass.
+	 */
 	{
-		uint8_t *exact = malloc(len ? len : 1);
+		size_t	 pg = (size_t)sysconf(_SC_PAGESIZE);
+		size_t	 datalen = (len + pg - 1) / pg * pg;
+		uint8_t	*map;
 
-		if (exact == NULL)
+		if (datalen == 0)
+			datalen = pg;
+		map = mmap(NULL, datalen + pg, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (map == MAP_FAILED ||
+		    mprotect(map + datalen, pg, PROT_NONE) == -1) {
+			fprintf(stderr, "replay: mmap: %s\n", strerror(errno));
 			goto out;
-		memcpy(exact, buf, len);
-		LLVMFuzzerTestOneInput(exact, len);
-		free(exact);
+		}
+		memcpy(map + datalen - len, buf, len);
+		LLVMFuzzerTestOneInput(map + datalen - len, len);
+		munmap(map, datalen + pg);
 	}
 	rc = 0;
  out:
