@@ -111,8 +111,7 @@ conn_accept(struct worker *w, struct listener *l, int fd,
 	c->sandbox = l->sandbox;
 	conn_format_peer(sa, salen, c->client, sizeof(c->client));
 	/* Config listeners pass TCP_NODELAY on; held sockets may not. */
-	if (sa->sa_family != AF_UNIX && l->unix_path == NULL &&
-	    l->nfds == 1)
+	if (sa->sa_family != AF_UNIX && !l->nodelay)
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 		    sizeof(one));
 	c->timer = evtimer_new(w->base, conn_timer_cb, c);

@@ -193,6 +193,7 @@ listener_bind_all(const struct moat_config *cfg, size_t nworkers, char *err,
 			l->sb = listener_sandbox(head,
 			    ml->sandbox ? ml->sandbox : "default");
 			l->nfds = ml->is_unix ? 1 : nworkers;
+			l->nodelay = !ml->is_unix && !l->udp;
 			l->fds = calloc(l->nfds, sizeof(*l->fds));
 			if (l->address == NULL || l->sb == NULL ||
 			    l->fds == NULL)

@@ -36,6 +36,8 @@ struct listener {
 	char			*unix_path;	/* unlinked at exit, or NULL */
 	int			*fds;		/* per worker, or one shared */
 	size_t			 nfds;
+	int			 nodelay;	/* accepted sockets inherit
+						 * TCP_NODELAY (bound here) */
 	struct listener_auth	*auth;		/* NULL: no authentication */
 	size_t			 nauth;
 	atomic_int		 refcnt;
