@@ -363,11 +363,22 @@ rm -f "$MT_T/vk3.started"
 bg vk3 root --mode veth $W -- sh -c "echo x > $MT_T/vk3.started; sleep 30"
 if wait_file "$MT_T/vk3.started"; then
 	hpid=$(pgrep -P "$BG" -x moat-netns)
-	# Stopped first, so neither can react to the other's death (the
-	# helper cleaning up on moat run's EOF, or moat run after its
-	# helper's) between the two kills.
-	kill -STOP "$BG" $hpid
-	kill -KILL "$BG" $hpid
+	[ -n "$hpid" ] || mt_fail "no moat-netns under moat run" "$MT_T/vk3.err"
+	# Neither may react to the other's death: moat run is stopped (it
+	# would clean up after a dead helper), the helper is killed and gone
+	# (it would clean up on moat run's end of file), then moat run is
+	# killed.  (Stopping the helper too would not do: once its parent is
+	# gone, its process group is orphaned with a stopped member, and the
+	# kernel sends it SIGHUP and SIGCONT.)
+	kill -STOP "$BG"
+	kill -KILL $hpid
+	for ((i = 0; i < 50; i++)); do	# dead: gone, or a zombie
+		case $(awk '{print $3}' "/proc/$hpid/stat" 2>/dev/null) in
+		''|Z) break ;;
+		esac
+		sleep 0.1
+	done
+	kill -KILL "$BG"
 	mt_wait_exit "$BG"
 	for ((i = 0; i < 30; i++)); do
 		[ -n "$(mt_moat_state)" ] && break
