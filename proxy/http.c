@@ -429,9 +429,9 @@ http_tunnel_request(struct conn *c)
 {
 	struct http_request_head	*req = &c->req;
 	struct policy_host		 h;
-	const char			*hv, *colon, *err = NULL;
-	size_t				 hlen;
+	const char			*hv, *err = NULL;
 	uint16_t			 hport = 0;
+	bool				 ok;
 	char				 detail[POLICY_NAME_MAX * 2 + 64];
 
 	c->target = c->tunnel_target;
@@ -450,42 +450,22 @@ http_tunnel_request(struct conn *c)
 		http_denied(c, POLICY_R_BAD_REQUEST, "no Host field");
 		return -1;
 	}
-	hlen = strlen(hv);
-	if (hv[0] == '[') {
-		const char *rb = strchr(hv, ']');
-
-		colon = rb != NULL && rb[1] == ':' ? rb + 1 : NULL;
-	} else
-		colon = strrchr(hv, ':');
-	if (colon != NULL) {
-		/* Digits only, 1-65535 (no atoi(): "x" or 65979 is no port
-		 * of this tunnel; "host:" means the default, as in URLs). */
-		unsigned long	v = 0;
-		const char	*d;
-
-		for (d = colon + 1; *d >= '0' && *d <= '9' && v <= 65535; d++)
-			v = v * 10 + (unsigned long)(*d - '0');
-		if (*d != '\0' || v > 65535 || (v == 0 && d != colon + 1)) {
-			snprintf(detail, sizeof(detail), "the Host field has "
-			    "a bad port: %.200s", hv);
-			http_denied(c, POLICY_R_BAD_REQUEST, detail);
-			return -1;
-		}
-		hport = (uint16_t)v;
-		hlen = (size_t)(colon - hv);
-	}
-	if (policy_host_normalise(hv, hlen, &h, &err) == -1 ||
-	    h.kind != c->tunnel_target.kind ||
+	/* The head parser checked it as host[:port] (a port 1-65535); no
+	 * port means the tunnel's. */
+	ok = policy_hostport_parse(hv, strlen(hv), c->tunnel_port, &h, &hport,
+	    &err) == 0;
+	if (!ok || h.kind != c->tunnel_target.kind ||
 	    (h.kind == POLICY_HOST_NAME &&
 	    strcmp(h.name, c->tunnel_target.name) != 0) ||
 	    (h.kind == POLICY_HOST_ADDR && memcmp(&h.addr,
 	    &c->tunnel_target.addr, sizeof(h.addr)) != 0) ||
-	    (hport != 0 && hport != c->tunnel_port)) {
-		snprintf(detail, sizeof(detail), "the request names %.*s, not "
-		    "the tunnel's host %s:%u", (int)(hlen < 200 ? hlen : 200),
-		    hv, c->tunnel_host, c->tunnel_port);
-		if (c->up_tls_host[0] != '\0' && c->tunnel_target.kind ==
-		    POLICY_HOST_ADDR && h.kind == POLICY_HOST_NAME &&
+	    hport != c->tunnel_port) {
+		snprintf(detail, sizeof(detail), "the request names %.200s, "
+		    "not the tunnel's host %s:%u", hv, c->tunnel_host,
+		    c->tunnel_port);
+		if (ok && c->up_tls_host[0] != '\0' &&
+		    c->tunnel_target.kind == POLICY_HOST_ADDR &&
+		    h.kind == POLICY_HOST_NAME &&
 		    strcmp(h.name, c->up_tls_host) == 0)
 			return 0;	/* the name the client's SNI gave */
 		http_denied_code(c, 421, POLICY_R_BAD_REQUEST, detail);

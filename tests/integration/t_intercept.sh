@@ -74,7 +74,8 @@ mt_eq "a Host other than the tunnel's: 421" 421 "$MT_CODE"
 mt_eq "...reason bad-request" bad-request "$(mt_hdr i5 X-Moat-Reason)"
 mt_curl i5p "${C[@]}" -H "Host: origin.test:444" https://origin.test/ok/5
 mt_eq "a Host naming another port: 421" 421 "$MT_CODE"
-# 65979 would be 443 once cut to 16 bits.
+# The head parser refuses these before the tunnel's Host check (65979
+# would be 443 once cut to 16 bits).
 for hp in 65979 4x43 -443; do
 	mt_curl i5w "${C[@]}" -H "Host: origin.test:$hp" https://origin.test/ok/5
 	mt_eq "Host port '$hp' is no port: 400" "400 bad-request" \
