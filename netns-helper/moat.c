@@ -147,46 +147,23 @@ moat_read_file(const char *path, char **buf, size_t *len)
 }
 
 /*
- * A policy file written for `moat run --policy` has no listener (and an
- * interception rule in it may rely on moatd's CA): for explain, the same
- * stand-ins moat run uses are added just before the final brace, so every
- * line and column before it stays the file's own.  Returns the new text
- * (free() it), or NULL to load buf as it is.
+ * A policy file written for `moat run --policy` (no "listen", no "admin")
+ * is read as moat run reads it, with its stand-ins (runconf_standins()).
+ * Returns the new text (free() it), or NULL to load buf as it is.
  */
 static char *
 moat_run_policy_text(const char *buf, size_t len, size_t *outlen)
 {
-	static const char	 listen[] = ", \"listen\": []";
-	static const char	 tls[] = ", \"tls\": {\"ca_cert\": "
-				    "\"(moatd's)\", \"ca_key\": \"(moatd's)\"}";
-	json_error_t		 je;
-	json_t			*root;
-	const char		*brace = NULL, *p;
-	char			*out, ins[sizeof(listen) + sizeof(tls)];
-	size_t			 at, n;
+	json_error_t	 je;
+	json_t		*root;
+	char		*out = NULL;
 
 	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
-	if (root == NULL || !json_is_object(root) ||
-	    json_object_get(root, "listen") != NULL ||
-	    json_object_get(root, "admin") != NULL) {
-		json_decref(root);
-		return NULL;	/* the loader says what it has to say */
-	}
-	snprintf(ins, sizeof(ins), "%s%s", listen,
-	    json_object_get(root, "tls") == NULL ? tls : "");
-	n = json_object_size(root) > 0 ? strlen(ins) : strlen(ins) - 2;
-	json_decref(root);
-	for (p = buf; p < buf + len; p++)
-		if (*p == '}')
-			brace = p;
-	if (brace == NULL || (out = malloc(len + n + 1)) == NULL)
-		return NULL;
-	at = (size_t)(brace - buf);
-	memcpy(out, buf, at);
-	memcpy(out + at, ins + (strlen(ins) - n), n);
-	memcpy(out + at + n, brace, len - at);
-	*outlen = len + n;
-	out[*outlen] = '\0';
+	if (root != NULL && json_is_object(root) &&
+	    json_object_get(root, "listen") == NULL &&
+	    json_object_get(root, "admin") == NULL)
+		out = runconf_standins(root, buf, len, true, outlen);
+	json_decref(root);	/* errors: the loader says what it has to */
 	return out;
 }
 

@@ -125,6 +125,17 @@ size_t	runconf_listeners(const struct runconf *rc,
 
 /* Releases what rc owns.  NULL-safe on its fields; repeatable. */
 void	runconf_free(struct runconf *rc);
+/*
+ * A `moat run --policy` file's text as moatd's config loader must see it:
+ * "listen": [] when it has neither "listen" nor "admin", and, with
+ * tls_standin, a stand-in "tls" (moatd's CA) when it has none; inserted
+ * before the final brace, so every line and column before it stays the
+ * file's own.  root is text parsed.  Returns the new NUL-terminated text
+ * (free() it) with *outlen, or NULL: with *outlen 0 when nothing is
+ * needed, (size_t)-1 when memory ran out.
+ */
+char	*runconf_standins(const json_t *root, const char *text, size_t len,
+	    bool tls_standin, size_t *outlen);
 
 /*
  * The extras the sandbox's init gets (sandbox_go()) from moatd's register

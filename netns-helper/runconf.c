@@ -270,10 +270,8 @@ runconf_file_policy(struct runconf *rc, json_t **secrets, json_t **tls)
 	json_error_t	 je;
 	json_t		*root = NULL, *p, *s;
 	json_t		*policy = NULL;
-	const char	*ins;
-	char		*text, *check = NULL, *brace, insbuf[160];
-	bool		 need_listen, need_tls;
-	size_t		 len, at, inslen, checklen = 0;
+	char		*text, *check = NULL;
+	size_t		 len, checklen;
 
 	if ((text = runconf_read(rc->cmd, rc->policy_file, &len)) == NULL)
 		return NULL;
@@ -288,26 +286,11 @@ runconf_file_policy(struct runconf *rc, json_t **secrets, json_t **tls)
 	 * sandbox's are made here), and for a running moatd (--moatd) a
 	 * stand-in CA (its own is used; it checks again at registration).
 	 */
-	need_listen = json_object_get(root, "listen") == NULL &&
-	    json_object_get(root, "admin") == NULL;
-	need_tls = rc->moatd != NULL && json_object_get(root, "tls") == NULL;
-	snprintf(insbuf, sizeof(insbuf), "%s%s",
-	    need_listen ? ", \"listen\": []" : "",
-	    need_tls ? ", \"tls\": {\"ca_cert\": \"(moatd's)\", "
-	    "\"ca_key\": \"(moatd's)\"}" : "");
-	if (insbuf[0] != '\0' && (brace = strrchr(text, '}')) != NULL) {
-		ins = json_object_size(root) > 0 ? insbuf : insbuf + 2;
-		inslen = strlen(ins);
-		at = (size_t)(brace - text);
-		checklen = len + inslen;
-		if ((check = malloc(checklen + 1)) == NULL) {
-			fprintf(stderr, "%s: out of memory\n", rc->cmd);
-			goto out;
-		}
-		memcpy(check, text, at);
-		memcpy(check + at, ins, inslen);
-		memcpy(check + at + inslen, text + at, len - at);
-		check[checklen] = '\0';
+	check = runconf_standins(root, text, len, rc->moatd != NULL,
+	    &checklen);
+	if (check == NULL && checklen != 0) {
+		fprintf(stderr, "%s: out of memory\n", rc->cmd);
+		goto out;
 	}
 	if (runconf_validate(rc->cmd, rc->policy_file, check != NULL ? check :
 	    text, check != NULL ? checklen : len, true) == -1)
@@ -323,6 +306,43 @@ runconf_file_policy(struct runconf *rc, json_t **secrets, json_t **tls)
 	free(check);
 	free(text);
 	return policy;
+}
+
+char *
+runconf_standins(const json_t *root, const char *text, size_t len,
+    bool tls_standin, size_t *outlen)
+{
+	static const char	 listen[] = ", \"listen\": []";
+	static const char	 tls[] = ", \"tls\": {\"ca_cert\": "
+				    "\"(moatd's)\", \"ca_key\": \"(moatd's)\"}";
+	char			 ins[sizeof(listen) + sizeof(tls)], *out;
+	const char		*brace = NULL, *p, *from;
+	size_t			 at, n;
+
+	*outlen = 0;
+	snprintf(ins, sizeof(ins), "%s%s",
+	    json_object_get(root, "listen") == NULL &&
+	    json_object_get(root, "admin") == NULL ? listen : "",
+	    tls_standin && json_object_get(root, "tls") == NULL ? tls : "");
+	for (p = text; p < text + len; p++)
+		if (*p == '}')
+			brace = p;
+	if (ins[0] == '\0' || brace == NULL)
+		return NULL;
+	/* No ", " before the first key of an empty object. */
+	from = json_object_size(root) > 0 ? ins : ins + 2;
+	n = strlen(from);
+	if ((out = malloc(len + n + 1)) == NULL) {
+		*outlen = (size_t)-1;
+		return NULL;
+	}
+	at = (size_t)(brace - text);
+	memcpy(out, text, at);
+	memcpy(out + at, from, n);
+	memcpy(out + at + n, brace, len - at);
+	*outlen = len + n;
+	out[*outlen] = '\0';
+	return out;
 }
 
 /* The built-in default config's "policy". */
