@@ -642,10 +642,11 @@ conn_audit_tunnel_close(struct conn *c, enum policy_reason reason)
 	r.bytes_up = (int64_t)(in - c->tun_in0);
 	r.bytes_down = (int64_t)(out - c->tun_out0);
 	r.duration_ms = (int64_t)(util_now_ms() - c->tun_t_start);
-	r.end = reason == POLICY_R_ALLOWED ? "eof" :
-	    reason == POLICY_R_TIMEOUT ? "idle" :
-	    reason == POLICY_R_SHUTDOWN ? "shutdown" :
-	    reason == POLICY_R_INTERNAL ? "internal" : "reset";
+	r.end = tunnel_end_name(reason == POLICY_R_ALLOWED ? TUNNEL_END_EOF :
+	    reason == POLICY_R_TIMEOUT ? TUNNEL_END_IDLE :
+	    reason == POLICY_R_SHUTDOWN ? TUNNEL_END_SHUTDOWN :
+	    reason == POLICY_R_INTERNAL ? TUNNEL_END_INTERNAL :
+	    TUNNEL_END_RESET);
 	r.detail = "inspected";
 	audit_emit(&r);
 }
@@ -667,8 +668,8 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 	if (c->tun_open)
 		conn_audit_tunnel_close(c, reason);
 	io_free(c->cio);
-	if (c->uio != NULL && c->up_clean)
-		(void)uppool_put(c);	/* idle between exchanges: keep it */
+	if (c->uio != NULL)
+		(void)uppool_put(c);	/* kept if idle between exchanges */
 	io_free(c->uio);
 	http_free_request(c);
 	inject_end(c);

@@ -67,14 +67,6 @@ struct tunnel {
 	char			*strs;
 };
 
-enum tunnel_end {
-	TUNNEL_END_EOF = 0,
-	TUNNEL_END_IDLE,
-	TUNNEL_END_RESET,
-	TUNNEL_END_SHUTDOWN,
-	TUNNEL_END_INTERNAL
-};
-
 static const char *const tunnel_end_names[] = {
 	"eof", "idle", "reset", "shutdown", "internal"
 };
@@ -375,6 +367,12 @@ tunnel_timer(evutil_socket_t fd, short what, void *arg)
 	event_add(t->timer, &tv);
 }
 
+const char *
+tunnel_end_name(enum tunnel_end end)
+{
+	return tunnel_end_names[end];
+}
+
 void
 tunnel_abort(struct tunnel *t)
 {
@@ -403,7 +401,7 @@ tunnel_close(struct tunnel *t, enum tunnel_end end)
 	r.bytes_up = (int64_t)t->up.bytes;
 	r.bytes_down = (int64_t)t->down.bytes;
 	r.duration_ms = (int64_t)(util_now_ms() - t->t_start);
-	r.end = tunnel_end_names[end];
+	r.end = tunnel_end_name(end);
 	audit_emit(&r);
 
 	event_free(t->cev);

@@ -53,4 +53,14 @@ void	tunnel_abort(struct tunnel *t);
 /* Ends every tunnel of w that belongs to sb. */
 void	tunnel_abort_sandbox(struct worker *w, struct sandbox *sb);
 
+/* How a tunnel ended: the "end" field of its close audit line. */
+enum tunnel_end {
+	TUNNEL_END_EOF = 0,
+	TUNNEL_END_IDLE,
+	TUNNEL_END_RESET,
+	TUNNEL_END_SHUTDOWN,
+	TUNNEL_END_INTERNAL
+};
+const char	*tunnel_end_name(enum tunnel_end end);
+
 #endif /* MOAT_TUNNEL_H */
