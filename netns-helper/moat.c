@@ -41,6 +41,8 @@ static void	moat_usage(FILE *f);
 static void	moat_explain_usage(FILE *f);
 static int	moat_read_file(const char *path, char **buf, size_t *len);
 static struct moat_config	*moat_load(const char *file);
+static void	moat_print_geo(const struct moat_config *c,
+		    const struct policy_addr *a);
 static void	moat_print_decision(const struct moat_config *c,
 		    const struct policy_decision *d);
 static void	moat_print_notes(const struct policy_explain_target *et,
@@ -289,6 +291,23 @@ moat_print_traffic(const struct moat_config *c,
 		    "dumb-HTTP writes are denied\n");
 }
 
+/* "where": the address's country and AS number, with "geoip" set. */
+static void
+moat_print_geo(const struct moat_config *c, const struct policy_addr *a)
+{
+	struct policy_geo	g;
+
+	if (a == NULL || !policy_geo_enabled(c->policy))
+		return;
+	policy_geo_lookup(c->policy, a, &g);
+	printf("where    country %s, ", g.country[0] != '\0' ? g.country :
+	    "unknown");
+	if (g.asn != 0)
+		printf("AS%u\n", g.asn);
+	else
+		printf("AS unknown\n");
+}
+
 static int
 moat_explain(int argc, char *argv[])
 {
@@ -372,6 +391,7 @@ moat_explain(int argc, char *argv[])
 		policy_explain_decide(c, &et, &t2, &d, &detail, &xport);
 	} else if (addr != NULL)
 		final = false;
+	moat_print_geo(c, addr != NULL ? &ah.addr : et.t.addr);
 	moat_print_decision(c, &d);
 	moat_print_traffic(c, &d, detail, xport);
 	moat_print_notes(&et, &d, addr != NULL, final);

@@ -17,6 +17,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +180,8 @@ struct config_ctx {
 	json_t			*secrets_json;	/* "secrets" as written */
 	bool			*secret_used;	/* per c->secrets[]: injected */
 	bool			 ca_given;	/* "tls" has a CA, maybe bad */
+	bool			 geo_cc_given;	/* "geoip" names a country DB */
+	bool			 geo_asn_given;	/* ... an ASN DB, maybe bad */
 	char			 path[CONFIG_PATH_MAX];
 	size_t			 pathlen;
 	char			 q[CONFIG_NQUOTE][CONFIG_QUOTE_MAX * 4 + 8];
@@ -299,8 +302,16 @@ static void	config_host(struct config_ctx *x, json_t *v, size_t pos,
 		    uint32_t rule);
 static void	config_cidrs(struct config_ctx *x, json_t *v, size_t pos,
 		    uint32_t rule);
+static bool	config_geo_rule(struct config_ctx *x, size_t pos,
+		    uint32_t rule, const char *key, bool db, bool given,
+		    const char *dbkey);
+static void	config_countries(struct config_ctx *x, json_t *v, size_t pos,
+		    uint32_t rule);
+static void	config_asns(struct config_ctx *x, json_t *v, size_t pos,
+		    uint32_t rule);
 static void	config_warn_denied(struct config_ctx *x, size_t pos,
 		    const struct policy_rule *r, const struct addr_cidr *c);
+static void	config_geoip(struct config_ctx *x, json_t *v, size_t pos);
 static void	config_audit(struct config_ctx *x, json_t *v, size_t pos);
 static void	config_resolver(struct config_ctx *x, json_t *v, size_t pos);
 static bool	config_server(struct config_ctx *x, json_t *v, size_t pos,
@@ -908,9 +919,11 @@ config_sections(struct config_ctx *x, json_t *obj, size_t pos,
 /* Top level                                                            */
 /* ------------------------------------------------------------------ */
 
-/* In the order sections are read: secrets before the rules that use them. */
+/* In the order sections are read: secrets and GeoIP databases before the
+ * rules that use them. */
 enum {
-	TOP_LISTEN = 0, TOP_SECRETS, TOP_POLICY, TOP_AUDIT, TOP_RESOLVER,
+	TOP_LISTEN = 0, TOP_SECRETS, TOP_GEOIP, TOP_POLICY, TOP_AUDIT,
+	TOP_RESOLVER,
 	TOP_TLS, TOP_ADMIN, TOP_TIMEOUTS, TOP_LIMITS, TOP_WORKERS, TOP_USER,
 	TOP__COUNT
 };
@@ -922,6 +935,7 @@ config_top(struct config_ctx *x, json_t *root)
 		[TOP_LISTEN] = { "listen", NULL, 0 },
 		[TOP_POLICY] = { "policy", NULL, 0 },
 		[TOP_SECRETS] = { "secrets", NULL, 0 },
+		[TOP_GEOIP] = { "geoip", NULL, 0 },
 		[TOP_AUDIT] = { "audit", NULL, 0 },
 		[TOP_RESOLVER] = { "resolver", NULL, 0 },
 		[TOP_TLS] = { "tls", NULL, 0 },
@@ -961,6 +975,9 @@ config_top(struct config_ctx *x, json_t *root)
 			if (x->c->nsecrets > 0 && (x->secret_used = calloc(
 			    x->c->nsecrets, sizeof(*x->secret_used))) == NULL)
 				config_oom(x);
+			break;
+		case TOP_GEOIP:
+			config_geoip(x, f[i].v, f[i].pos);
 			break;
 		case TOP_AUDIT:
 			config_audit(x, f[i].v, f[i].pos);
@@ -1552,9 +1569,9 @@ config_cidr(struct config_ctx *x, json_t *v, size_t pos, struct addr_cidr *c)
 /* ------------------------------------------------------------------ */
 
 enum {
-	RULE_NAME = 0, RULE_ACTION, RULE_HOSTS, RULE_CIDRS, RULE_PORTS,
-	RULE_METHODS, RULE_PATHS, RULE_INTERCEPT, RULE_RATE, RULE_INJECT,
-	RULE_PLAIN_HTTP, RULE_GIT, RULE__COUNT
+	RULE_NAME = 0, RULE_ACTION, RULE_HOSTS, RULE_CIDRS, RULE_COUNTRIES,
+	RULE_ASNS, RULE_PORTS, RULE_METHODS, RULE_PATHS, RULE_INTERCEPT,
+	RULE_RATE, RULE_INJECT, RULE_PLAIN_HTTP, RULE_GIT, RULE__COUNT
 };
 
 static void
@@ -1565,6 +1582,8 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 		[RULE_ACTION] = { "action", NULL, 0 },
 		[RULE_HOSTS] = { "hosts", NULL, 0 },
 		[RULE_CIDRS] = { "cidrs", NULL, 0 },
+		[RULE_COUNTRIES] = { "countries", NULL, 0 },
+		[RULE_ASNS] = { "asns", NULL, 0 },
 		[RULE_PORTS] = { "ports", NULL, 0 },
 		[RULE_METHODS] = { "methods", NULL, 0 },
 		[RULE_PATHS] = { "paths", NULL, 0 },
@@ -1606,9 +1625,10 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 		}
 		config_pop(x, old);
 	}
-	if (f[RULE_HOSTS].v == NULL && f[RULE_CIDRS].v == NULL) {
-		config_err(x, pos, "a rule needs \"hosts\" or \"cidrs\" to say "
-		    "what it applies to");
+	if (f[RULE_HOSTS].v == NULL && f[RULE_CIDRS].v == NULL &&
+	    f[RULE_COUNTRIES].v == NULL && f[RULE_ASNS].v == NULL) {
+		config_err(x, pos, "a rule needs \"hosts\", \"cidrs\", "
+		    "\"countries\" or \"asns\" to say what it applies to");
 		ok = false;
 	}
 	ok &= config_rule_name(x, f, pos, index, &r);
@@ -1692,6 +1712,17 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 	if (f[RULE_CIDRS].v != NULL) {
 		old = config_push_key(x, "cidrs");
 		config_cidrs(x, f[RULE_CIDRS].v, f[RULE_CIDRS].pos, idx);
+		config_pop(x, old);
+	}
+	if (f[RULE_COUNTRIES].v != NULL) {
+		old = config_push_key(x, "countries");
+		config_countries(x, f[RULE_COUNTRIES].v,
+		    f[RULE_COUNTRIES].pos, idx);
+		config_pop(x, old);
+	}
+	if (f[RULE_ASNS].v != NULL) {
+		old = config_push_key(x, "asns");
+		config_asns(x, f[RULE_ASNS].v, f[RULE_ASNS].pos, idx);
 		config_pop(x, old);
 	}
 	if (!ok)
@@ -2603,6 +2634,128 @@ config_cidrs(struct config_ctx *x, json_t *v, size_t pos, uint32_t rule)
 	}
 }
 
+/*
+ * "countries" and "asns": where an address is, by the "geoip" databases.
+ * Deny rules only: a place is no reason to trust an address, and an
+ * allow rule by country would open every IP literal there.
+ */
+static bool
+config_geo_rule(struct config_ctx *x, size_t pos, uint32_t rule,
+    const char *key, bool db, bool given, const char *dbkey)
+{
+	if (x->p->rules[rule].action != POLICY_DENY) {
+		config_err(x, pos, "\"%s\" can only deny: rule %s allows; "
+		    "allow names with \"hosts\" and addresses with "
+		    "\"cidrs\", and refuse places with a deny rule", key,
+		    x->p->rules[rule].name);
+		return false;
+	}
+	if (!db) {
+		/* A database that failed to open is reported already. */
+		if (!given)
+			config_err(x, pos, "\"%s\" needs a database: add "
+			    "\"geoip\": {\"%s\": \"/path/to/file.mmdb\"} "
+			    "(a MaxMind DB file)", key, dbkey);
+		return false;
+	}
+	return true;
+}
+
+static void
+config_countries(struct config_ctx *x, json_t *v, size_t pos, uint32_t rule)
+{
+	const char	*s;
+	char		 cc[3];
+	size_t		 i, n, ci, old;
+	json_t		*e;
+	bool		 add;
+
+	if (!config_array(x, v, pos, "country code"))
+		return;
+	/* Every entry is checked even when the rule cannot be kept. */
+	add = config_geo_rule(x, pos, rule, "countries",
+	    x->p->geo_country_db != NULL, x->geo_cc_given, "country_db");
+	for (i = 0, ci = pos + 1; i < json_array_size(v);
+	    i++, ci = jsonpos_next(x->jp, ci)) {
+		old = config_push_index(x, i);
+		e = json_array_get(v, i);
+		if (!config_want(x, e, ci, JSON_STRING, "a country code (a "
+		    "string such as \"KP\")")) {
+			config_pop(x, old);
+			continue;
+		}
+		s = json_string_value(e);
+		n = json_string_length(e);
+		if (!geo_cc_ok(s, n)) {
+			config_err(x, ci, "%s is not a country code (ISO "
+			    "3166-1 alpha-2: two letters, such as \"KP\")",
+			    config_q(x, s, n));
+		} else if ((s[0] | 0x20) == 'u' && (s[1] | 0x20) == 'k') {
+			config_err(x, ci, "\"UK\" is no ISO 3166-1 code: the "
+			    "United Kingdom is \"GB\"");
+		} else {
+			cc[0] = (char)(s[0] & ~0x20);
+			cc[1] = (char)(s[1] & ~0x20);
+			cc[2] = '\0';
+			if (add && policy_add_country(x->p, rule, cc) == -1)
+				config_oom(x);
+		}
+		config_pop(x, old);
+	}
+}
+
+static void
+config_asns(struct config_ctx *x, json_t *v, size_t pos, uint32_t rule)
+{
+	const char	*s;
+	char		*end;
+	unsigned long	 u;
+	long long	 num;
+	size_t		 i, n, ci, old;
+	json_t		*e;
+	bool		 add;
+
+	if (!config_array(x, v, pos, "AS number"))
+		return;
+	add = config_geo_rule(x, pos, rule, "asns", x->p->geo_asn_db != NULL,
+	    x->geo_asn_given, "asn_db");
+	for (i = 0, ci = pos + 1; i < json_array_size(v);
+	    i++, ci = jsonpos_next(x->jp, ci)) {
+		old = config_push_index(x, i);
+		e = json_array_get(v, i);
+		num = -1;
+		if (json_is_integer(e))
+			num = json_integer_value(e);
+		else if (json_is_string(e)) {
+			s = json_string_value(e);
+			n = json_string_length(e);
+			if (n > 2 && n <= 12 && (s[0] | 0x20) == 'a' &&
+			    (s[1] | 0x20) == 's' && s[2] >= '0' &&
+			    s[2] <= '9') {
+				errno = 0;
+				u = strtoul(s + 2, &end, 10);
+				if (errno == 0 && end == s + n)
+					num = (long long)u;
+			}
+		}
+		if (num < 1 || num > (long long)UINT32_MAX) {
+			if (json_is_integer(e))
+				config_err(x, ci, "%lld is not an AS number "
+				    "(1-4294967295)", json_integer_value(e));
+			else
+				config_err(x, ci, "expected an AS number "
+				    "(1-4294967295, or a string \"AS64500\"), "
+				    "got %s", json_is_string(e) ? config_q(x,
+				    json_string_value(e),
+				    json_string_length(e)) :
+				    config_typename(e));
+		}
+		else if (add && policy_add_asn(x->p, rule, (uint32_t)num) == -1)
+			config_oom(x);
+		config_pop(x, old);
+	}
+}
+
 /* An allow rule opening what a built-in set keeps shut says so. */
 static void
 config_warn_denied(struct config_ctx *x, size_t pos,
@@ -2628,6 +2781,47 @@ config_warn_denied(struct config_ctx *x, size_t pos,
 /* ------------------------------------------------------------------ */
 /* audit, resolver, tls, admin, workers, user                          */
 /* ------------------------------------------------------------------ */
+
+enum { GEO_COUNTRY = 0, GEO_ASN, GEO__COUNT };
+
+/* "geoip": {"country_db": FILE, "asn_db": FILE}, opened now. */
+static void
+config_geoip(struct config_ctx *x, json_t *v, size_t pos)
+{
+	struct config_field	 f[GEO__COUNT] = {
+		[GEO_COUNTRY] = { "country_db", NULL, 0 },
+		[GEO_ASN] = { "asn_db", NULL, 0 },
+	};
+	struct geo_db		**dbs[GEO__COUNT] = {
+		&x->p->geo_country_db, &x->p->geo_asn_db
+	};
+	const char		*err;
+	char			*path;
+	size_t			 i, old;
+
+	if (!config_fields(x, v, pos, f, GEO__COUNT))
+		return;
+	if (f[GEO_COUNTRY].v == NULL && f[GEO_ASN].v == NULL) {
+		config_err(x, pos, "\"geoip\" needs \"country_db\" or "
+		    "\"asn_db\" (MaxMind DB files)");
+		return;
+	}
+	x->geo_cc_given = f[GEO_COUNTRY].v != NULL;
+	x->geo_asn_given = f[GEO_ASN].v != NULL;
+	for (i = 0; i < GEO__COUNT; i++) {
+		if (f[i].v == NULL)
+			continue;
+		old = config_push_key(x, f[i].key);
+		path = NULL;
+		if (config_file(x, f[i].v, f[i].pos, &path) &&
+		    (*dbs[i] = geo_open(path, &err)) == NULL)
+			config_err(x, f[i].pos, "cannot open the GeoIP "
+			    "database %s: %s", config_q(x, path,
+			    strlen(path)), err);
+		free(path);
+		config_pop(x, old);
+	}
+}
 
 static void
 config_audit(struct config_ctx *x, json_t *v, size_t pos)

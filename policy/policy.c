@@ -14,6 +14,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,6 +112,8 @@ policy_new(void)
 		return NULL;
 	domain_init(&p->exact);
 	domain_init(&p->wild);
+	domain_init(&p->geo_cc);
+	domain_init(&p->geo_asn);
 	p->star = POLICY_NONE;
 	trie_init(&p->cidr4, ADDR_V4_BITS);
 	trie_init(&p->cidr6, ADDR_V6_BITS);
@@ -165,6 +168,10 @@ policy_free(struct policy *p)
 	trie_free(&p->deny6);
 	trie_free(&p->ap4);
 	trie_free(&p->ap6);
+	domain_free(&p->geo_cc);
+	domain_free(&p->geo_asn);
+	geo_close(p->geo_country_db);
+	geo_close(p->geo_asn_db);
 	free(p);
 }
 
@@ -239,6 +246,49 @@ int
 policy_add_star(struct policy *p, uint32_t rule)
 {
 	return policy_ref_push(p, &p->star, rule);
+}
+
+int
+policy_add_country(struct policy *p, uint32_t rule, const char *cc)
+{
+	uint32_t	*head;
+
+	if ((head = domain_insert(&p->geo_cc, cc, strlen(cc))) == NULL)
+		return -1;
+	return policy_ref_push(p, head, rule);
+}
+
+int
+policy_add_asn(struct policy *p, uint32_t rule, uint32_t asn)
+{
+	char		 key[16];
+	uint32_t	*head;
+	int		 n;
+
+	n = snprintf(key, sizeof(key), "%u", asn);
+	if ((head = domain_insert(&p->geo_asn, key, (size_t)n)) == NULL)
+		return -1;
+	return policy_ref_push(p, head, rule);
+}
+
+bool
+policy_geo_enabled(const struct policy *p)
+{
+	return p != NULL && (p->geo_country_db != NULL ||
+	    p->geo_asn_db != NULL);
+}
+
+void
+policy_geo_lookup(const struct policy *p, const struct policy_addr *a,
+    struct policy_geo *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (p == NULL || a == NULL)
+		return;
+	if (p->geo_country_db != NULL)
+		(void)geo_country(p->geo_country_db, a, out->country);
+	if (p->geo_asn_db != NULL && !geo_asn(p->geo_asn_db, a, &out->asn))
+		out->asn = 0;
 }
 
 int
@@ -465,6 +515,23 @@ policy_decide(const struct policy *p, const struct policy_target *t,
 		    addr_bits(t->addr->family), vals, NULL);
 		for (i = 0; i < k; i++)
 			policy_eval_list(p, &ev, vals[i]);
+		/* Where the address is: only deny rules name countries and
+		 * AS numbers. */
+		if (policy_geo_enabled(p)) {
+			policy_geo_lookup(p, t->addr, &out->geo);
+			if (out->geo.country[0] != '\0')
+				policy_eval_list(p, &ev, domain_lookup(
+				    &p->geo_cc, out->geo.country, 2));
+			if (out->geo.asn != 0) {
+				char	key[16];
+				int	n;
+
+				n = snprintf(key, sizeof(key), "%u",
+				    out->geo.asn);
+				policy_eval_list(p, &ev, domain_lookup(
+				    &p->geo_asn, key, (size_t)n));
+			}
+		}
 	}
 	free(ev.heap);
 

@@ -189,12 +189,21 @@ struct policy_rule;	/* opaque; owned by the compiled policy */
 					   (methods, paths, inject, git, intercept) */
 #define POLICY_F_OPAQUE		0x02	/* "intercept": false: never terminate TLS */
 
+/* Where an address is, by the databases of "geoip". */
+struct policy_geo {
+	char		country[3];	/* ISO 3166-1 alpha-2, "" if unknown */
+	uint32_t	asn;		/* 0 if unknown */
+};
+
 struct policy_decision {
 	enum policy_verdict		 verdict;
 	enum policy_reason		 reason;
 	const struct policy_rule	*rule;	/* borrowed from the policy; NULL if none */
 	const char			*rule_name; /* borrowed; NULL if no rule */
 	unsigned			 flags;	/* POLICY_F_* */
+	struct policy_geo		 geo;	/* of the target's address, when
+						   one was given and "geoip"
+						   is set */
 };
 
 /* What is known of a target when a decision is asked for. */
@@ -216,7 +225,8 @@ struct policy;	/* compiled, immutable policy; part of struct moat_config */
  *     purpose ranges -> private-address, unless allow_private names them
  *     (a metadata address only by an entry naming exactly that address);
  *  2. rules: the rules whose hosts match name, or whose cidrs contain addr,
- *     are the candidates; a candidate applies if its ports, methods and
+ *     or (deny rules only) whose countries or asns hold addr's country or
+ *     AS number by the "geoip" databases, are the candidates; a candidate applies if its ports, methods and
  *     paths match (methods and paths are not checked when target->method
  *     is NULL: then POLICY_F_INSPECT tells the caller the rule needs to see
  *     inside); a deny rule that applies wins over any allow rule, whatever
@@ -258,6 +268,16 @@ struct policy;	/* compiled, immutable policy; part of struct moat_config */
 enum policy_verdict	policy_decide(const struct policy *p,
 			    const struct policy_target *t,
 			    struct policy_decision *out);
+
+/*
+ * GeoIP.  policy_geo_enabled(): the config has a "geoip" database.
+ * policy_geo_lookup(): the country and AS number of a, each left empty
+ * (country "", asn 0) when no database is set or it does not know a.
+ * Lookups read a read-only mapping: safe from any thread.
+ */
+bool	policy_geo_enabled(const struct policy *p);
+void	policy_geo_lookup(const struct policy *p, const struct policy_addr *a,
+	    struct policy_geo *out);
 
 /* Rule accessors, for audit and explain.  r must not be NULL. */
 const char	*policy_rule_name(const struct policy_rule *r);

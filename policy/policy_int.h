@@ -275,6 +275,26 @@ void	jsonpos_locate(const char *buf, size_t len, size_t off, int *line,
 	    int *column);
 
 /* ------------------------------------------------------------------ */
+/* geo.c: GeoIP country and AS number (libmaxminddb)                    */
+/* ------------------------------------------------------------------ */
+
+struct geo_db;
+
+/* Opens a MaxMind DB file.  NULL with *err set (a static message). */
+struct geo_db	*geo_open(const char *path, const char **err);
+void		 geo_close(struct geo_db *g);
+/* The database's own name of its type ("GeoLite2-Country", ...). */
+const char	*geo_type(const struct geo_db *g);
+/* a's ISO 3166-1 alpha-2 code, upper case, into cc; false if unknown. */
+bool		 geo_country(const struct geo_db *g,
+		    const struct policy_addr *a, char cc[3]);
+/* a's AS number; false if unknown. */
+bool		 geo_asn(const struct geo_db *g, const struct policy_addr *a,
+		    uint32_t *asn);
+/* True if s (len bytes) is two ASCII letters. */
+bool		 geo_cc_ok(const char *s, size_t len);
+
+/* ------------------------------------------------------------------ */
 /* policy.c: the compiled policy                                        */
 /* ------------------------------------------------------------------ */
 
@@ -326,6 +346,10 @@ struct policy {
 	struct trie		 cidr4, cidr6;	/* rule cidrs and IP hosts */
 	struct trie		 deny4, deny6;	/* built-in sets; value = deny index */
 	struct trie		 ap4, ap6;	/* allow_private */
+	struct domain_table	 geo_cc;	/* deny rules' "countries", keyed "KP" */
+	struct domain_table	 geo_asn;	/* their "asns", keyed "64500" */
+	struct geo_db		*geo_country_db; /* "geoip": NULL if none */
+	struct geo_db		*geo_asn_db;
 };
 
 struct policy	*policy_new(void);
@@ -343,6 +367,10 @@ int	policy_add_suffix(struct policy *p, uint32_t rule, const char *suffix);
 int	policy_add_star(struct policy *p, uint32_t rule);
 int	policy_add_cidr(struct policy *p, uint32_t rule,
 	    const struct addr_cidr *c);
+/* Attaches a deny rule to a country code (two upper-case letters) or an
+ * AS number.  Each returns 0 or -1 (out of memory). */
+int	policy_add_country(struct policy *p, uint32_t rule, const char *cc);
+int	policy_add_asn(struct policy *p, uint32_t rule, uint32_t asn);
 /* Adds an allow_private prefix.  Returns 0 or -1. */
 int	policy_add_allow_private(struct policy *p, const struct addr_cidr *c);
 

@@ -58,6 +58,7 @@ audit_rec_init(struct audit_rec *r)
 	r->bytes_up = -1;
 	r->bytes_down = -1;
 	r->duration_ms = -1;
+	r->asn = -1;
 }
 
 static int
@@ -397,6 +398,8 @@ audit_format(const struct audit_rec *r, char *buf, size_t cap)
 		jw_str(&w, r->ip);
 	else
 		jw_raw(&w, "null", 4);
+	jw_kstr(&w, "country", r->country);
+	jw_kint(&w, "asn", r->asn);
 	jw_kstr(&w, "verdict", r->verdict == POLICY_ALLOW ? "allow" : "deny");
 	jw_kstr(&w, "reason", policy_reason_str(r->reason));
 	jw_key(&w, "rule");

@@ -33,6 +33,8 @@ struct audit_rec {
 	const char		*host;		/* name or address as judged */
 	int			 port;		/* -1: absent */
 	const char		*ip;		/* address dialled, or NULL */
+	const char		*country;	/* ip's, by "geoip", or NULL */
+	int64_t			 asn;		/* ip's AS number, -1: absent */
 	enum policy_verdict	 verdict;
 	enum policy_reason	 reason;
 	const char		*rule;		/* NULL: no rule */

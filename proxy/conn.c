@@ -44,6 +44,7 @@ static void	conn_sniff_event(struct io *io, int ev, void *arg);
 static void	conn_timer_cb(evutil_socket_t fd, short what, void *arg);
 static void	conn_resolved_cb(const struct resolver_result *res, void *arg);
 static void	conn_resolved(struct conn *c, const struct resolver_result *res);
+static bool	conn_geo(const struct conn *c, struct policy_geo *g);
 static void	conn_connect(struct conn *c);
 static int	conn_take_pooled(struct conn *c);
 static void	conn_audit_tunnel_close(struct conn *c,
@@ -245,11 +246,29 @@ conn_proto(const struct conn *c)
 	}
 }
 
+/* Where c->ip is, when the policy has "geoip"; false if nothing known. */
+static bool
+conn_geo(const struct conn *c, struct policy_geo *g)
+{
+	const struct policy	*p = conn_policy(c);
+	struct policy_addr	 a;
+
+	if (!policy_geo_enabled(p))
+		return false;
+	memset(&a, 0, sizeof(a));
+	a.family = strchr(c->ip, ':') != NULL ? AF_INET6 : AF_INET;
+	if (inet_pton(a.family, c->ip, &a.u) != 1)
+		return false;
+	policy_geo_lookup(p, &a, g);
+	return g->country[0] != '\0' || g->asn != 0;
+}
+
 void
 conn_audit(struct conn *c, const char *event, enum policy_verdict v,
     enum policy_reason reason, const char *detail)
 {
 	struct audit_rec	r;
+	struct policy_geo	g;
 
 	audit_rec_init(&r);
 	r.event = event;
@@ -260,6 +279,10 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 	r.host = c->host[0] ? c->host : NULL;
 	r.port = c->host[0] ? c->port : -1;
 	r.ip = c->ip[0] ? c->ip : NULL;
+	if (r.ip != NULL && conn_geo(c, &g)) {
+		r.country = g.country[0] != '\0' ? g.country : NULL;
+		r.asn = g.asn != 0 ? (int64_t)g.asn : -1;
+	}
 	r.verdict = v;
 	r.reason = reason;
 	r.rule = c->dec.rule_name;
@@ -368,6 +391,8 @@ conn_resolved(struct conn *c, const struct resolver_result *res)
 		conn_fail(c, POLICY_R_DNS_FAILURE, res->error);
 		return;
 	}
+	memset(&first_deny, 0, sizeof(first_deny));
+	memset(&first_allow, 0, sizeof(first_allow));
 	memset(&t, 0, sizeof(t));
 	t.name = c->target.name;
 	t.port = c->port;

@@ -31,6 +31,7 @@ main(int argc, char *argv[])
 	test_audit_register();
 	test_secretscan_register();
 	test_nsh_proto_register();
+	test_geo_register();
 	if (CU_get_error() != CUE_SUCCESS) {
 		fprintf(stderr, "unit: cannot register suites: %s\n",
 		    CU_get_error_msg());

@@ -209,8 +209,9 @@ static const struct cfg_vec	cfg_vectors[] = {
 	    { 5, 49, "\"203.0.113.1/24\"", "policy.rules[1].cidrs[0]: "
 	      "203.0.113.1/24 has host bits set; did you mean "
 	      "203.0.113.0/24?" },
-	    { 6, 5, "{", "policy.rules[2]: a rule needs \"hosts\" or "
-	      "\"cidrs\" to say what it applies to" },
+	    { 6, 5, "{", "policy.rules[2]: a rule needs \"hosts\", "
+	      "\"cidrs\", \"countries\" or \"asns\" to say what it "
+	      "applies to" },
 	    { 6, 5, "{", "policy.rules[2]: rule rule-2 needs to see inside "
 	      "TLS (inject) but no CA is configured: set tls.ca_cert and "
 	      "tls.ca_key (moat ca init DIR)" },

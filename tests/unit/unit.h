@@ -18,5 +18,6 @@ void	test_certs_register(void);
 void	test_audit_register(void);
 void	test_secretscan_register(void);
 void	test_nsh_proto_register(void);
+void	test_geo_register(void);
 
 #endif

@@ -1,0 +1,91 @@
+#!/bin/bash
+# t_geo.sh - "geoip" databases and deny rules by "countries" and "asns".
+#
+#   cli: curl --> moat: moatd 10.200.0.1:3128 --> net: origin.py
+#   (the full drawing is at the top of lib.sh)
+#
+# The databases are MaxMind DB files this test writes (mkmmdb.py): in
+# them origin.test (203.0.113.10) is in the US, other.test (203.0.113.12)
+# in KP, and 203.0.113.20 in AS64512.  A host rule allows other.test, yet
+# its address is refused by the country rule (HTTP, CONNECT and SOCKS5,
+# nothing reaches the origin); an IP rule allows 203.0.113.20, yet the AS
+# rule refuses it; the audit lines carry country and asn; a new database
+# takes effect on SIGHUP; bad databases and rules are config errors.
+
+. "$(dirname "$0")/lib.sh"
+
+mt_init
+mt_need_moatd
+mt_world
+mk="$MT_PY $MT_HELPERS/mkmmdb.py"
+$mk --type country "$MT_T/country.mmdb" 203.0.113.10/32=US \
+    203.0.113.12/32=KP 2001:db8::10/128=US ||
+	mt_error "cannot write the country database"
+$mk --type asn "$MT_T/asn.mmdb" 203.0.113.20/32=64512 \
+    203.0.113.0/24=64500 2001:db8::/32=64500 || mt_error "cannot write the ASN database"
+
+conf=$MT_T/moatd.json
+mt_conf "$conf"
+mt_conf_set "$conf" geoip "{\"country_db\": \"$MT_T/country.mmdb\", \"asn_db\": \"$MT_T/asn.mmdb\"}"
+mt_conf_set "$conf" policy.rules.+ '{"name": "other", "action": "allow", "hosts": ["other.test"], "ports": [80, 443]}'
+mt_conf_set "$conf" policy.rules.+ '{"name": "no-kp", "action": "deny", "countries": ["kp"]}'
+mt_conf_set "$conf" policy.rules.+ '{"name": "no-as64512", "action": "deny", "asns": ["AS64512"], "ports": [80]}'
+mt_moatd_start "$conf"
+
+mt_curl o1 -x "http://$MT_HTTP" http://origin.test/o1
+mt_allowed "a name in the US" o1
+mt_eq "audit: its country" US \
+    "$(mt_jl "$MT_T/audit.log" get country host=origin.test verdict=allow)"
+mt_eq "audit: its AS" 64500 \
+    "$(mt_jl "$MT_T/audit.log" get asn host=origin.test verdict=allow)"
+
+mt_mark
+mt_curl k1 -x "http://$MT_HTTP" http://other.test/k1
+mt_denied "a host rule allows other.test, its address is in KP" k1 403 \
+    other.test denied-by-rule no-kp
+mt_curl k2 -p -x "http://$MT_HTTP" http://other.test/k2
+mt_denied "the same through CONNECT" k2 403 other.test denied-by-rule no-kp
+mt_curl k3 -x "socks5h://$MT_SOCKS" http://other.test/k3
+mt_eq "the same through SOCKS5: curl's refusal" 97 "$MT_RC"
+mt_untouched "an address in a denied country" origin
+mt_eq "audit: the refusal names the country" KP \
+    "$(mt_jl "$MT_T/audit.log" get country host=other.test verdict=deny)"
+
+mt_mark
+mt_curl a1 -x "http://$MT_HTTP" http://203.0.113.20/a1
+mt_denied "an IP rule allows 203.0.113.20, its AS is denied" a1 403 \
+    203.0.113.20 denied-by-rule no-as64512
+mt_untouched "an address in a denied AS" origin
+mt_eq "audit: the refusal names the AS" 64512 \
+    "$(mt_jl "$MT_T/audit.log" get asn host=203.0.113.20 verdict=deny)"
+
+# A newer database: other.test is no longer in KP once moatd reloads.
+$mk --type country "$MT_T/country2.mmdb" 203.0.113.0/24=US ||
+	mt_error "cannot write the second country database"
+mv "$MT_T/country2.mmdb" "$MT_T/country.mmdb"
+mt_curl k4 -x "http://$MT_HTTP" http://other.test/k4
+mt_denied "a replaced file counts only after a reload" k4 403 other.test \
+    denied-by-rule no-kp
+kill -HUP "$MT_MOATD_PID"
+mt_wait_log "$MT_T/moatd.err" "reload done" 50
+mt_curl k5 -x "http://$MT_HTTP" http://other.test/k5
+mt_allowed "after SIGHUP the new database decides" k5
+
+# Config errors, each with FILE:LINE:COLUMN.
+bad=$MT_T/bad.json
+mt_conf "$bad"
+mt_conf_set "$bad" geoip "{\"country_db\": \"$MT_T/missing.mmdb\"}"
+mt_conf_set "$bad" policy.rules.+ '{"name": "geo-allow", "action": "allow", "countries": ["US"]}'
+mt_conf_set "$bad" policy.rules.+ '{"name": "geo-asn", "action": "deny", "asns": [64512]}'
+"$MOATD" --check -c "$bad" > "$MT_T/bad.out" 2>&1
+mt_eq "moatd --check refuses them" 1 "$?"
+for want in 'geoip.country_db: cannot open the GeoIP database .*missing.mmdb.*: No such file or directory' \
+    'countries: "countries" can only deny' \
+    'asns: "asns" needs a database'; do
+	if grep -Eq "^$bad:[0-9]+:[0-9]+: .*$want" "$MT_T/bad.out"; then
+		mt_pass "config error: $want"
+	else
+		mt_fail "config error missing: $want" "$MT_T/bad.out"
+	fi
+done
+mt_finish
