@@ -236,8 +236,9 @@ moat_print_notes(const struct policy_explain_target *et,
 		    "rule may allow its addresses: try --addr IP\n");
 	if (d->verdict == POLICY_ALLOW && name && !have_addr)
 		printf("note     the name's addresses are checked when moatd "
-		    "resolves it: each must pass the built-in deny sets and "
-		    "the cidr rules (try --addr IP)\n");
+		    "resolves it: each must pass the built-in deny sets, "
+		    "the cidr rules and the rules by country or AS (try "
+		    "--addr IP)\n");
 	if (d->verdict == POLICY_DENY && name && have_addr && !final)
 		printf("note     denied by name, before resolution: --addr "
 		    "was not needed\n");

@@ -96,6 +96,8 @@ struct runconf {
 	json_t		*tls;		/* --policy FILE's "tls", or NULL; owned
 					   (a private moatd's; a running
 					   moatd has its own) */
+	json_t		*geoip;		/* --policy FILE's "geoip", or NULL;
+					   owned */
 };
 
 /* Zeroes *rc and sets the defaults. */

@@ -315,6 +315,9 @@ run_moatd_config(struct run *r)
 	/* The CA (and upstream CAs) of --policy FILE: interception. */
 	if (conf != NULL && r->rc.tls != NULL)
 		json_object_set(conf, "tls", r->rc.tls);
+	/* And its GeoIP databases, which the sandbox's rules use. */
+	if (conf != NULL && r->rc.geoip != NULL)
+		json_object_set(conf, "geoip", r->rc.geoip);
 	if (conf == NULL || (text = json_dumps(conf, JSON_INDENT(2))) ==
 	    NULL) {
 		fprintf(stderr, "moat run: out of memory\n");

@@ -73,6 +73,8 @@ runconf_free(struct runconf *rc)
 	rc->config = NULL;
 	json_decref(rc->tls);
 	rc->tls = NULL;
+	json_decref(rc->geoip);
+	rc->geoip = NULL;
 }
 
 static int
@@ -301,6 +303,10 @@ runconf_file_policy(struct runconf *rc, json_t **secrets, json_t **tls)
 		*secrets = json_deep_copy(s);
 	if ((s = json_object_get(root, "tls")) != NULL)
 		*tls = json_deep_copy(s);
+	/* Its databases: a private moatd opens them; for a running one
+	 * they serve the check here, and the daemon's own decide. */
+	if ((s = json_object_get(root, "geoip")) != NULL)
+		rc->geoip = json_deep_copy(s);
  out:
 	json_decref(root);
 	free(check);
@@ -513,10 +519,13 @@ runconf_finish(struct runconf *rc)
 	if (json_object_set_new(rc->config, "listen", json_array()) == -1 ||
 	    (tls != NULL && json_object_set_new(rc->config, "tls",
 	    tls) == -1) ||
+	    (rc->geoip != NULL && json_object_set(rc->config, "geoip",
+	    rc->geoip) == -1) ||
 	    (text = json_dumps(rc->config, JSON_INDENT(2))) == NULL)
 		goto oom;
 	(void)json_object_del(rc->config, "listen");
 	(void)json_object_del(rc->config, "tls");
+	(void)json_object_del(rc->config, "geoip");
 	/* Warnings about the file were printed with its own name above. */
 	if (runconf_validate(rc->cmd, RUNCONF_GENERATED, text, strlen(text),
 	    rc->policy_file == NULL) == -1) {

@@ -2795,6 +2795,9 @@ config_geoip(struct config_ctx *x, json_t *v, size_t pos)
 	struct geo_db		**dbs[GEO__COUNT] = {
 		&x->p->geo_country_db, &x->p->geo_asn_db
 	};
+	char			**paths[GEO__COUNT] = {
+		&x->c->geoip_country_db, &x->c->geoip_asn_db
+	};
 	const char		*err;
 	char			*path;
 	size_t			 i, old;
@@ -2818,7 +2821,8 @@ config_geoip(struct config_ctx *x, json_t *v, size_t pos)
 			config_err(x, f[i].pos, "cannot open the GeoIP "
 			    "database %s: %s", config_q(x, path,
 			    strlen(path)), err);
-		free(path);
+		/* Kept: sandboxes registered later use the same files. */
+		*paths[i] = path;
 		config_pop(x, old);
 	}
 }
@@ -3316,6 +3320,8 @@ config_free(struct moat_config *c)
 	config_free_refs(c->secrets, c->nsecrets);
 	free(c->secrets);
 	free(c->audit_path);
+	free(c->geoip_country_db);
+	free(c->geoip_asn_db);
 	config_free_list(c->resolver_servers);
 	free(c->tls.ca_cert);
 	free(c->tls.ca_key);

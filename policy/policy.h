@@ -378,6 +378,8 @@ struct moat_config {
 	struct moat_limits	 limits;
 	unsigned		 workers;	/* 0 = one per CPU in the affinity mask */
 	char			*user;		/* drop to this user after binding, or NULL */
+	char			*geoip_country_db; /* "geoip" paths, or NULL */
+	char			*geoip_asn_db;
 	char			*file;		/* name given to the loader */
 	/* private: */
 	int			 refcnt;

@@ -73,6 +73,7 @@ static LIST_HEAD(, admin_conn)	 A_conns = LIST_HEAD_INITIALIZER(A_conns);
 static void	admin_accept_cb(evutil_socket_t fd, short what, void *arg);
 static struct admin_conn *admin_conn_new(int fd);
 static void	admin_conn_free(struct admin_conn *ac);
+static int	admin_geoip(json_t *doc, const struct moat_config *cfg);
 static void	admin_read_cb(evutil_socket_t fd, short what, void *arg);
 static int	admin_message(struct admin_conn *ac, const char *buf,
 		    size_t len);
@@ -402,6 +403,25 @@ admin_find(const char *name)
 	return NULL;
 }
 
+/* The daemon's "geoip" into a sandbox's config document, if it has one. */
+static int
+admin_geoip(json_t *doc, const struct moat_config *cfg)
+{
+	json_t	*g;
+
+	if (cfg->geoip_country_db == NULL && cfg->geoip_asn_db == NULL)
+		return 0;
+	if ((g = json_object()) == NULL ||
+	    (cfg->geoip_country_db != NULL && json_object_set_new(g,
+	    "country_db", json_string(cfg->geoip_country_db)) == -1) ||
+	    (cfg->geoip_asn_db != NULL && json_object_set_new(g, "asn_db",
+	    json_string(cfg->geoip_asn_db)) == -1)) {
+		json_decref(g);
+		return -1;
+	}
+	return json_object_set_new(doc, "geoip", g);
+}
+
 /*
  * Builds a config from the client's "config" object (only "policy" and
  * "secrets" belong to a sandbox: the rest is the daemon's) and validates
@@ -437,6 +457,11 @@ admin_config(struct admin_conn *ac, const char *name, json_t *cfg)
 	    NULL && json_object_set_new(doc, "tls", json_pack("{s:s, s:s}",
 	    "ca_cert", (*A_ctx->cfg)->tls.ca_cert, "ca_key",
 	    (*A_ctx->cfg)->tls.ca_key)) == -1) {
+		json_decref(doc);
+		doc = NULL;
+	}
+	/* Rules by country or AS number use the daemon's databases. */
+	if (doc != NULL && admin_geoip(doc, *A_ctx->cfg) == -1) {
 		json_decref(doc);
 		doc = NULL;
 	}

@@ -10,7 +10,9 @@
 # its address is refused by the country rule (HTTP, CONNECT and SOCKS5,
 # nothing reaches the origin); an IP rule allows 203.0.113.20, yet the AS
 # rule refuses it; the audit lines carry country and asn; a new database
-# takes effect on SIGHUP; bad databases and rules are config errors.
+# takes effect on SIGHUP; moat run --policy uses a file's databases, and
+# a sandbox registered with a running moatd the daemon's; bad databases
+# and rules are config errors.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -26,6 +28,8 @@ $mk --type asn "$MT_T/asn.mmdb" 203.0.113.20/32=64512 \
 
 conf=$MT_T/moatd.json
 mt_conf "$conf"
+mkdir -p "$MT_T/adm"
+mt_conf_set "$conf" admin "{\"address\": \"unix:$MT_T/adm/admin.sock\"}"
 mt_conf_set "$conf" geoip "{\"country_db\": \"$MT_T/country.mmdb\", \"asn_db\": \"$MT_T/asn.mmdb\"}"
 mt_conf_set "$conf" policy.rules.+ '{"name": "other", "action": "allow", "hosts": ["other.test"], "ports": [80, 443]}'
 mt_conf_set "$conf" policy.rules.+ '{"name": "no-kp", "action": "deny", "countries": ["kp"]}'
@@ -70,6 +74,42 @@ kill -HUP "$MT_MOATD_PID"
 mt_wait_log "$MT_T/moatd.err" "reload done" 50
 mt_curl k5 -x "http://$MT_HTTP" http://other.test/k5
 mt_allowed "after SIGHUP the new database decides" k5
+
+# moat run --policy FILE with "geoip": a private moatd opens the file's
+# databases; against a running moatd (--moatd) the daemon's decide (its
+# database now puts other.test in the US).
+mt_run_need
+$mk --type country "$MT_T/run.mmdb" 203.0.113.12/32=KP ||
+	mt_error "cannot write the run's country database"
+cat > "$MT_T/run.json" <<EOF
+{
+  "geoip": {"country_db": "$MT_T/run.mmdb"},
+  "policy": {"rules": [
+    {"name": "web", "action": "allow", "hosts": ["origin.test", "other.test"],
+     "ports": [80]},
+    {"name": "no-kp", "action": "deny", "countries": ["KP"]}
+  ]}
+}
+EOF
+work="$MT_PROBE --tag ok proxyget http://origin.test/; $MT_PROBE --tag kp proxyget http://other.test/"
+# shellcheck disable=SC2086 # MT_RUN_WORLD is words
+mt_moat_run root run1 --policy "$MT_T/run.json" $MT_RUN_WORLD -- sh -c "$work"
+mt_eq "moat run: exit status" 0 "$MT_RUN_RC" "$MT_T/run1.err"
+mt_eq "moat run: a name in no denied country" "200 origin" \
+    "$(mt_out run1 ok_status) $(mt_out run1 ok_origin)" "$MT_T/run1.out"
+mt_eq "moat run: other.test is in KP by the file's database" \
+    "403 denied-by-rule" \
+    "$(mt_out run1 kp_status) $(mt_out run1 kp_reason)" "$MT_T/run1.out"
+PRIV="--allow-private 203.0.113.0/24 --allow-private 2001:db8::/32"
+# shellcheck disable=SC2086
+mt_moat_run root run2 --moatd "unix:$MT_T/adm/admin.sock" --policy \
+    "$MT_T/run.json" $PRIV --name geo-run -- sh -c "$work"
+mt_eq "moat run --moatd: exit status" 0 "$MT_RUN_RC" "$MT_T/run2.err"
+mt_eq "moat run --moatd: the daemon's database decides" "200 origin" \
+    "$(mt_out run2 kp_status) $(mt_out run2 kp_origin)" "$MT_T/run2.out" \
+    "$MT_T/run2.err"
+mt_eq "moat run --moatd: audit of the sandbox, with its country" US \
+    "$(mt_jl "$MT_T/audit.log" get country sandbox=geo-run host=other.test)"
 
 # Config errors, each with FILE:LINE:COLUMN.
 bad=$MT_T/bad.json
