@@ -171,6 +171,13 @@ struct nsh_client;
  * set.
  */
 struct nsh_client *nsh_client_spawn(char *err, size_t errlen);
+/*
+ * nsh_client_spawn() in two steps, so that the helper starts while the
+ * caller does something else: start() runs it and sends HELLO, ready()
+ * reads the answer (every other call needs it first).  -1/NULL with err.
+ */
+struct nsh_client *nsh_client_start(char *err, size_t errlen);
+int	nsh_client_ready(struct nsh_client *c, char *err, size_t errlen);
 
 /*
  * Sends JOIN with the sandbox's network namespace (and, if userns is not
@@ -194,10 +201,24 @@ int	nsh_client_socket(struct nsh_client *c,
 	    size_t errlen);
 
 /*
+ * JOIN (userns may be -1), the setup of nsh_client_setup(), a SOCKET per
+ * listener (n of them, into fds[], each -1 until received) and, with
+ * release, RELEASE: all sent at once, then every answer read in order, so
+ * the helper works through them without waiting for us in between.  Its
+ * phases still order them: after a refusal it refuses the rest.  0, or -1
+ * with the first error (fds received are left in fds[] for the caller to
+ * close).
+ */
+int	nsh_client_open(struct nsh_client *c, int userns, int netns,
+	    const struct runconf *rc, const struct runconf_listener *ls,
+	    size_t n, int *fds, bool release, unsigned *index, char *ifname,
+	    char *err, size_t errlen);
+
+/*
  * Ends the helper: RELEASE (keep everything; held `moat run` only) or
- * TEARDOWN (remove everything).  A teardown waits for the helper to exit;
- * after a release it exits in its own time and nsh_client_close() reaps
- * it.  0 or -1.
+ * TEARDOWN (remove everything).  The answer comes once the work is done;
+ * the helper's own exit is not waited for (nsh_client_close() reaps it
+ * if it is gone by then).  0 or -1.
  */
 int	nsh_client_end(struct nsh_client *c, bool teardown, char *err,
 	    size_t errlen);

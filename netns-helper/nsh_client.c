@@ -30,6 +30,7 @@
 
 #define NSH_CLIENT_PATH_MAX	4096
 #define NSH_CLIENT_NAME		"moat-netns"
+#define NSH_CLIENT_ERR_MAX	256	/* errors after the first, dropped */
 
 struct nsh_client {
 	int	fd;	/* the channel */
@@ -37,12 +38,17 @@ struct nsh_client {
 	int	status;	/* its wait status, once reaped */
 	bool	ended;	/* it answered RELEASE or TEARDOWN: only its exit
 			   is left */
+	bool	hello;	/* HELLO sent, its answer not read yet */
 };
 
 static int	nsh_client_path(char *buf, size_t len);
 static int	nsh_client_call(struct nsh_client *c, const struct nsh_msg *req,
 		    const int *fds, struct nsh_msg *reply, int *fd, char *err,
 		    size_t errlen);
+static int	nsh_client_send(struct nsh_client *c, const struct nsh_msg *req,
+		    const int *fds, char *err, size_t errlen);
+static int	nsh_client_recv(struct nsh_client *c, int op,
+		    struct nsh_msg *reply, int *fd, char *err, size_t errlen);
 static void	nsh_client_died(struct nsh_client *c, char *err,
 		    size_t errlen, const char *what);
 static int	nsh_client_reap(struct nsh_client *c, int timeout_ms);
@@ -67,10 +73,10 @@ nsh_client_path(char *buf, size_t len)
 }
 
 struct nsh_client *
-nsh_client_spawn(char *err, size_t errlen)
+nsh_client_start(char *err, size_t errlen)
 {
 	struct nsh_client	*c;
-	struct nsh_msg		 req, reply;
+	struct nsh_msg		 req;
 	sigset_t		 none;
 	char			 path[NSH_CLIENT_PATH_MAX];
 	int			 sv[2], fd;
@@ -123,11 +129,37 @@ nsh_client_spawn(char *err, size_t errlen)
 	memset(&req, 0, sizeof(req));
 	req.op = NSH_OP_HELLO;
 	req.u.hello.version = NSH_PROTO_VERSION;
-	if (nsh_client_call(c, &req, NULL, &reply, NULL, err, errlen) == -1) {
+	if (nsh_client_send(c, &req, NULL, err, errlen) == -1) {
+		nsh_client_close(c);
+		return NULL;
+	}
+	c->hello = true;
+	return c;
+}
+
+struct nsh_client *
+nsh_client_spawn(char *err, size_t errlen)
+{
+	struct nsh_client	*c;
+
+	if ((c = nsh_client_start(err, errlen)) == NULL)
+		return NULL;
+	if (nsh_client_ready(c, err, errlen) == -1) {
 		nsh_client_close(c);
 		return NULL;
 	}
 	return c;
+}
+
+int
+nsh_client_ready(struct nsh_client *c, char *err, size_t errlen)
+{
+	struct nsh_msg	reply;
+
+	if (!c->hello)
+		return 0;
+	c->hello = false;
+	return nsh_client_recv(c, NSH_OP_HELLO, &reply, NULL, err, errlen);
 }
 
 int
@@ -216,16 +248,34 @@ static int
 nsh_client_call(struct nsh_client *c, const struct nsh_msg *req,
     const int *fds, struct nsh_msg *reply, int *fd, char *err, size_t errlen)
 {
-	const char	*e = NULL;
-	int		 got[NSH_FDS_MAX], r, i;
+	if (nsh_client_ready(c, err, errlen) == -1 ||
+	    nsh_client_send(c, req, fds, err, errlen) == -1)
+		return -1;
+	return nsh_client_recv(c, req->op, reply, fd, err, errlen);
+}
 
-	if (fd != NULL)
-		*fd = -1;
+static int
+nsh_client_send(struct nsh_client *c, const struct nsh_msg *req,
+    const int *fds, char *err, size_t errlen)
+{
 	if (nsh_proto_send(c->fd, req, fds) == -1) {
 		nsh_client_died(c, err, errlen, errno == EPIPE ||
 		    errno == ECONNRESET ? "it went away" : strerror(errno));
 		return -1;
 	}
+	return 0;
+}
+
+/* The reply to a request of op already sent; see nsh_client_call(). */
+static int
+nsh_client_recv(struct nsh_client *c, int op, struct nsh_msg *reply,
+    int *fd, char *err, size_t errlen)
+{
+	const char	*e = NULL;
+	int		 got[NSH_FDS_MAX], r, i;
+
+	if (fd != NULL)
+		*fd = -1;
 	r = nsh_proto_recv(c->fd, reply, got, MOAT_STEP_TIMEOUT_MS, &e);
 	if (r == 1) {
 		nsh_client_died(c, err, errlen, "it closed the channel");
@@ -233,20 +283,20 @@ nsh_client_call(struct nsh_client *c, const struct nsh_msg *req,
 	}
 	if (r == -1) {
 		snprintf(err, errlen, "moat-netns: %s: %s",
-		    nsh_proto_opname(req->op), e);
+		    nsh_proto_opname(op), e);
 		return -1;
 	}
-	if (reply->op != NSH_OP_REPLY || reply->u.reply.op != req->op) {
+	if (reply->op != NSH_OP_REPLY || reply->u.reply.op != op) {
 		for (i = 0; i < NSH_FDS_MAX; i++)
 			if (got[i] != -1)
 				close(got[i]);
 		snprintf(err, errlen, "moat-netns answered %s with %s",
-		    nsh_proto_opname(req->op), nsh_proto_opname(reply->op));
+		    nsh_proto_opname(op), nsh_proto_opname(reply->op));
 		return -1;
 	}
 	if (reply->u.reply.error != 0) {
 		snprintf(err, errlen, "moat-netns: %s: %s",
-		    nsh_proto_opname(req->op), reply->u.reply.text);
+		    nsh_proto_opname(op), reply->u.reply.text);
 		return -1;
 	}
 	if (fd != NULL)
@@ -254,7 +304,7 @@ nsh_client_call(struct nsh_client *c, const struct nsh_msg *req,
 	else if (got[0] != -1) {
 		close(got[0]);
 		snprintf(err, errlen, "moat-netns sent a descriptor with %s",
-		    nsh_proto_opname(req->op));
+		    nsh_proto_opname(op));
 		return -1;
 	}
 	return 0;
@@ -281,26 +331,50 @@ nsh_client_join(struct nsh_client *c, int userns, int netns, char *err,
 	return nsh_client_call(c, &req, fds, &reply, NULL, err, errlen);
 }
 
+static void
+nsh_client_setup_req(struct nsh_msg *req, const struct runconf *rc,
+    bool attach)
+{
+	memset(req, 0, sizeof(*req));
+	req->op = rc->mode == RUNCONF_VETH ? NSH_OP_VETH : NSH_OP_HELD;
+	req->u.setup.dns_port = rc->dns_port;
+	req->u.setup.transparent_port = rc->transparent_port;
+	req->u.setup.nports = 2;
+	req->u.setup.ports[0] = rc->http_port;
+	req->u.setup.ports[1] = rc->socks_port;
+	req->u.setup.flags = attach ? NSH_SETUP_ATTACH : 0;
+}
+
+static void
+nsh_client_setup_reply(const struct nsh_msg *reply, unsigned *index,
+    char *ifname)
+{
+	if (index != NULL)
+		*index = reply->u.reply.index;
+	if (ifname != NULL)
+		snprintf(ifname, NSH_IFNAME_MAX, "%s", reply->u.reply.ifname);
+}
+
+static void
+nsh_client_socket_req(struct nsh_msg *req, const struct runconf_listener *l)
+{
+	memset(req, 0, sizeof(*req));
+	req->op = NSH_OP_SOCKET;
+	req->u.socket.family = (uint8_t)l->family;
+	req->u.socket.type = (uint8_t)l->type;
+	req->u.socket.port = l->port;
+}
+
 int
 nsh_client_setup(struct nsh_client *c, const struct runconf *rc, bool attach,
     unsigned *index, char *ifname, char *err, size_t errlen)
 {
 	struct nsh_msg	req, reply;
 
-	memset(&req, 0, sizeof(req));
-	req.op = rc->mode == RUNCONF_VETH ? NSH_OP_VETH : NSH_OP_HELD;
-	req.u.setup.dns_port = rc->dns_port;
-	req.u.setup.transparent_port = rc->transparent_port;
-	req.u.setup.nports = 2;
-	req.u.setup.ports[0] = rc->http_port;
-	req.u.setup.ports[1] = rc->socks_port;
-	req.u.setup.flags = attach ? NSH_SETUP_ATTACH : 0;
+	nsh_client_setup_req(&req, rc, attach);
 	if (nsh_client_call(c, &req, NULL, &reply, NULL, err, errlen) == -1)
 		return -1;
-	if (index != NULL)
-		*index = reply.u.reply.index;
-	if (ifname != NULL)
-		snprintf(ifname, NSH_IFNAME_MAX, "%s", reply.u.reply.ifname);
+	nsh_client_setup_reply(&reply, index, ifname);
 	return 0;
 }
 
@@ -310,11 +384,7 @@ nsh_client_socket(struct nsh_client *c, const struct runconf_listener *l,
 {
 	struct nsh_msg	req, reply;
 
-	memset(&req, 0, sizeof(req));
-	req.op = NSH_OP_SOCKET;
-	req.u.socket.family = (uint8_t)l->family;
-	req.u.socket.type = (uint8_t)l->type;
-	req.u.socket.port = l->port;
+	nsh_client_socket_req(&req, l);
 	if (nsh_client_call(c, &req, NULL, &reply, fd, err, errlen) == -1)
 		return -1;
 	if (*fd == -1) {
@@ -323,6 +393,90 @@ nsh_client_socket(struct nsh_client *c, const struct runconf_listener *l,
 		return -1;
 	}
 	return 0;
+}
+
+int
+nsh_client_open(struct nsh_client *c, int userns, int netns,
+    const struct runconf *rc, const struct runconf_listener *ls, size_t n,
+    int *fds, bool release, unsigned *index, char *ifname, char *err,
+    size_t errlen)
+{
+	struct nsh_msg	req, reply;
+	int		jfds[2], rc_ = 0;
+	size_t		i, sent = 0, total = 2 + n + (release ? 1 : 0);
+	char		e[NSH_CLIENT_ERR_MAX];
+
+	for (i = 0; i < n; i++)
+		fds[i] = -1;
+	if (nsh_client_ready(c, err, errlen) == -1)
+		return -1;
+	/* Everything out first: the helper answers in order. */
+	memset(&req, 0, sizeof(req));
+	req.op = NSH_OP_JOIN;
+	if (userns != -1) {
+		req.u.join.flags = NSH_JOIN_USERNS;
+		req.nfds = 2;
+		jfds[0] = userns;
+		jfds[1] = netns;
+	} else {
+		req.nfds = 1;
+		jfds[0] = netns;
+	}
+	if (nsh_client_send(c, &req, jfds, err, errlen) == -1)
+		return -1;
+	sent++;
+	nsh_client_setup_req(&req, rc, false);
+	if (nsh_client_send(c, &req, NULL, err, errlen) == -1)
+		goto drain;
+	sent++;
+	for (i = 0; i < n; i++) {
+		nsh_client_socket_req(&req, &ls[i]);
+		if (nsh_client_send(c, &req, NULL, err, errlen) == -1)
+			goto drain;
+		sent++;
+	}
+	if (release) {
+		memset(&req, 0, sizeof(req));
+		req.op = NSH_OP_RELEASE;
+		if (nsh_client_send(c, &req, NULL, err, errlen) == -1)
+			goto drain;
+		sent++;
+	}
+ drain:
+	/* Then every answer, in the order asked; the first error counts. */
+	for (i = 0; i < sent; i++) {
+		int	op = i == 0 ? NSH_OP_JOIN : i == 1 ? (rc->mode ==
+			    RUNCONF_VETH ? NSH_OP_VETH : NSH_OP_HELD) :
+			    i < 2 + n ? NSH_OP_SOCKET : NSH_OP_RELEASE;
+		int	*fd = op == NSH_OP_SOCKET ? &fds[i - 2] : NULL;
+
+		memset(&reply, 0, sizeof(reply));
+		if (nsh_client_recv(c, op, &reply, fd, rc_ == 0 ? err : e,
+		    rc_ == 0 ? errlen : sizeof(e)) == -1) {
+			rc_ = -1;
+			/* After a refusal the rest are answered (refused);
+			 * a broken channel answers nothing more. */
+			if (reply.op != NSH_OP_REPLY || reply.u.reply.op != op ||
+			    reply.u.reply.error == 0)
+				break;
+			continue;
+		}
+		if (op == NSH_OP_VETH || op == NSH_OP_HELD)
+			nsh_client_setup_reply(&reply, index, ifname);
+		if (op == NSH_OP_SOCKET && *fd == -1 && rc_ == 0) {
+			snprintf(err, errlen, "moat-netns answered SOCKET "
+			    "without a descriptor");
+			rc_ = -1;
+		}
+		if (op == NSH_OP_RELEASE && rc_ == 0) {
+			close(c->fd);
+			c->fd = -1;
+			c->ended = true;
+		}
+	}
+	if (rc_ == 0 && sent < total)
+		rc_ = -1;	/* err says why the sending stopped */
+	return rc_;
 }
 
 int

@@ -511,6 +511,17 @@ run_stop_moatd(struct run *r)
 
 	if (r->moatd == -1)
 		return;
+	/*
+	 * With no --audit and no -v it has nothing to write: its sandbox is
+	 * gone, so it ends at once, and its exit (threads, unmapping) is no
+	 * step of ours; init reaps it.  Else SIGTERM, and its audit lines
+	 * are all written when moat run returns.
+	 */
+	if (r->audit == NULL && !r->verbose) {
+		(void)kill(r->moatd, SIGKILL);
+		r->moatd = -1;
+		return;
+	}
 	(void)kill(r->moatd, SIGTERM);
 	if (moat_reap(r->moatd, MOAT_STOP_TIMEOUT_MS, &st) == 1) {
 		r->moatd = -1;
@@ -532,34 +543,33 @@ run_network(struct run *r, int *fds, size_t *nfds, const char **protos,
 	struct runconf_listener	ls[MOAT_LISTENERS_MAX];
 	size_t			n, i;
 	int			userns = -1, netns = -1, rc = -1;
+	bool			held;
 
-	if ((r->nsh = nsh_client_spawn(err, errlen)) == NULL)
+	/* Started in run_setup(): nsh_client_open() reads its HELLO answer. */
+	if (r->nsh == NULL && (r->nsh = nsh_client_spawn(err, errlen)) ==
+	    NULL)
 		return -1;
 	if ((netns = sandbox_nsfd(r->sb, "net", err, errlen)) == -1)
 		goto out;
 	if (geteuid() != 0 &&
 	    (userns = sandbox_nsfd(r->sb, "user", err, errlen)) == -1)
 		goto out;
-	if (nsh_client_join(r->nsh, userns, netns, err, errlen) == -1 ||
-	    nsh_client_setup(r->nsh, &r->rc, false, &r->index, r->ifname, err,
-	    errlen) == -1)
-		goto out;
 	n = runconf_listeners(&r->rc, ls, MOAT_LISTENERS_MAX);
-	for (i = 0; i < n; i++) {
-		if (nsh_client_socket(r->nsh, &ls[i], &fds[i], err,
-		    errlen) == -1)
-			goto out;
-		protos[i] = ls[i].proto;
-		*nfds = i + 1;
-	}
 	/*
-	 * Held mode: the namespace holds everything and dies with the
-	 * sandbox; the helper has nothing left to do.
+	 * Held mode: once the sockets are made the namespace holds
+	 * everything and dies with the sandbox, so the helper is released
+	 * in the same exchange.
 	 */
-	if (r->rc.mode == RUNCONF_HELD) {
-		if (nsh_client_end(r->nsh, false, err, errlen) == -1)
-			goto out;
-		/* Reaped at the end: its exit is no step of the start. */
+	held = r->rc.mode == RUNCONF_HELD;
+	rc = nsh_client_open(r->nsh, userns, netns, &r->rc, ls, n, fds, held,
+	    &r->index, r->ifname, err, errlen);
+	for (i = 0; i < n; i++)
+		protos[i] = ls[i].proto;
+	*nfds = n;
+	if (rc == -1)
+		goto out;
+	if (held) {
+		/* Reaped at the end if it is gone by then. */
 		r->nsh_done = r->nsh;
 		r->nsh = NULL;
 	}
@@ -599,7 +609,8 @@ run_register(struct run *r, char *err, size_t errlen)
  out:
 	/* moatd holds the only copies now: if it dies, nothing listens. */
 	for (i = 0; i < nfds; i++)
-		close(fds[i]);
+		if (fds[i] != -1)
+			close(fds[i]);
 	return rc;
 }
 
@@ -624,6 +635,12 @@ run_setup(struct run *r, int *code, char *err, size_t errlen)
 		if (realpath(path, r->mask) == NULL)
 			r->mask[0] = '\0';
 	} else if (run_moatd_spawn(r, err, errlen) == -1)
+		return -1;
+	/*
+	 * The helper starts now, and loads while the namespaces are made:
+	 * its first answer is read when it is first needed.
+	 */
+	if ((r->nsh = nsh_client_start(err, errlen)) == NULL)
 		return -1;
 	memset(&spec, 0, sizeof(spec));
 	spec.argv = r->argv;

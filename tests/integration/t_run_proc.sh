@@ -300,11 +300,27 @@ body = struct.pack("=HHiI16s160s", 0, 0, 0, 0, b"", b"")
 socket.send_fds(s, [struct.pack("=HHI", 7, 0, len(body)) + body], [0])
 s.recv(512)
 EOF
-chmod 755 "$MT_T/segv.sh" "$MT_T/liar.py" "$MT_T/fdliar.py"
+cat > "$MT_T/refuser.py" <<'EOF'
+#!/usr/bin/python3
+# Answers HELLO, then refuses every request (EPERM), in order: moat sends
+# its set-up requests all at once and must report the first refusal.
+import socket, struct
+s = socket.socket(fileno=3)
+while True:
+    m = s.recv(512)
+    if not m:
+        break
+    op = struct.unpack("=HHI", m[:8])[0]
+    err, text = (0, b"") if op == 0 else (1, b"refused by the test helper")
+    body = struct.pack("=HHiI16s160s", op, 0, err, 0, b"", text)
+    s.send(struct.pack("=HHI", 7, 0, len(body)) + body)
+EOF
+chmod 755 "$MT_T/segv.sh" "$MT_T/liar.py" "$MT_T/fdliar.py" "$MT_T/refuser.py"
 for h in /bin/false:"exited with status 1" \
     "$MT_T/segv.sh":"died of signal 11" \
     "$MT_T/liar.py":"record length is not the op's" \
     "$MT_T/fdliar.py":"descriptor count differs" \
+    "$MT_T/refuser.py":"moat-netns: JOIN: refused by the test helper" \
     /nonexistent:"cannot find moat-netns"; do
 	path=${h%%:*}
 	want=${h#*:}
