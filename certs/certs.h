@@ -35,10 +35,8 @@
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
-/* File names inside a CA directory. */
-#define CERTS_CA_KEY_FILE	"ca.key"
-#define CERTS_CA_CERT_FILE	"ca.crt"
-#define CERTS_SYSTEM_BUNDLE	"/etc/ssl/certs/ca-certificates.crt"
+#include "certs/certs_paths.h"
+
 #define CERTS_HOST_MAX		253	/* longest host certs_leaf_get takes */
 #define CERTS_FINGERPRINT_LEN	96	/* "AB:CD:..." of SHA-256, with NUL */
 #define CERTS_CACHE_MAX		(1024u * 1024)	/* largest leaf cache */

@@ -36,7 +36,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "certs/certs.h"
 #include "netns-helper/moat_int.h"
 
 #define ATTACH_DEFAULT_ADMIN	"/run/moat/admin.sock"
@@ -213,7 +212,7 @@ attach_outputs(struct attach *a, json_t *ans, char *err, size_t errlen)
 	json_t		*v;
 	const char	*key, *pem;
 	char		*text = NULL, *line;
-	size_t		 len = 0, n;
+	size_t		 n;
 	int		 rc = -1;
 
 	if (a->env_file != NULL) {
@@ -234,15 +233,24 @@ attach_outputs(struct attach *a, json_t *ans, char *err, size_t errlen)
 		text = NULL;
 	}
 	if (a->bundle_file != NULL) {
-		if ((pem = json_string_value(json_object_get(ans,
-		    "trust_pem"))) == NULL) {
+		if (json_object_get(ans, "trust_pem") == NULL) {
 			snprintf(err, errlen, "--trust-bundle: moatd does not "
 			    "intercept TLS (no tls.ca_cert): nothing to trust");
 			goto out;
 		}
-		if ((text = certs_bundle_from_pem(pem, strlen(pem), NULL, &len,
-		    err, errlen)) == NULL || attach_write(a->bundle_file, text,
-		    len, 0644, err, errlen) == -1)
+		/* Built by moatd: its CA and the system's roots. */
+		if ((pem = json_string_value(json_object_get(ans,
+		    "trust_bundle"))) == NULL) {
+			pem = json_string_value(json_object_get(ans,
+			    "trust_bundle_error"));
+			snprintf(err, errlen, "--trust-bundle: moatd sent no "
+			    "bundle: %s", pem != NULL ? pem :
+			    "(no reason given)");
+			goto out;
+		}
+		if (attach_write(a->bundle_file, pem, json_string_length(
+		    json_object_get(ans, "trust_bundle")), 0644, err,
+		    errlen) == -1)
 			goto out;
 	}
 	rc = 0;

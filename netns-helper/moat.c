@@ -4,7 +4,7 @@
  * What it is: the user's entry point.  `moat explain` loads a config,
  * decides on a target exactly as moatd would and prints the verdict and
  * the rule that made it, without sending a byte or resolving a name;
- * `moat ca` creates the CA for TLS interception (certs/ca_cmd.c);
+ * `moat ca` creates the CA for TLS interception (moat-ca, certs/ca_cmd.c);
  * `moat run` runs a command with moatd as its only network exit (run.c)
  * and `moat attach` puts an existing network namespace behind moatd
  * (attach.c).
@@ -19,13 +19,14 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
-#include "certs/certs.h"
 #include "netns-helper/moat_int.h"
 #include "policy/policy.h"
 
@@ -52,6 +53,7 @@ static void	moat_print_traffic(const struct moat_config *c,
 		    const struct policy_decision *d, const char *detail,
 		    enum policy_transport xport);
 static int	moat_explain(int argc, char *argv[]);
+static int	moat_ca(char *argv[]);
 
 static void
 moat_usage(FILE *f)
@@ -403,6 +405,30 @@ moat_explain(int argc, char *argv[])
 	return rc;
 }
 
+/*
+ * `moat ca ...`: moat-ca (MOAT_CA, else beside moat, else libexecdir),
+ * which holds the OpenSSL part of the command line, with argv[0] "ca".
+ */
+static int
+moat_ca(char *argv[])
+{
+	const char	*env = getenv("MOAT_CA");
+	char		 dir[PATH_MAX], path[PATH_MAX + 16];
+
+	if (env != NULL && env[0] != '\0')
+		snprintf(path, sizeof(path), "%s", env);
+	else if (runconf_exe_dir(dir, sizeof(dir)) == 0 &&
+	    (size_t)snprintf(path, sizeof(path), "%s/moat-ca", dir) <
+	    sizeof(path) && access(path, X_OK) == 0)
+		;
+	else
+		snprintf(path, sizeof(path), "%s/moat-ca", MOAT_LIBEXECDIR);
+	execv(path, argv);
+	fprintf(stderr, "moat ca: cannot run %s: %s (set MOAT_CA)\n", path,
+	    strerror(errno));
+	return MOAT_EXIT_NOT_FOUND;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -436,7 +462,7 @@ main(int argc, char *argv[])
 		return moat_explain(argc - optind, argv + optind);
 	}
 	if (strcmp(argv[optind], "ca") == 0)
-		return certs_cmd_ca(argc - optind, argv + optind);
+		return moat_ca(argv + optind);
 	if (strcmp(argv[optind], "run") == 0) {
 		argv[optind] = (char *)"moat run";
 		return run_main(argc - optind, argv + optind);

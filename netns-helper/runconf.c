@@ -645,9 +645,20 @@ runconf_extras(const struct runconf *rc, json_t *answer, size_t *len)
 	}
 	if (runconf_append(&buf, &n, &cap, "", 1) == -1)
 		goto oom;
-	if ((pem = json_string_value(json_object_get(answer,
-	    "trust_pem"))) != NULL && runconf_append(&buf, &n, &cap, pem,
-	    json_string_length(json_object_get(answer, "trust_pem"))) == -1)
+	/* The bundle moatd built (its CA, the system's roots). */
+	pem = json_string_value(json_object_get(answer, "trust_bundle"));
+	if (json_object_get(answer, "trust_pem") != NULL && pem == NULL) {
+		fprintf(stderr, "%s: moatd intercepts TLS but sent no trust "
+		    "bundle: %s\n", rc->cmd, json_string_value(json_object_get(
+		    answer, "trust_bundle_error")) != NULL ?
+		    json_string_value(json_object_get(answer,
+		    "trust_bundle_error")) : "(no reason given)");
+		free(buf);
+		return NULL;
+	}
+	if (pem != NULL && runconf_append(&buf, &n, &cap, pem,
+	    json_string_length(json_object_get(answer, "trust_bundle"))) ==
+	    -1)
 		goto oom;
 	*len = n;
 	return buf;

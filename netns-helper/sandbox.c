@@ -32,11 +32,11 @@
  * sandbox's secrets) and to remove ("NAME": where moatd reads a secret's
  * value from), files to hide ("/PATH": moatd's CA key, secret files; the
  * init mounts /dev/null over each), each ending in NUL, an empty string,
- * then moatd's trust certificates (PEM, maybe none).  With certificates, the
- * init builds the trust bundle (them + the system's roots), mounts it
- * read-only over the system bundle in the sandbox's mount namespace (so
- * programs that read only that file trust moat's CA too) and points the
- * usual variables at it.  No file is written outside the sandbox's mounts.
+ * then the trust bundle moatd built (its CA, the system's roots; PEM, maybe
+ * none).  With one, the init mounts it read-only over the system bundle in
+ * the sandbox's mount namespace (so programs that read only that file
+ * trust moat's CA too) and points the usual variables at it.  No file is
+ * written outside the sandbox's mounts.
  */
 #include "config.h"
 
@@ -65,7 +65,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "certs/certs.h"
+#include "certs/certs_paths.h"
 #include "netns-helper/moat_int.h"
 
 #define SANDBOX_MSG_MAX		512	/* one handshake message */
@@ -510,10 +510,9 @@ sandbox_init(const struct sandbox_spec *spec, int fd)
 {
 	struct sandbox_go	 go;
 	sigset_t		 mask;
-	char			 msg[SANDBOX_MSG_MAX], **envp, *extra, *bundle = NULL;
-	char			 err[512];
+	char			 msg[SANDBOX_MSG_MAX], **envp, *extra;
 	const char		*pem;
-	size_t			 extralen, pemlen, blen = 0;
+	size_t			 extralen, pemlen;
 	ssize_t			 n;
 	pid_t			 wpid;
 	int			 sfd, ep[2], e;
@@ -547,17 +546,13 @@ sandbox_init(const struct sandbox_spec *spec, int fd)
 		_exit(MOAT_EXIT_LAUNCH);
 	if ((extra = sandbox_recv_extra(fd, &extralen)) == NULL)
 		_exit(MOAT_EXIT_LAUNCH);
-	/* The certificates follow the variables' empty string. */
+	/* The bundle follows the variables' empty string. */
 	for (pem = extra; pem < extra + extralen && *pem != '\0';
 	    pem += strlen(pem) + 1)
 		;
 	pem = pem < extra + extralen ? pem + 1 : extra + extralen;
 	pemlen = extralen - (size_t)(pem - extra);
-	if (pemlen > 0 && (bundle = certs_bundle_from_pem(pem, pemlen, NULL,
-	    &blen, err, sizeof(err))) == NULL)
-		sandbox_fail(fd, "the trust bundle: %s", err);
-	sandbox_files(go.net.nameserver, bundle, blen, fd);
-	free(bundle);
+	sandbox_files(go.net.nameserver, pemlen > 0 ? pem : NULL, pemlen, fd);
 	sandbox_mask(spec->mask, fd);
 	for (pem = extra; pem < extra + extralen && *pem != '\0';
 	    pem += strlen(pem) + 1)

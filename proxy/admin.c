@@ -45,6 +45,7 @@
 #include "proxy/worker.h"
 
 #define ADMIN_QUEUED_FDS_MAX	(ADMIN_FDS_MAX * 2)
+#define ADMIN_OUT_MAX		(4u * ADMIN_MSG_MAX) /* answers not yet read */
 
 struct admin_sb {
 	struct sandbox		*sb;		/* a reference */
@@ -54,7 +55,10 @@ struct admin_sb {
 struct admin_conn {
 	int			 fd;
 	struct event		*ev;
+	struct event		*wev;		/* while out is not empty */
 	struct evbuffer		*in;
+	struct evbuffer		*out;		/* answers a slow reader has
+						   not taken yet */
 	int			 fds[ADMIN_QUEUED_FDS_MAX];
 	size_t			 nfds;
 	int			 trusted_fd;	/* --admin-fd: the parent */
@@ -75,6 +79,8 @@ static struct admin_conn *admin_conn_new(int fd);
 static void	admin_conn_free(struct admin_conn *ac);
 static int	admin_geoip(json_t *doc, const struct moat_config *cfg);
 static void	admin_read_cb(evutil_socket_t fd, short what, void *arg);
+static void	admin_write_cb(evutil_socket_t fd, short what, void *arg);
+static int	admin_flush(struct admin_conn *ac);
 static int	admin_message(struct admin_conn *ac, const char *buf,
 		    size_t len);
 static int	admin_register(struct admin_conn *ac, json_t *req);
@@ -208,13 +214,21 @@ admin_conn_new(int fd)
 	ac->fd = fd;
 	LIST_INIT(&ac->sbs);
 	ac->in = evbuffer_new();
+	ac->out = evbuffer_new();
 	ac->ev = event_new(A_ctx->base, fd, EV_READ | EV_PERSIST,
 	    admin_read_cb, ac);
-	if (ac->in == NULL || ac->ev == NULL || event_add(ac->ev, NULL) == -1) {
+	ac->wev = event_new(A_ctx->base, fd, EV_WRITE | EV_PERSIST,
+	    admin_write_cb, ac);
+	if (ac->in == NULL || ac->out == NULL || ac->ev == NULL ||
+	    ac->wev == NULL || event_add(ac->ev, NULL) == -1) {
 		if (ac->in != NULL)
 			evbuffer_free(ac->in);
+		if (ac->out != NULL)
+			evbuffer_free(ac->out);
 		if (ac->ev != NULL)
 			event_free(ac->ev);
+		if (ac->wev != NULL)
+			event_free(ac->wev);
 		free(ac);
 		return NULL;
 	}
@@ -236,7 +250,9 @@ admin_conn_free(struct admin_conn *ac)
 		close(ac->fds[i]);
 	LIST_REMOVE(ac, link);
 	event_free(ac->ev);
+	event_free(ac->wev);
 	evbuffer_free(ac->in);
+	evbuffer_free(ac->out);
 	close(ac->fd);
 	free(ac);
 	if (gone != NULL)
@@ -587,9 +603,22 @@ admin_secrets(struct admin_conn *ac, struct sandbox *sb)
 		return NULL;
 	}
 	if (*A_ctx->tls != NULL) {
+		char	berr[256];
+
+		/* The CA alone, and the bundle a sandbox mounts: built
+		 * here, so that moat itself needs no OpenSSL. */
 		pem = tls_trust_pem(*A_ctx->tls, &len);
 		if (json_object_set_new(ans, "trust_pem",
 		    json_stringn(pem, len)) == -1) {
+			json_decref(ans);
+			admin_fail(ac, "out of memory");
+			return NULL;
+		}
+		if ((pem = tls_trust_bundle(*A_ctx->tls, &len, berr,
+		    sizeof(berr))) != NULL ? json_object_set_new(ans,
+		    "trust_bundle", json_stringn(pem, len)) == -1 :
+		    json_object_set_new(ans, "trust_bundle_error",
+		    json_string(berr)) == -1) {
 			json_decref(ans);
 			admin_fail(ac, "out of memory");
 			return NULL;
@@ -755,7 +784,6 @@ admin_answer(struct admin_conn *ac, json_t *ans)
 	char	*text;
 	size_t	 len;
 	uint8_t	 hdr[4];
-	ssize_t	 n;
 	int	 rc = 0;
 
 	if (ans == NULL || (text = json_dumps(ans, JSON_COMPACT)) == NULL) {
@@ -768,12 +796,46 @@ admin_answer(struct admin_conn *ac, json_t *ans)
 	hdr[1] = (uint8_t)(len >> 16);
 	hdr[2] = (uint8_t)(len >> 8);
 	hdr[3] = (uint8_t)len;
-	/* Answers are small; a client that does not read them is gone. */
-	if ((n = send(ac->fd, hdr, 4, MSG_NOSIGNAL)) != 4 ||
-	    (n = send(ac->fd, text, len, MSG_NOSIGNAL)) != (ssize_t)len)
+	/*
+	 * An answer with a trust bundle is larger than a socket buffer:
+	 * what the client has not read yet waits here (bounded), and goes
+	 * out as the socket drains.  A client that reads nothing is gone.
+	 */
+	if (len > ADMIN_MSG_MAX || evbuffer_get_length(ac->out) + 4 + len >
+	    ADMIN_OUT_MAX || evbuffer_add(ac->out, hdr, 4) == -1 ||
+	    evbuffer_add(ac->out, text, len) == -1)
 		rc = -1;
 	free(text);
-	return rc;
+	return rc == 0 ? admin_flush(ac) : rc;
+}
+
+/* Writes what the socket takes; the rest when it is writable.  0 or -1. */
+static int
+admin_flush(struct admin_conn *ac)
+{
+	int	n;
+
+	while (evbuffer_get_length(ac->out) > 0) {
+		n = evbuffer_write(ac->out, ac->fd);
+		if (n > 0)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			return event_add(ac->wev, NULL);
+		return -1;
+	}
+	return event_del(ac->wev);
+}
+
+static void
+admin_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct admin_conn	*ac = arg;
+
+	if (admin_flush(ac) == -1) {
+		log_warnx("admin: a client stopped reading its answers: "
+		    "dropped");
+		admin_conn_free(ac);
+	}
 }
 
 static int

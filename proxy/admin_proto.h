@@ -34,7 +34,7 @@
  *       socket already bound (and, but for dns-udp, listening), usually
  *       inside the sandbox's network namespace.
  *     -> {"ok": true, "sandbox": NAME, "placeholders": {VAR: PH, ...},
- *         "hide": [PATH, ...], "trust_pem": PEM}
+ *         "hide": [PATH, ...], "trust_pem": PEM, "trust_bundle": PEM}
  *     "placeholders": for each secret of CONFIG's "secrets", the
  *       variable the sandbox gets ("sandbox_env", default the secret's
  *       name) and this sandbox's random placeholder for it ("moat-ph-"
@@ -44,8 +44,11 @@
  *       user could: moatd's CA key and the secret files of the daemon
  *       and of CONFIG (moat run mounts /dev/null over each).
  *     "trust_pem": present when moatd intercepts TLS (tls.ca_cert): its
- *       CA certificate and tls.extra_ca_files, PEM, for the sandbox's
- *       trust bundle (never a key).
+ *       CA certificate and tls.extra_ca_files, PEM (never a key).
+ *     "trust_bundle": with "trust_pem": those and the system's roots,
+ *       each certificate re-encoded, what a sandbox mounts as its trust
+ *       bundle; if moatd cannot build it (no system bundle, say),
+ *       "trust_bundle_error": TEXT instead.
  *     Rules that must see inside TLS are accepted only when moatd has a
  *     CA; secrets are read when the sandbox registers (a file that is
  *     missing or readable by others refuses the registration).

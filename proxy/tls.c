@@ -44,6 +44,10 @@ struct tls {
 	size_t			 nsessions;
 	char			*trust_pem;	/* CA + extra_ca_files */
 	size_t			 trust_len;
+	char			*bundle;	/* trust_pem + the system's
+						   roots, built on first use
+						   (the admin thread's) */
+	size_t			 bundle_len;
 };
 
 static int	tls_ex_key = -1;	/* SSL ex_data: "host:port" (client) */
@@ -194,6 +198,7 @@ tls_unref(struct tls *t)
 	certs_minter_free(t->minter);
 	certs_ca_free(t->ca);
 	free(t->trust_pem);
+	free(t->bundle);
 	pthread_mutex_destroy(&t->mu);
 	free(t);
 }
@@ -203,6 +208,17 @@ tls_trust_pem(const struct tls *t, size_t *len)
 {
 	*len = t->trust_len;
 	return t->trust_pem;
+}
+
+const char *
+tls_trust_bundle(struct tls *t, size_t *len, char *err, size_t errlen)
+{
+	if (t->bundle == NULL && (t->bundle = certs_bundle_from_pem(
+	    t->trust_pem, t->trust_len, NULL, &t->bundle_len, err,
+	    errlen)) == NULL)
+		return NULL;
+	*len = t->bundle_len;
+	return t->bundle;
 }
 
 SSL *

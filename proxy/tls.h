@@ -38,6 +38,14 @@ void		 tls_unref(struct tls *t);
  * tls.extra_ca_files), for its trust bundle.  Never a key.
  */
 const char	*tls_trust_pem(const struct tls *t, size_t *len);
+/*
+ * What a sandbox mounts as its trust bundle: tls_trust_pem() and the
+ * system's roots (certs_bundle_from_pem(): re-encoded, no private key),
+ * built on the first call and kept.  Only from the thread that serves the
+ * admin socket.  NULL with err set if it cannot be built.
+ */
+const char	*tls_trust_bundle(struct tls *t, size_t *len, char *err,
+		    size_t errlen);
 
 /*
  * A server-side SSL for a client that asked for host (canonical name or

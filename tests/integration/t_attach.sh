@@ -204,4 +204,43 @@ else
 	mt_fail "moat attach --netns FILE: rc $rc" "$MT_T/notns.err"
 fi
 
+# --trust-bundle: without interception there is nothing to trust; with a
+# CA (moatd reloaded with one) the file is the bundle moatd built: its CA
+# and the system's roots, no key.
+timeout -k 2 30 ip netns exec "$(mt_ns moat)" env MOAT_NETNS="$MOAT_NETNS" \
+    "$MOAT" attach --netns "/run/netns/$ATT" --moatd \
+    "unix:$MT_T/adm/admin.sock" $PRIV --allow origin.test --name tb0 \
+    --trust-bundle "$MT_T/tb0.pem" >/dev/null 2>"$MT_T/tb0.err"
+rc=$?
+if [ "$rc" = 1 ] && grep -q 'does not intercept TLS' "$MT_T/tb0.err" &&
+    [ ! -e "$MT_T/tb0.pem" ]; then
+	mt_pass "--trust-bundle with no CA: refused, nothing written"
+else
+	mt_fail "--trust-bundle with no CA: rc $rc" "$MT_T/tb0.err"
+fi
+"$MOAT" ca init "$MT_T/ca" >/dev/null || mt_error "moat ca init failed"
+mt_conf_set "$conf" tls "{\"ca_cert\": \"$MT_T/ca/ca.crt\", \"ca_key\": \"$MT_T/ca/ca.key\"}"
+kill -HUP "$MT_MOATD_PID"
+mt_wait_log "$MT_T/moatd.err" "reload done" 50 ||
+	mt_error "moatd did not reload with a CA"
+if mt_bg att_tb moat env MOAT_NETNS="$MOAT_NETNS" "$MOAT" attach \
+    --netns "/run/netns/$ATT" --moatd "unix:$MT_T/adm/admin.sock" $PRIV \
+    --allow origin.test --name tb1 --trust-bundle "$MT_T/tb1.pem" \
+    --ready-fd 3; then
+	ca=$(sed -n '/BEGIN/,/END/p' "$MT_T/ca/ca.crt" | grep -v -- '-----' |
+	    tr -d '\n')
+	mt_eq "--trust-bundle: moat's CA is in it" 1 \
+	    "$(tr -d '\n' < "$MT_T/tb1.pem" | grep -cF -- "$ca")"
+	sys=$(grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt)
+	mt_eq "--trust-bundle: ...and the system's roots" $((sys + 1)) \
+	    "$(grep -c 'BEGIN CERTIFICATE' "$MT_T/tb1.pem")"
+	mt_eq "--trust-bundle: no key in it" 0 \
+	    "$(grep -c 'PRIVATE KEY' "$MT_T/tb1.pem")"
+	kill -TERM "$MT_PID_att_tb"
+	mt_wait_exit "$MT_PID_att_tb"
+else
+	mt_fail "--trust-bundle: moat attach did not get ready" \
+	    "$MT_T/att_tb.err" "$MT_T/moatd.err"
+fi
+
 mt_finish
