@@ -301,9 +301,9 @@ struct sandbox_net {
 
 /*
  * Clones the sandbox's init into new mount, PID and network namespaces
- * (and a user namespace when spec->userns), maps the ids, and waits until
- * the init has mounted its /proc.  Returns the sandbox (free with
- * sandbox_free) or NULL with err set.
+ * (and a user namespace when spec->userns) and maps the ids; the init
+ * mounts its /proc meanwhile (sandbox_go() waits for that first).
+ * Returns the sandbox (free with sandbox_free) or NULL with err set.
  */
 struct sandbox *sandbox_create(const struct sandbox_spec *spec, char *err,
 	    size_t errlen);
@@ -313,8 +313,9 @@ int	sandbox_nsfd(const struct sandbox *sb, const char *type, char *err,
 	    size_t errlen);
 
 /*
- * Sends the go message and the extras (see sandbox.c: variables to set
- * or remove, then moatd's trust certificates; extralen 0 for none): the
+ * Waits until the init is ready (its /proc mounted), then sends the go
+ * message and the extras (see sandbox.c: variables to set or remove,
+ * then the trust bundle moatd built; extralen 0 for none): the
  * init writes resolv.conf and the trust bundle, enters the nested user
  * namespace and starts the workload.  Waits for the init's answer: 0 when
  * the workload was started, -1 with err set (exec failure included:

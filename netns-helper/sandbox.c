@@ -81,6 +81,7 @@ extern char	**environ;
 struct sandbox {
 	pid_t	pid;	/* the init, in our PID namespace; -1 once reaped */
 	int	fd;	/* our end of the handshake */
+	bool	ready;	/* its 'R' was read */
 };
 
 /* The go message: its tag and what the init needs. */
@@ -739,8 +740,10 @@ sandbox_create(const struct sandbox_spec *spec, char *err, size_t errlen)
 			goto fail;
 		}
 	}
-	if (sandbox_answer(sb, 'R', err, errlen) == -1)
-		goto fail;
+	/*
+	 * The namespaces exist now: the init mounts its /proc while moat
+	 * sets up their network; sandbox_go() reads its 'R' first.
+	 */
 	return sb;
  mapfail:
 	snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
@@ -773,6 +776,11 @@ sandbox_go(struct sandbox *sb, const struct sandbox_net *net,
 	int			n;
 
 	*code = MOAT_EXIT_LAUNCH;
+	if (!sb->ready) {
+		if (sandbox_answer(sb, 'R', err, errlen) == -1)
+			return -1;
+		sb->ready = true;
+	}
 	memset(&go, 0, sizeof(go));
 	go.tag = 'G';
 	go.net = *net;

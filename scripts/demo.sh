@@ -159,6 +159,7 @@ echo "  (the demo's internet is TEST-NET-3, a documentation range moat denies"
 echo "   by default; --allow-private opens it for this demo only)"
 start moatd "$NS_MOAT" "$MOATD" --allow-private 203.0.113.0/24 \
     --ready-fd 3 || exit 1
+MOATD_PID=${PIDS##* }
 grep -v '^{' "$T/moatd.log" | sed 's/^/  /'
 
 say "1. allowed: deb.debian.org on port 80 (rule \"debian\")"
@@ -170,6 +171,13 @@ echo "\$ curl -x http://127.0.0.1:3128 https://example.com/"
 timeout 20 ip netns exec "$NS_MOAT" curl -sS --max-time 10 -D - -o /dev/null \
     -x http://127.0.0.1:3128 https://example.com/ 2>&1 | tr -d '\r' |
     sed 's/^/  /'
+
+say "stopping moatd (SIGTERM: it drains, writes every audit line, exits)"
+# Its audit writer batches lines for a few milliseconds; after the stop
+# every line is out.
+kill -TERM "$MOATD_PID" 2>/dev/null
+wait "$MOATD_PID" 2>/dev/null
+grep -v '^{' "$T/moatd.log" | tail -n +2 | sed 's/^/  /'
 
 say "what moatd wrote to its audit log (one JSON line per decision)"
 # The default config sends audit lines to stderr ("audit": {"path": "-"}).
