@@ -31,6 +31,7 @@ mt_conf "$conf"
 mkdir -p "$MT_T/adm"
 mt_conf_set "$conf" admin "{\"address\": \"unix:$MT_T/adm/admin.sock\"}"
 mt_conf_set "$conf" geoip "{\"country_db\": \"$MT_T/country.mmdb\", \"asn_db\": \"$MT_T/asn.mmdb\"}"
+mt_conf_set "$conf" listen.+ '{"proto": "dns", "address": "10.200.0.1:53", "sandbox": "it-dns"}'
 mt_conf_set "$conf" policy.rules.+ '{"name": "other", "action": "allow", "hosts": ["other.test"], "ports": [80, 443]}'
 mt_conf_set "$conf" policy.rules.+ '{"name": "no-kp", "action": "deny", "countries": ["kp"]}'
 mt_conf_set "$conf" policy.rules.+ '{"name": "no-as64512", "action": "deny", "asns": ["AS64512"], "ports": [80]}'
@@ -54,6 +55,19 @@ mt_eq "the same through SOCKS5: curl's refusal" 97 "$MT_RC"
 mt_untouched "an address in a denied country" origin
 mt_eq "audit: the refusal names the country" KP \
     "$(mt_jl "$MT_T/audit.log" get country host=other.test verdict=deny)"
+
+# moatd's DNS listener answers a name only with addresses it would dial:
+# other.test's only address is in KP, so it "does not exist".
+mt_in cli "$MT_PY" "$MT_HELPERS/dnsprobe.py" 10.200.0.1 other.test A \
+    > "$MT_T/d1.out" 2>"$MT_T/d1.err"
+mt_eq "DNS: a name whose addresses are all in KP" "rcode=NXDOMAIN" \
+    "$(grep '^rcode=' "$MT_T/d1.out")" "$MT_T/d1.out" "$MT_T/d1.err"
+mt_in cli "$MT_PY" "$MT_HELPERS/dnsprobe.py" 10.200.0.1 origin.test A \
+    > "$MT_T/d2.out" 2>"$MT_T/d2.err"
+mt_eq "DNS: a name in the US is answered" "A 203.0.113.10 ttl=1" \
+    "$(grep '^A ' "$MT_T/d2.out")" "$MT_T/d2.out" "$MT_T/d2.err"
+mt_eq "DNS: the refusal is audited, rule no-kp" "dns-denied no-kp" \
+    "$(mt_jl "$MT_T/audit.log" get reason event=dns host=other.test) $(mt_jl "$MT_T/audit.log" get rule event=dns host=other.test)"
 
 mt_mark
 mt_curl a1 -x "http://$MT_HTTP" http://203.0.113.20/a1
