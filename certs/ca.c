@@ -432,6 +432,14 @@ ca_load_key(const char *path, char *err, size_t errlen)
 		    (unsigned)geteuid());
 		goto out;
 	}
+	/* moat run hides the key from sandboxes by its path: another name
+	 * of the same file would stay readable there. */
+	if (st.st_nlink > 1) {
+		certs_err(err, errlen, "%s: key file has %lu hard links; moat "
+		    "hides it from sandboxes by its path, so keep it to one "
+		    "name", path, (unsigned long)st.st_nlink);
+		goto out;
+	}
 	if ((bio = BIO_new_mem_buf(buf, (int)len)) == NULL) {
 		certs_err_ssl(err, errlen, "%s", path);
 		goto out;

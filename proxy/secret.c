@@ -81,6 +81,15 @@ secret_read_file(const char *path, size_t *len, char *err, size_t errlen)
 		    "moatd's user", path, (unsigned)st.st_uid);
 		goto fail;
 	}
+	/* moat run hides a secret file by its path: another name of the
+	 * same file would stay readable in the sandbox. */
+	if (st.st_nlink > 1) {
+		snprintf(err, errlen, "%s: the file has %lu hard links; moat "
+		    "hides a secret file from sandboxes by its path, so keep "
+		    "it to one name (copy it instead of linking)", path,
+		    (unsigned long)st.st_nlink);
+		goto fail;
+	}
 	if (st.st_size <= 0 || st.st_size > SECRET_MAX_BYTES + 2) {
 		snprintf(err, errlen, "%s: %s", path, st.st_size <= 0 ?
 		    "empty" : "too long for a secret");

@@ -468,6 +468,17 @@ else
 	mt_fail "a group-readable secret file: exit $MT_RUN_RC" "$MT_T/bad.err"
 fi
 chmod 600 "$MT_T/keys/openai.key"
+# A second name for a secret file: moat run hides it by its path only.
+ln "$MT_T/keys/openai.key" "$MT_T/openai-link.key"
+REAL_GH=$GH_REAL mt_moat_run root linked --policy "$MT_T/policy.json" \
+    $MT_RUN_WORLD --name sbx-linked -- /bin/echo workload-ran
+if [ "$MT_RUN_RC" != 0 ] && grep -q "openai.key: the file has 2 hard links" \
+    "$MT_T/linked.err" && ! grep -q workload-ran "$MT_T/linked.out"; then
+	mt_pass "a hard-linked secret file: moat run refuses"
+else
+	mt_fail "a hard-linked secret file: exit $MT_RUN_RC" "$MT_T/linked.err"
+fi
+rm -f "$MT_T/openai-link.key"
 REAL_GH="" mt_moat_run root noenv --policy "$MT_T/policy.json" \
     $MT_RUN_WORLD --name sbx-noenv -- /bin/echo workload-ran
 if [ "$MT_RUN_RC" != 0 ] && grep -q "REAL_GH" "$MT_T/noenv.err"; then

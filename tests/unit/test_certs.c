@@ -606,6 +606,23 @@ test_certs_ca_load_modes(void)
 	CU_ASSERT(ca != NULL);
 	certs_ca_free(ca);
 
+	/* A second name for the key: moat hides it by path, so refused. */
+	{
+		char	link2[PATH_MAX];
+
+		tc_path(link2, "mode-link.key");
+		(void)unlink(link2);
+		CU_ASSERT_FATAL(link(key, link2) == 0);
+		ca = certs_ca_load(tc_ca_crt, key, err, sizeof(err));
+		CU_ASSERT(ca == NULL);
+		CU_ASSERT(tc_contains(err, "2 hard links"));
+		certs_ca_free(ca);
+		CU_ASSERT_FATAL(unlink(link2) == 0);
+		ca = certs_ca_load(tc_ca_crt, key, err, sizeof(err));
+		CU_ASSERT(ca != NULL);
+		certs_ca_free(ca);
+	}
+
 	/* Owned by another user (only root can arrange that). */
 	if (geteuid() == 0) {
 		CU_ASSERT_FATAL(chown(key, 65534, 65534) == 0);
