@@ -400,7 +400,7 @@ attach_main(int argc, char *argv[])
 	if (attach_setup(&a, err, sizeof(err)) == -1) {
 		fprintf(stderr, "moat attach: %s\n", err);
 		/* Undo what was added: nothing was ever served. */
-		if (a.nsh != NULL && nsh_client_end(a.nsh, true, err,
+		if (a.nsh != NULL && nsh_client_teardown(a.nsh, err,
 		    sizeof(err)) == -1)
 			fprintf(stderr, "moat attach: %s\n", err);
 		attach_free(&a);
@@ -416,7 +416,7 @@ attach_main(int argc, char *argv[])
 			fprintf(stderr, "moat attach: unregister: %s\n", err);
 		admin_client_close(a.admin);
 		a.admin = NULL;
-		if (nsh_client_end(a.nsh, true, err, sizeof(err)) == -1)
+		if (nsh_client_teardown(a.nsh, err, sizeof(err)) == -1)
 			fprintf(stderr, "moat attach: teardown: %s\n", err);
 		else {
 			printf("moat attach: %s detached from %s\n", a.rc.name,

@@ -412,17 +412,9 @@ moat_explain(int argc, char *argv[])
 static int
 moat_ca(char *argv[])
 {
-	const char	*env = getenv("MOAT_CA");
-	char		 dir[PATH_MAX], path[PATH_MAX + 16];
+	char	path[PATH_MAX];
 
-	if (env != NULL && env[0] != '\0')
-		snprintf(path, sizeof(path), "%s", env);
-	else if (runconf_exe_dir(dir, sizeof(dir)) == 0 &&
-	    (size_t)snprintf(path, sizeof(path), "%s/moat-ca", dir) <
-	    sizeof(path) && access(path, X_OK) == 0)
-		;
-	else
-		snprintf(path, sizeof(path), "%s/moat-ca", MOAT_LIBEXECDIR);
+	(void)runconf_libexec_path("moat-ca", "MOAT_CA", path, sizeof(path));
 	execv(path, argv);
 	fprintf(stderr, "moat ca: cannot run %s: %s (set MOAT_CA)\n", path,
 	    strerror(errno));

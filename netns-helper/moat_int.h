@@ -154,6 +154,15 @@ char	*runconf_extras(const struct runconf *rc, json_t *answer, size_t *len);
  */
 int	runconf_exe_dir(char *buf, size_t len);
 
+/*
+ * The path of moat's helper program name (moat-netns, moat-ca): the
+ * variable env if set, else beside the running moat, else in
+ * MOAT_LIBEXECDIR.  Returns 0 if that file is executable, else -1 with
+ * errno (buf still names what was tried).
+ */
+int	runconf_libexec_path(const char *name, const char *env, char *buf,
+	    size_t len);
+
 /* --- nsh_client.c: the moat-netns client ---------------------------- */
 
 /*
@@ -215,13 +224,12 @@ int	nsh_client_open(struct nsh_client *c, int userns, int netns,
 	    char *err, size_t errlen);
 
 /*
- * Ends the helper: RELEASE (keep everything; held `moat run` only) or
- * TEARDOWN (remove everything).  The answer comes once the work is done;
- * the helper's own exit is not waited for (nsh_client_close() reaps it
- * if it is gone by then).  0 or -1.
+ * Ends the helper with TEARDOWN (remove everything it added; a held
+ * `moat run` releases it in nsh_client_open() instead).  The answer
+ * comes once the work is done; the helper's own exit is not waited for
+ * (nsh_client_close() reaps it if it is gone by then).  0 or -1.
  */
-int	nsh_client_end(struct nsh_client *c, bool teardown, char *err,
-	    size_t errlen);
+int	nsh_client_teardown(struct nsh_client *c, char *err, size_t errlen);
 
 /*
  * Runs `moat-netns cleanup` (with --netns netns unless NULL): removes the

@@ -41,10 +41,12 @@ struct nsh_client {
 	bool	hello;	/* HELLO sent, its answer not read yet */
 };
 
-static int	nsh_client_path(char *buf, size_t len);
 static int	nsh_client_call(struct nsh_client *c, const struct nsh_msg *req,
 		    const int *fds, struct nsh_msg *reply, int *fd, char *err,
 		    size_t errlen);
+static void	nsh_client_join_req(struct nsh_msg *req, int fds[2], int userns,
+		    int netns);
+static void	nsh_client_done(struct nsh_client *c);
 static int	nsh_client_send(struct nsh_client *c, const struct nsh_msg *req,
 		    const int *fds, char *err, size_t errlen);
 static int	nsh_client_recv(struct nsh_client *c, int op,
@@ -52,25 +54,6 @@ static int	nsh_client_recv(struct nsh_client *c, int op,
 static void	nsh_client_died(struct nsh_client *c, char *err,
 		    size_t errlen, const char *what);
 static int	nsh_client_reap(struct nsh_client *c, int timeout_ms);
-
-/* MOAT_NETNS, else beside the moat executable, else MOAT_LIBEXECDIR. */
-static int
-nsh_client_path(char *buf, size_t len)
-{
-	const char	*env;
-	char		 dir[NSH_CLIENT_PATH_MAX];
-
-	if ((env = getenv("MOAT_NETNS")) != NULL && env[0] != '\0') {
-		snprintf(buf, len, "%s", env);
-		return access(buf, X_OK);
-	}
-	if (runconf_exe_dir(dir, sizeof(dir)) == 0 &&
-	    (size_t)snprintf(buf, len, "%s/%s", dir, NSH_CLIENT_NAME) < len &&
-	    access(buf, X_OK) == 0)
-		return 0;
-	snprintf(buf, len, "%s/%s", MOAT_LIBEXECDIR, NSH_CLIENT_NAME);
-	return access(buf, X_OK);
-}
 
 struct nsh_client *
 nsh_client_start(char *err, size_t errlen)
@@ -81,7 +64,8 @@ nsh_client_start(char *err, size_t errlen)
 	char			 path[NSH_CLIENT_PATH_MAX];
 	int			 sv[2], fd;
 
-	if (nsh_client_path(path, sizeof(path)) == -1) {
+	if (runconf_libexec_path(NSH_CLIENT_NAME, "MOAT_NETNS", path,
+	    sizeof(path)) == -1) {
 		snprintf(err, errlen, "cannot find %s (tried %s; set "
 		    "MOAT_NETNS): %s", NSH_CLIENT_NAME, path, strerror(errno));
 		return NULL;
@@ -317,18 +301,34 @@ nsh_client_join(struct nsh_client *c, int userns, int netns, char *err,
 	struct nsh_msg	req, reply;
 	int		fds[2];
 
-	memset(&req, 0, sizeof(req));
-	req.op = NSH_OP_JOIN;
+	nsh_client_join_req(&req, fds, userns, netns);
+	return nsh_client_call(c, &req, fds, &reply, NULL, err, errlen);
+}
+
+/* JOIN: {userns, netns}, or {netns} when userns is -1. */
+static void
+nsh_client_join_req(struct nsh_msg *req, int fds[2], int userns, int netns)
+{
+	memset(req, 0, sizeof(*req));
+	req->op = NSH_OP_JOIN;
 	if (userns != -1) {
-		req.u.join.flags = NSH_JOIN_USERNS;
-		req.nfds = 2;
+		req->u.join.flags = NSH_JOIN_USERNS;
+		req->nfds = 2;
 		fds[0] = userns;
 		fds[1] = netns;
 	} else {
-		req.nfds = 1;
+		req->nfds = 1;
 		fds[0] = netns;
 	}
-	return nsh_client_call(c, &req, fds, &reply, NULL, err, errlen);
+}
+
+/* Its last answer read: the channel closes; only its exit is left. */
+static void
+nsh_client_done(struct nsh_client *c)
+{
+	close(c->fd);
+	c->fd = -1;
+	c->ended = true;
 }
 
 static void
@@ -411,17 +411,7 @@ nsh_client_open(struct nsh_client *c, int userns, int netns,
 	if (nsh_client_ready(c, err, errlen) == -1)
 		return -1;
 	/* Everything out first: the helper answers in order. */
-	memset(&req, 0, sizeof(req));
-	req.op = NSH_OP_JOIN;
-	if (userns != -1) {
-		req.u.join.flags = NSH_JOIN_USERNS;
-		req.nfds = 2;
-		jfds[0] = userns;
-		jfds[1] = netns;
-	} else {
-		req.nfds = 1;
-		jfds[0] = netns;
-	}
+	nsh_client_join_req(&req, jfds, userns, netns);
 	if (nsh_client_send(c, &req, jfds, err, errlen) == -1)
 		return -1;
 	sent++;
@@ -468,11 +458,8 @@ nsh_client_open(struct nsh_client *c, int userns, int netns,
 			    "without a descriptor");
 			rc_ = -1;
 		}
-		if (op == NSH_OP_RELEASE && rc_ == 0) {
-			close(c->fd);
-			c->fd = -1;
-			c->ended = true;
-		}
+		if (op == NSH_OP_RELEASE && rc_ == 0)
+			nsh_client_done(c);
 	}
 	if (rc_ == 0 && sent < total)
 		rc_ = -1;	/* err says why the sending stopped */
@@ -480,29 +467,26 @@ nsh_client_open(struct nsh_client *c, int userns, int netns,
 }
 
 int
-nsh_client_end(struct nsh_client *c, bool teardown, char *err, size_t errlen)
+nsh_client_teardown(struct nsh_client *c, char *err, size_t errlen)
 {
 	struct nsh_msg	req, reply;
-	int		rc;
 
 	memset(&req, 0, sizeof(req));
-	req.op = teardown ? NSH_OP_TEARDOWN : NSH_OP_RELEASE;
-	rc = nsh_client_call(c, &req, NULL, &reply, NULL, err, errlen);
-	close(c->fd);
-	c->fd = -1;
+	req.op = NSH_OP_TEARDOWN;
 	/*
-	 * The answer comes after the work: a torn-down sandbox has no veth
-	 * and no table left, a released one has nothing on the host.  The
-	 * helper's exit is no step of the caller's: closing its nftables
-	 * socket waits in the kernel until the last commit's memory is
-	 * freed, one RCU grace period (7-22 ms here).  nsh_client_close()
-	 * reaps it if it is gone by then and otherwise leaves it to finish
-	 * on its own.
+	 * The answer comes after the work: no veth and no table are left.
+	 * The helper's exit is no step of the caller's: closing its
+	 * nftables socket waits in the kernel until the last commit's
+	 * memory is freed, one RCU grace period (7-22 ms here).
+	 * nsh_client_close() reaps it if it is gone by then and otherwise
+	 * leaves it to finish on its own.
 	 */
-	if (rc == 0) {
-		c->ended = true;
+	if (nsh_client_call(c, &req, NULL, &reply, NULL, err, errlen) == 0) {
+		nsh_client_done(c);
 		return 0;
 	}
+	close(c->fd);
+	c->fd = -1;
 	if (!nsh_client_reap(c, MOAT_STOP_TIMEOUT_MS)) {
 		kill(c->pid, SIGKILL);
 		(void)nsh_client_reap(c, MOAT_STOP_TIMEOUT_MS);
@@ -517,7 +501,8 @@ nsh_client_cleanup(const char *netns, char *err, size_t errlen)
 	sigset_t		none;
 	char			path[NSH_CLIENT_PATH_MAX];
 
-	if (nsh_client_path(path, sizeof(path)) == -1) {
+	if (runconf_libexec_path(NSH_CLIENT_NAME, "MOAT_NETNS", path,
+	    sizeof(path)) == -1) {
 		snprintf(err, errlen, "cannot find %s: %s", NSH_CLIENT_NAME,
 		    strerror(errno));
 		return -1;

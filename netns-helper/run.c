@@ -545,10 +545,8 @@ run_network(struct run *r, int *fds, size_t *nfds, const char **protos,
 	int			userns = -1, netns = -1, rc = -1;
 	bool			held;
 
-	/* Started in run_setup(): nsh_client_open() reads its HELLO answer. */
-	if (r->nsh == NULL && (r->nsh = nsh_client_spawn(err, errlen)) ==
-	    NULL)
-		return -1;
+	/* r->nsh was started in run_setup(); nsh_client_open() reads its
+	 * HELLO answer. */
 	if ((netns = sandbox_nsfd(r->sb, "net", err, errlen)) == -1)
 		goto out;
 	if (geteuid() != 0 &&
@@ -806,7 +804,7 @@ run_teardown(struct run *r)
 	nsh_client_close(r->nsh_done);
 	r->nsh_done = NULL;
 	if (r->nsh != NULL) {
-		if (nsh_client_end(r->nsh, true, err, sizeof(err)) == -1)
+		if (nsh_client_teardown(r->nsh, err, sizeof(err)) == -1)
 			fprintf(stderr, "moat run: teardown: %s\n", err);
 		nsh_client_close(r->nsh);
 		r->nsh = NULL;

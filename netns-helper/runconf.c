@@ -587,6 +587,25 @@ runconf_exe_dir(char *buf, size_t len)
 	return 0;
 }
 
+int
+runconf_libexec_path(const char *name, const char *env, char *buf,
+    size_t len)
+{
+	const char	*v;
+	char		 dir[PATH_MAX];
+
+	if ((v = getenv(env)) != NULL && v[0] != '\0') {
+		snprintf(buf, len, "%s", v);
+		return access(buf, X_OK);
+	}
+	if (runconf_exe_dir(dir, sizeof(dir)) == 0 &&
+	    (size_t)snprintf(buf, len, "%s/%s", dir, name) < len &&
+	    access(buf, X_OK) == 0)
+		return 0;
+	snprintf(buf, len, "%s/%s", MOAT_LIBEXECDIR, name);
+	return access(buf, X_OK);
+}
+
 /* Appends len bytes of p to the growing buffer *buf (*n used, *cap). */
 static int
 runconf_append(char **buf, size_t *n, size_t *cap, const char *p, size_t len)
