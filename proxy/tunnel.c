@@ -14,6 +14,13 @@
  * empty pipe EAGAIN can only mean the socket is drained, so no readiness
  * edge is ever lost.  An empty pipe goes back to the worker's pool at once,
  * which is why an idle tunnel holds no pipe.
+ *
+ * One exception: once epoll says the peer has sent its FIN (EPOLLRDHUP),
+ * the pump reads on into the pipe before writing, until EOF (or a full
+ * pipe: after a FIN, a drained socket says 0, never EAGAIN), and writes
+ * the last bytes with SPLICE_F_MORE so that the FIN passed on by
+ * shutdown(2) or close(2) leaves in the same segment: the usual end of a
+ * response costs the other side one segment and one wake-up, not two.
  */
 #include "config.h"
 
@@ -43,6 +50,7 @@ struct tunnel_dir {
 	struct evbuffer	*pending;	/* bytes to write to "to" first */
 	uint64_t	 bytes;
 	unsigned	 eof:1;		/* "from" reached EOF */
+	unsigned	 rdhup:1;	/* "from" has sent its FIN (EPOLLRDHUP) */
 	unsigned	 shut:1;	/* "to" was shut down for writing */
 };
 
@@ -72,6 +80,7 @@ static const char *const tunnel_end_names[] = {
 };
 
 static int	tdir_pump(struct tunnel *t, struct tunnel_dir *d);
+static int	tdir_flush_pending(struct tunnel *t, struct tunnel_dir *d);
 static void	tdir_release_pipe(struct tunnel *t, struct tunnel_dir *d);
 static int	tdir_wants_write(const struct tunnel_dir *d);
 static void	tunnel_cev(evutil_socket_t fd, short what, void *arg);
@@ -145,10 +154,10 @@ tunnel_start(struct worker *w, int cfd, int ufd, struct evbuffer *to_up,
 			goto nomem;
 		evbuffer_add_buffer(t->down.pending, to_client);
 	}
-	t->cev = event_new(w->base, cfd, EV_READ | EV_WRITE | EV_PERSIST |
-	    EV_ET, tunnel_cev, t);
-	t->uev = event_new(w->base, ufd, EV_READ | EV_WRITE | EV_PERSIST |
-	    EV_ET, tunnel_uev, t);
+	t->cev = event_new(w->base, cfd, EV_READ | EV_WRITE | EV_CLOSED |
+	    EV_PERSIST | EV_ET, tunnel_cev, t);
+	t->uev = event_new(w->base, ufd, EV_READ | EV_WRITE | EV_CLOSED |
+	    EV_PERSIST | EV_ET, tunnel_uev, t);
 	t->timer = evtimer_new(w->base, tunnel_timer, t);
 	if (t->cev == NULL || t->uev == NULL || t->timer == NULL)
 		goto nomem;
@@ -159,8 +168,14 @@ tunnel_start(struct worker *w, int cfd, int ufd, struct evbuffer *to_up,
 		goto nomem;
 	LIST_INSERT_HEAD(&w->tunnels, t, link);
 	w->ntunnels++;
-	/* Write what was buffered before the hand-over. */
-	tunnel_after(t, tdir_pump(t, &t->up), tdir_pump(t, &t->down));
+	/*
+	 * Write what was buffered before the hand-over, and nothing more:
+	 * registering an edge-triggered event reports what is ready already
+	 * (epoll polls the socket when the event is added or changed), so
+	 * reading now would most often cost an EAGAIN for nothing.
+	 */
+	tunnel_after(t, tdir_flush_pending(t, &t->up),
+	    tdir_flush_pending(t, &t->down));
 	return 0;
  nomem:
 	log_warnx("tunnel: out of memory, connection dropped");
@@ -200,6 +215,33 @@ tdir_release_pipe(struct tunnel *t, struct tunnel_dir *d)
 }
 
 /*
+ * Writes the bytes buffered before the hand-over (moatd's 200 or SOCKS5
+ * reply, a client's early bytes).  Returns 0 when they are all written,
+ * or the socket is full (the write event finishes them: the pump checks
+ * pending first), or -1 with errno.
+ */
+static int
+tdir_flush_pending(struct tunnel *t, struct tunnel_dir *d)
+{
+	ssize_t	n;
+
+	if (d->pending == NULL)
+		return 0;
+	while (evbuffer_get_length(d->pending) > 0) {
+		n = evbuffer_write(d->pending, d->to);
+		if (n == -1)
+			return errno == EAGAIN || errno == EINTR ? 0 : -1;
+		/* moatd's own reply (200, SOCKS5 success) is not the
+		 * upstream's: only the client's early bytes count. */
+		if (d == &t->up)
+			d->bytes += (uint64_t)n;
+	}
+	evbuffer_free(d->pending);
+	d->pending = NULL;
+	return 0;
+}
+
+/*
  * Moves bytes of one direction until the kernel pushes back.
  * Returns 0 (blocked, or this direction is finished), 1 (still had work
  * after TUNNEL_ROUNDS: call again soon), or -1 with errno (the tunnel must
@@ -207,7 +249,8 @@ tdir_release_pipe(struct tunnel *t, struct tunnel_dir *d)
  *   > 0     bytes moved;
  *   0       from socket: the peer sent EOF (from a pipe: cannot happen,
  *           in_pipe > 0 is checked first);
- *   -1 EAGAIN  socket -> pipe: the socket has no data (the pipe is empty);
+ *   -1 EAGAIN  socket -> pipe: the socket has no data (the pipe is empty),
+ *              or, reading on after a FIN, the pipe is full;
  *              pipe -> socket: the socket's send buffer is full;
  *   -1 EINTR   retried;
  *   -1 other   (ECONNRESET, EPIPE, ...) the tunnel ends.
@@ -216,29 +259,17 @@ static int
 tdir_pump(struct tunnel *t, struct tunnel_dir *d)
 {
 	ssize_t	n;
-	int	rounds;
+	int	rounds, more = 0;
 
-	if (d->pending != NULL) {
-		while (evbuffer_get_length(d->pending) > 0) {
-			n = evbuffer_write(d->pending, d->to);
-			if (n == -1) {
-				if (errno == EAGAIN || errno == EINTR)
-					return 0;
-				return -1;
-			}
-			/* moatd's own reply (200, SOCKS5 success) is not
-			 * the upstream's: only the client's early bytes
-			 * count. */
-			if (d == &t->up)
-				d->bytes += (uint64_t)n;
-		}
-		evbuffer_free(d->pending);
-		d->pending = NULL;
-	}
+	if (tdir_flush_pending(t, d) == -1)
+		return -1;
+	if (d->pending != NULL)
+		return 0;	/* the socket is full */
 	for (rounds = 0; rounds < TUNNEL_ROUNDS; rounds++) {
-		if (d->in_pipe > 0) {
+		if (d->in_pipe > 0 && !more) {
 			n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
-			    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			    SPLICE_F_MOVE | SPLICE_F_NONBLOCK |
+			    (d->eof ? SPLICE_F_MORE : 0));
 			if (n > 0) {
 				d->in_pipe -= (size_t)n;
 				d->bytes += (uint64_t)n;
@@ -265,13 +296,17 @@ tdir_pump(struct tunnel *t, struct tunnel_dir *d)
 			}
 			return 0;
 		}
+		more = 0;
 		if (d->pipe[0] < 0 && worker_pipe_get(t->w, d->pipe) == -1)
 			return -1;
-		n = splice(d->from, NULL, d->pipe[1], NULL, TUNNEL_SPLICE_BYTES,
+		n = splice(d->from, NULL, d->pipe[1], NULL,
+		    TUNNEL_SPLICE_BYTES - d->in_pipe,
 		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n > 0) {
-			d->in_pipe = (size_t)n;
+			d->in_pipe += (size_t)n;
 			t->last_ms = 0;
+			/* After the peer's FIN: read on to EOF first. */
+			more = d->rdhup && d->in_pipe < TUNNEL_SPLICE_BYTES;
 			continue;
 		}
 		if (n == 0) {
@@ -281,6 +316,8 @@ tdir_pump(struct tunnel *t, struct tunnel_dir *d)
 		if (errno == EINTR)
 			continue;
 		if (errno == EAGAIN) {
+			if (d->in_pipe > 0)
+				continue;	/* read on after FIN: pipe full */
 			tdir_release_pipe(t, d);
 			return 0;
 		}
@@ -330,6 +367,8 @@ tunnel_cev(evutil_socket_t fd, short what, void *arg)
 	struct tunnel	*t = arg;
 	int		 r1 = 0, r2 = 0;
 
+	if (what & EV_CLOSED)
+		t->up.rdhup = 1;
 	if (what & EV_READ)
 		r1 = tdir_pump(t, &t->up);
 	if (r1 != -1 && (what & EV_WRITE) && tdir_wants_write(&t->down))
@@ -343,6 +382,8 @@ tunnel_uev(evutil_socket_t fd, short what, void *arg)
 	struct tunnel	*t = arg;
 	int		 r1 = 0, r2 = 0;
 
+	if (what & EV_CLOSED)
+		t->down.rdhup = 1;
 	if (what & EV_READ)
 		r2 = tdir_pump(t, &t->down);
 	if (r2 != -1 && (what & EV_WRITE) && tdir_wants_write(&t->up))

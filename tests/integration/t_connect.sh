@@ -57,6 +57,42 @@ mt_eq "bytes sent behind the CONNECT head reach the origin" 1 \
 mt_eq "...and its answer comes back (2 responses)" 2 \
     "$(mt_kv early responses)" "$MT_T/early.kv"
 
+# The end of a tunnel.  The origin closes right behind its last byte;
+# moatd reads on to that FIN before writing and passes it on with the last
+# bytes.  None may be lost and the client must see the close: while it
+# still has its own side open ("open"), after it has shut it ("shut"), and
+# when it reads late through a small buffer ("late"), so that the FIN
+# comes in behind megabytes nobody has read yet.  (tests/unit/test_tunnel.c
+# has the FIN behind a pipe that is full.)
+body_check()
+{
+	"$MT_PY" - "$1" "$2" <<'EOF'
+import sys
+data = open(sys.argv[1], "rb").read()
+n = int(sys.argv[2])
+parts = data.split(b"\r\n\r\n", 2)   # the 200, the answer's head, its body
+if len(parts) < 3:
+    print("no answer (%d bytes)" % len(data))
+elif parts[2] != (bytes(range(32, 127)) * (n // 95 + 1))[:n]:
+    print("body of %d bytes, not the %d sent" % (len(parts[2]), n))
+else:
+    print("ok")
+EOF
+}
+for how in open shut late; do
+	n=3000000 extra=
+	case $how in
+	shut) extra=--shut-wr ;;
+	late) n=12000000 extra="--read-delay-ms 1500 --rcvbuf 65536" ;;
+	esac
+	mt_raw "fin-$how" --tcp "$MT_HTTP" --timeout 15 $extra \
+	    --raw-out "$MT_T/fin-$how.raw" --send "CONNECT origin.test:8080 HTTP/1.1\\r\\nHost: origin.test:8080\\r\\n\\r\\nGET /bytes/$n HTTP/1.1\\r\\nHost: origin.test\\r\\nConnection: close\\r\\n\\r\\n"
+	mt_eq "tunnel end, client $how: the origin's close reaches it" \
+	    1 "$(mt_kv "fin-$how" eof)" "$MT_T/fin-$how.kv"
+	mt_eq "tunnel end, client $how: all $n bytes, in order" \
+	    ok "$(body_check "$MT_T/fin-$how.raw" $n)" "$MT_T/fin-$how.kv"
+done
+
 # --- denied ------------------------------------------------------------------
 mt_mark
 mt_curl d1 -p "${P[@]}" http://origin.test:9090/

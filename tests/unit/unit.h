@@ -19,5 +19,6 @@ void	test_audit_register(void);
 void	test_secretscan_register(void);
 void	test_nsh_proto_register(void);
 void	test_geo_register(void);
+void	test_tunnel_register(void);
 
 #endif

@@ -25,6 +25,9 @@ The payload is given with --send (Python escapes allowed: \\r \\n \\x00 ...)
 or --send-file.  --drip-ms N sends it one byte every N milliseconds.
 --stop-after-response closes as soon as the first response is complete
 (by Content-Length), without waiting for the server to close.
+--read-delay-ms N waits N ms after sending before it reads anything, and
+--rcvbuf N sets a small receive buffer first: together they make a late
+reader, so that a proxy has the answer's end queued behind unread bytes.
 
 Python standard library only.
 """
@@ -92,6 +95,10 @@ def main():
     ap.add_argument("--shut-wr", action="store_true",
                     help="half-close (SHUT_WR) after sending")
     ap.add_argument("--raw-out", help="write every byte received here")
+    ap.add_argument("--read-delay-ms", type=int, default=0,
+                    help="wait N ms after sending before reading")
+    ap.add_argument("--rcvbuf", type=int, default=0,
+                    help="SO_RCVBUF in bytes (0: the system's)")
     args = ap.parse_args()
 
     if args.send is not None:
@@ -101,11 +108,13 @@ def main():
             payload = f.read()
 
     report = {"connected": 0, "sent": 0, "received": 0, "eof": 0}
-    data = b""
+    data = bytearray()
     t0 = time.monotonic()
     deadline = t0 + args.timeout
     family, addr = parse_target(args)
     s = socket.socket(family, socket.SOCK_STREAM)
+    if args.rcvbuf > 0:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, args.rcvbuf)
     try:
         s.settimeout(max(0.1, deadline - time.monotonic()))
         s.connect(addr)
@@ -132,6 +141,9 @@ def main():
             report["sent"] = len(payload)
         if args.shut_wr and not report["eof"]:
             s.shutdown(socket.SHUT_WR)
+        if args.read_delay_ms > 0:
+            time.sleep(min(args.read_delay_ms / 1000.0,
+                           max(0.0, deadline - time.monotonic())))
         while not report["eof"]:
             left = deadline - time.monotonic()
             if left <= 0:
