@@ -163,6 +163,27 @@ int	runconf_exe_dir(char *buf, size_t len);
 int	runconf_libexec_path(const char *name, const char *env, char *buf,
 	    size_t len);
 
+/*
+ * Starts a child that runs child(arg) and then execs, as posix_spawn(3)
+ * does: it shares moat's memory and moat waits (CLONE_VM | CLONE_VFORK)
+ * until it has exec'd or exited, so no page tables are copied.  child()
+ * runs on a stack of its own and may only make system calls (no stdio,
+ * no malloc: the memory is moat's); it must exec or _exit().  Returns the
+ * pid, or -1 with errno.  One at a time (the stack is static).
+ */
+pid_t	runconf_spawn(int (*child)(void *), void *arg);
+/*
+ * For child() and what it calls: AddressSanitizer's bookkeeping assumes
+ * one stack per thread and warns about the child's; it has no place in
+ * code that only makes system calls anyway.
+ */
+#define RUNCONF_SPAWNED	__attribute__((no_sanitize_address))
+/*
+ * Writes "moat: WHAT: REASON\n" to stderr with writev(2) alone; REASON is
+ * err's untranslated text (no locale file is read in a spawned child).
+ */
+void	runconf_spawn_fail(const char *what, int err) RUNCONF_SPAWNED;
+
 /* --- nsh_client.c: the moat-netns client ---------------------------- */
 
 /*

@@ -55,14 +55,46 @@ static void	nsh_client_died(struct nsh_client *c, char *err,
 		    size_t errlen, const char *what);
 static int	nsh_client_reap(struct nsh_client *c, int timeout_ms);
 
+/* What the helper's child needs between spawn and exec. */
+struct nsh_client_args {
+	const char	*path;
+	int		 fd;
+};
+
+/*
+ * Between spawn and exec (runconf_spawn: system calls only): its own
+ * process group (a terminal's ^C is for the workload, not for the helper
+ * that must clean up), the channel on fd 3 without close-on-exec, nothing
+ * else.
+ */
+static int RUNCONF_SPAWNED
+nsh_client_child(void *arg)
+{
+	const struct nsh_client_args	*a = arg;
+	sigset_t			 none;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	(void)setpgid(0, 0);
+	if (a->fd == NSH_CHANNEL_FD) {
+		if (fcntl(a->fd, F_SETFD, 0) == -1)
+			_exit(127);
+	} else if (dup2(a->fd, NSH_CHANNEL_FD) == -1)
+		_exit(127);
+	(void)close_range(NSH_CHANNEL_FD + 1, ~0u, 0);
+	execl(a->path, NSH_CLIENT_NAME, "serve", (char *)NULL);
+	runconf_spawn_fail(a->path, errno);
+	_exit(127);
+}
+
 struct nsh_client *
 nsh_client_start(char *err, size_t errlen)
 {
 	struct nsh_client	*c;
+	struct nsh_client_args	 ch;
 	struct nsh_msg		 req;
-	sigset_t		 none;
 	char			 path[NSH_CLIENT_PATH_MAX];
-	int			 sv[2], fd;
+	int			 sv[2];
 
 	if (runconf_libexec_path(NSH_CLIENT_NAME, "MOAT_NETNS", path,
 	    sizeof(path)) == -1) {
@@ -81,32 +113,15 @@ nsh_client_start(char *err, size_t errlen)
 		free(c);
 		return NULL;
 	}
-	if ((c->pid = fork()) == -1) {
-		snprintf(err, errlen, "fork: %s", strerror(errno));
+	ch.path = path;
+	ch.fd = sv[1];
+	if ((c->pid = runconf_spawn(nsh_client_child, &ch)) == -1) {
+		snprintf(err, errlen, "cannot start %s: %s", NSH_CLIENT_NAME,
+		    strerror(errno));
 		close(sv[0]);
 		close(sv[1]);
 		free(c);
 		return NULL;
-	}
-	if (c->pid == 0) {
-		/*
-		 * The child: its own process group (a terminal's ^C is for
-		 * the workload, not for the helper that must clean up), the
-		 * channel on fd 3 without close-on-exec, nothing else.
-		 */
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		(void)setpgid(0, 0);
-		fd = sv[1];
-		if (fd == NSH_CHANNEL_FD) {
-			if (fcntl(fd, F_SETFD, 0) == -1)
-				_exit(127);
-		} else if (dup2(fd, NSH_CHANNEL_FD) == -1)
-			_exit(127);
-		(void)close_range(NSH_CHANNEL_FD + 1, ~0u, 0);
-		execl(path, NSH_CLIENT_NAME, "serve", (char *)NULL);
-		fprintf(stderr, "moat: %s: %s\n", path, strerror(errno));
-		_exit(127);
 	}
 	close(sv[1]);
 	c->fd = sv[0];

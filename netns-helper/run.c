@@ -86,8 +86,7 @@ static int	run_moatd_path(char *buf, size_t len);
 static int	run_moatd_config(struct run *r);
 static int	run_moatd_spawn(struct run *r, char *err, size_t errlen);
 static int	run_moatd_wait(struct run *r, char *err, size_t errlen);
-static void	run_moatd_child(const char *path, int afd, int rfd, int cfd,
-		    bool verbose, pid_t parent) __attribute__((noreturn));
+static int	run_moatd_child(void *arg) RUNCONF_SPAWNED;
 static int	run_moatd_ready(struct run *r, int rfd, char *err,
 		    size_t errlen);
 static int	run_network(struct run *r, int *fds, size_t *nfds,
@@ -350,14 +349,25 @@ run_moatd_config(struct run *r)
 	return fd;
 }
 
-/* Between fork and exec: descriptors 3, 4, 5, its own process group. */
-static void
-run_moatd_child(const char *path, int afd, int rfd, int cfd, bool verbose,
-    pid_t parent)
+/* What the moatd child needs between spawn and exec. */
+struct run_moatd_args {
+	const char	*path;
+	int		 afd, rfd, cfd;
+	bool		 verbose;
+	pid_t		 parent;
+	char		 cfg[32];
+};
+
+/*
+ * Between spawn and exec (runconf_spawn: system calls only): descriptors
+ * 3, 4, 5, its own process group.
+ */
+static int
+run_moatd_child(void *arg)
 {
-	sigset_t	none;
-	char		cfg[32];
-	int		a, rr, c, null;
+	const struct run_moatd_args	*m = arg;
+	sigset_t			 none;
+	int				 a, rr, c, null;
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -365,11 +375,11 @@ run_moatd_child(const char *path, int afd, int rfd, int cfd, bool verbose,
 	(void)setpgid(0, 0);
 	/* A private moatd never outlives moat run. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1 ||
-	    getppid() != parent)
+	    getppid() != m->parent)
 		_exit(MOAT_EXIT_LAUNCH);
-	if ((a = fcntl(afd, F_DUPFD_CLOEXEC, RUN_FD_HIGH)) == -1 ||
-	    (rr = fcntl(rfd, F_DUPFD_CLOEXEC, RUN_FD_HIGH)) == -1 ||
-	    (c = fcntl(cfd, F_DUPFD_CLOEXEC, RUN_FD_HIGH)) == -1 ||
+	if ((a = fcntl(m->afd, F_DUPFD_CLOEXEC, RUN_FD_HIGH)) == -1 ||
+	    (rr = fcntl(m->rfd, F_DUPFD_CLOEXEC, RUN_FD_HIGH)) == -1 ||
+	    (c = fcntl(m->cfd, F_DUPFD_CLOEXEC, RUN_FD_HIGH)) == -1 ||
 	    dup2(a, RUN_MOATD_ADMIN_FD) == -1 ||
 	    dup2(rr, RUN_MOATD_READY_FD) == -1 ||
 	    dup2(c, RUN_MOATD_CONFIG_FD) == -1)
@@ -383,14 +393,13 @@ run_moatd_child(const char *path, int afd, int rfd, int cfd, bool verbose,
 			close(null);
 	}
 	(void)dup2(STDERR_FILENO, STDOUT_FILENO);
-	snprintf(cfg, sizeof(cfg), "/dev/fd/%d", RUN_MOATD_CONFIG_FD);
-	if (verbose)
-		execlp(path, "moatd", "-c", cfg, "--admin-fd", "3",
+	if (m->verbose)
+		execlp(m->path, "moatd", "-c", m->cfg, "--admin-fd", "3",
 		    "--ready-fd", "4", (char *)NULL);
 	else
-		execlp(path, "moatd", "-q", "-c", cfg, "--admin-fd", "3",
+		execlp(m->path, "moatd", "-q", "-c", m->cfg, "--admin-fd", "3",
 		    "--ready-fd", "4", (char *)NULL);
-	fprintf(stderr, "moat run: %s: %s\n", path, strerror(errno));
+	runconf_spawn_fail(m->path, errno);
 	_exit(MOAT_EXIT_NOT_FOUND);
 }
 
@@ -444,9 +453,10 @@ run_moatd_ready(struct run *r, int rfd, char *err, size_t errlen)
 static int
 run_moatd_spawn(struct run *r, char *err, size_t errlen)
 {
-	char	path[RUN_PATH_MAX];
-	int	sv[2] = { -1, -1 }, rp[2] = { -1, -1 }, cfd, rc = -1;
-	pid_t	parent = getpid();
+	struct run_moatd_args	m;
+	char			path[RUN_PATH_MAX];
+	int			sv[2] = { -1, -1 }, rp[2] = { -1, -1 }, cfd;
+	int			rc = -1;
 
 	if (run_moatd_path(path, sizeof(path)) == -1) {
 		snprintf(err, errlen, "cannot find moatd (set MOAT_MOATD)");
@@ -461,12 +471,18 @@ run_moatd_spawn(struct run *r, char *err, size_t errlen)
 		snprintf(err, errlen, "socketpair: %s", strerror(errno));
 		goto out;
 	}
-	if ((r->moatd = fork()) == -1) {
-		snprintf(err, errlen, "fork: %s", strerror(errno));
+	m.path = path;
+	m.afd = sv[1];
+	m.rfd = rp[1];
+	m.cfd = cfd;
+	m.verbose = r->verbose;
+	m.parent = getpid();
+	snprintf(m.cfg, sizeof(m.cfg), "/dev/fd/%d", RUN_MOATD_CONFIG_FD);
+	if ((r->moatd = runconf_spawn(run_moatd_child, &m)) == -1) {
+		snprintf(err, errlen, "cannot start moatd: %s",
+		    strerror(errno));
 		goto out;
 	}
-	if (r->moatd == 0)
-		run_moatd_child(path, sv[1], rp[1], cfd, r->verbose, parent);
 	r->moatd_admin = sv[0];
 	r->moatd_ready = rp[0];
 	sv[0] = rp[0] = -1;

@@ -12,6 +12,10 @@
 
 #include <sys/types.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
+
+#include <sched.h>
+#include <signal.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -604,6 +608,34 @@ runconf_libexec_path(const char *name, const char *env, char *buf,
 		return 0;
 	snprintf(buf, len, "%s/%s", MOAT_LIBEXECDIR, name);
 	return access(buf, X_OK);
+}
+
+#define RUNCONF_SPAWN_STACK	(64 << 10)	/* the child's, until exec */
+
+pid_t
+runconf_spawn(int (*child)(void *), void *arg)
+{
+	static unsigned char	stack[RUNCONF_SPAWN_STACK]
+				    __attribute__((aligned(64)));
+
+	/* Stacks grow down here (x86-64, arm64): pass the top. */
+	return clone(child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK |
+	    SIGCHLD, arg);
+}
+
+void RUNCONF_SPAWNED
+runconf_spawn_fail(const char *what, int err)
+{
+	const char	*e = strerrordesc_np(err);
+	struct iovec	 v[5] = {
+		{ (void *)"moat: ", 6 },
+		{ (void *)what, strlen(what) },
+		{ (void *)": ", 2 },
+		{ (void *)e, strlen(e) },
+		{ (void *)"\n", 1 },
+	};
+
+	(void)!writev(STDERR_FILENO, v, 5);
 }
 
 /* Appends len bytes of p to the growing buffer *buf (*n used, *cap). */

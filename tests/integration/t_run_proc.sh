@@ -315,12 +315,16 @@ while True:
     body = struct.pack("=HHiI16s160s", op, 0, err, 0, b"", text)
     s.send(struct.pack("=HHI", 7, 0, len(body)) + body)
 EOF
-chmod 755 "$MT_T/segv.sh" "$MT_T/liar.py" "$MT_T/fdliar.py" "$MT_T/refuser.py"
+# Executable, but not a program: the exec in the spawned child fails.
+printf '\177ELF-not-really\n' > "$MT_T/notelf"
+chmod 755 "$MT_T/segv.sh" "$MT_T/liar.py" "$MT_T/fdliar.py" "$MT_T/refuser.py" \
+    "$MT_T/notelf"
 for h in /bin/false:"exited with status 1" \
     "$MT_T/segv.sh":"died of signal 11" \
     "$MT_T/liar.py":"record length is not the op's" \
     "$MT_T/fdliar.py":"descriptor count differs" \
     "$MT_T/refuser.py":"moat-netns: JOIN: refused by the test helper" \
+    "$MT_T/notelf":"notelf: Exec format error" \
     /nonexistent:"cannot find moat-netns"; do
 	path=${h%%:*}
 	want=${h#*:}
