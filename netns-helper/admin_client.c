@@ -330,14 +330,36 @@ admin_client_call(struct admin_client *ac, json_t *req, const int *fds,
 }
 
 int
-admin_client_hello(struct admin_client *ac, char *err, size_t errlen)
+admin_client_hello_send(struct admin_client *ac, char *err, size_t errlen)
 {
-	json_t	*ans;
-	json_t	*v;
+	json_t	*req;
+	int	 rc;
 
-	if (admin_client_call(ac, json_pack("{s:s, s:i}", "op", "hello",
-	    "version", ADMIN_PROTO_VERSION), NULL, 0, &ans, err, errlen) == -1)
+	if ((req = json_pack("{s:s, s:i}", "op", "hello", "version",
+	    ADMIN_PROTO_VERSION)) == NULL) {
+		snprintf(err, errlen, "out of memory");
 		return -1;
+	}
+	rc = admin_client_send(ac, req, NULL, 0, err, errlen);
+	json_decref(req);
+	return rc;
+}
+
+int
+admin_client_hello_recv(struct admin_client *ac, char *err, size_t errlen)
+{
+	json_t		*ans, *v;
+	const char	*e;
+
+	if ((ans = admin_client_recv(ac, err, errlen)) == NULL)
+		return -1;
+	if (!json_is_true(json_object_get(ans, "ok"))) {
+		e = json_string_value(json_object_get(ans, "error"));
+		snprintf(err, errlen, "moatd: %s", e != NULL ? e :
+		    "refused (no reason given)");
+		json_decref(ans);
+		return -1;
+	}
 	v = json_object_get(ans, "version");
 	if (!json_is_integer(v) || json_integer_value(v) !=
 	    ADMIN_PROTO_VERSION) {
@@ -350,6 +372,14 @@ admin_client_hello(struct admin_client *ac, char *err, size_t errlen)
 	}
 	json_decref(ans);
 	return 0;
+}
+
+int
+admin_client_hello(struct admin_client *ac, char *err, size_t errlen)
+{
+	if (admin_client_hello_send(ac, err, errlen) == -1)
+		return -1;
+	return admin_client_hello_recv(ac, err, errlen);
 }
 
 int

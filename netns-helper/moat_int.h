@@ -286,6 +286,14 @@ struct admin_client *admin_client_from_fd(int fd);
 
 /* hello: checks moatd speaks version ADMIN_PROTO_VERSION.  0 or -1. */
 int	admin_client_hello(struct admin_client *ac, char *err, size_t errlen);
+/*
+ * The same in two halves, for a moatd that is still starting: the request
+ * waits in the socket until moatd reads it, the answer says it is ready.
+ */
+int	admin_client_hello_send(struct admin_client *ac, char *err,
+	    size_t errlen);
+int	admin_client_hello_recv(struct admin_client *ac, char *err,
+	    size_t errlen);
 
 /*
  * register: name, config (borrowed), and n listeners: protos[i] names

@@ -50,9 +50,8 @@
 #define RUN_PATH_MAX		4096
 #define RUN_FD_HIGH		100	/* where the moatd child parks fds */
 #define RUN_MOATD_ADMIN_FD	3	/* moatd --admin-fd */
-#define RUN_MOATD_READY_FD	4	/* moatd --ready-fd */
-#define RUN_MOATD_CONFIG_FD	5	/* moatd -c /dev/fd/5 */
-#define RUN_READY_MAX		64	/* bytes of moatd's ready line */
+#define RUN_MOATD_CONFIG_FD	4	/* moatd -c /dev/fd/4 */
+#define RUN_MOATD_EXIT_MS	1000	/* for its exit status, once it hung up */
 #define RUN_POLL_MAX		8
 
 struct run {
@@ -70,8 +69,6 @@ struct run {
 	struct nsh_client	*nsh_done;	/* hung up, to be reaped */
 	struct admin_client	*admin;
 	pid_t			 moatd;		/* a private moatd, or -1 */
-	int			 moatd_admin;	/* its admin socket until ready */
-	int			 moatd_ready;	/* its --ready-fd pipe, or -1 */
 	int			 sfd;		/* signalfd */
 	bool			 registered;
 	json_t			*answer;	/* moatd's register answer */
@@ -87,8 +84,6 @@ static int	run_moatd_config(struct run *r);
 static int	run_moatd_spawn(struct run *r, char *err, size_t errlen);
 static int	run_moatd_wait(struct run *r, char *err, size_t errlen);
 static int	run_moatd_child(void *arg) RUNCONF_SPAWNED;
-static int	run_moatd_ready(struct run *r, int rfd, char *err,
-		    size_t errlen);
 static int	run_network(struct run *r, int *fds, size_t *nfds,
 		    const char **protos, char *err, size_t errlen);
 static int	run_register(struct run *r, char *err, size_t errlen);
@@ -352,7 +347,7 @@ run_moatd_config(struct run *r)
 /* What the moatd child needs between spawn and exec. */
 struct run_moatd_args {
 	const char	*path;
-	int		 afd, rfd, cfd;
+	int		 afd, cfd;
 	bool		 verbose;
 	pid_t		 parent;
 	char		 cfg[32];
@@ -360,14 +355,14 @@ struct run_moatd_args {
 
 /*
  * Between spawn and exec (runconf_spawn: system calls only): descriptors
- * 3, 4, 5, its own process group.
+ * 3 (admin) and 4 (config), its own process group.
  */
 static int
 run_moatd_child(void *arg)
 {
 	const struct run_moatd_args	*m = arg;
 	sigset_t			 none;
-	int				 a, rr, c, null;
+	int				 a, c, null;
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -378,10 +373,8 @@ run_moatd_child(void *arg)
 	    getppid() != m->parent)
 		_exit(MOAT_EXIT_LAUNCH);
 	if ((a = fcntl(m->afd, F_DUPFD_CLOEXEC, RUN_FD_HIGH)) == -1 ||
-	    (rr = fcntl(m->rfd, F_DUPFD_CLOEXEC, RUN_FD_HIGH)) == -1 ||
 	    (c = fcntl(m->cfd, F_DUPFD_CLOEXEC, RUN_FD_HIGH)) == -1 ||
 	    dup2(a, RUN_MOATD_ADMIN_FD) == -1 ||
-	    dup2(rr, RUN_MOATD_READY_FD) == -1 ||
 	    dup2(c, RUN_MOATD_CONFIG_FD) == -1)
 		_exit(MOAT_EXIT_LAUNCH);
 	(void)close_range(RUN_MOATD_CONFIG_FD + 1, ~0u, 0);
@@ -395,67 +388,25 @@ run_moatd_child(void *arg)
 	(void)dup2(STDERR_FILENO, STDOUT_FILENO);
 	if (m->verbose)
 		execlp(m->path, "moatd", "-c", m->cfg, "--admin-fd", "3",
-		    "--ready-fd", "4", (char *)NULL);
+		    (char *)NULL);
 	else
 		execlp(m->path, "moatd", "-q", "-c", m->cfg, "--admin-fd", "3",
-		    "--ready-fd", "4", (char *)NULL);
+		    (char *)NULL);
 	runconf_spawn_fail(m->path, errno);
 	_exit(MOAT_EXIT_NOT_FOUND);
 }
 
-/* Waits (bounded) for "ready\n" from moatd; EOF means it failed. */
-static int
-run_moatd_ready(struct run *r, int rfd, char *err, size_t errlen)
-{
-	struct pollfd	pfd;
-	char		buf[RUN_READY_MAX];
-	size_t		n = 0;
-	ssize_t		got;
-	int		st, p;
-
-	while (n < sizeof(buf) - 1) {
-		pfd.fd = rfd;
-		pfd.events = POLLIN;
-		p = poll(&pfd, 1, MOAT_STEP_TIMEOUT_MS);
-		if (p == -1 && errno == EINTR)
-			continue;
-		if (p == 0) {
-			snprintf(err, errlen, "moatd did not get ready in %d "
-			    "ms", MOAT_STEP_TIMEOUT_MS);
-			return -1;
-		}
-		got = read(rfd, buf + n, sizeof(buf) - 1 - n);
-		if (got == -1 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			break;
-		n += (size_t)got;
-		if (memchr(buf, '\n', n) != NULL)
-			break;
-	}
-	buf[n] = '\0';
-	if (strcmp(buf, "ready\n") == 0)
-		return 0;
-	if (waitpid(r->moatd, &st, WNOHANG) == r->moatd) {
-		r->moatd = -1;
-		snprintf(err, errlen, "moatd exited (status %d) before it was "
-		    "ready; its messages are above", WIFEXITED(st) ?
-		    WEXITSTATUS(st) : 128 + WTERMSIG(st));
-	} else
-		snprintf(err, errlen, "moatd did not say ready");
-	return -1;
-}
-
 /*
- * Starts the private moatd (not waiting for it: it gets ready while the
- * sandbox and its network are made).  0, or -1 with err set.
+ * Starts the private moatd, and sends it the admin hello at once: it gets
+ * ready, and reads it, while the sandbox and its network are made.  0, or
+ * -1 with err set.
  */
 static int
 run_moatd_spawn(struct run *r, char *err, size_t errlen)
 {
 	struct run_moatd_args	m;
 	char			path[RUN_PATH_MAX];
-	int			sv[2] = { -1, -1 }, rp[2] = { -1, -1 }, cfd;
+	int			sv[2] = { -1, -1 }, cfd;
 	int			rc = -1;
 
 	if (run_moatd_path(path, sizeof(path)) == -1) {
@@ -466,14 +417,12 @@ run_moatd_spawn(struct run *r, char *err, size_t errlen)
 		snprintf(err, errlen, "no config for moatd");
 		return -1;
 	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1 ||
-	    pipe2(rp, O_CLOEXEC) == -1) {
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1) {
 		snprintf(err, errlen, "socketpair: %s", strerror(errno));
 		goto out;
 	}
 	m.path = path;
 	m.afd = sv[1];
-	m.rfd = rp[1];
 	m.cfd = cfd;
 	m.verbose = r->verbose;
 	m.parent = getpid();
@@ -483,41 +432,40 @@ run_moatd_spawn(struct run *r, char *err, size_t errlen)
 		    strerror(errno));
 		goto out;
 	}
-	r->moatd_admin = sv[0];
-	r->moatd_ready = rp[0];
-	sv[0] = rp[0] = -1;
-	rc = 0;
+	r->admin = admin_client_from_fd(sv[0]);
+	sv[0] = -1;
+	if (r->admin == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	rc = admin_client_hello_send(r->admin, err, errlen);
  out:
 	if (sv[0] != -1)
 		close(sv[0]);
 	if (sv[1] != -1)
 		close(sv[1]);
-	if (rp[0] != -1)
-		close(rp[0]);
-	if (rp[1] != -1)
-		close(rp[1]);
 	close(cfd);
 	return rc;
 }
 
-/* Waits for the spawned moatd's "ready"; its admin socket becomes ours. */
+/*
+ * Reads the private moatd's answer to the hello sent at spawn: it is
+ * ready.  If it hung up instead, says how it ended.
+ */
 static int
 run_moatd_wait(struct run *r, char *err, size_t errlen)
 {
-	int	rc;
+	int	st;
 
-	rc = run_moatd_ready(r, r->moatd_ready, err, errlen);
-	close(r->moatd_ready);
-	r->moatd_ready = -1;
-	if (rc == -1)
-		return -1;
-	r->admin = admin_client_from_fd(r->moatd_admin);
-	r->moatd_admin = -1;
-	if (r->admin == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
+	if (admin_client_hello_recv(r->admin, err, errlen) == 0)
+		return 0;
+	if (moat_reap(r->moatd, RUN_MOATD_EXIT_MS, &st) == 1) {
+		r->moatd = -1;
+		snprintf(err, errlen, "moatd exited (status %d) before it was "
+		    "ready; its messages are above", WIFEXITED(st) ?
+		    WEXITSTATUS(st) : 128 + WTERMSIG(st));
 	}
-	return 0;
+	return -1;
 }
 
 static void
@@ -608,12 +556,12 @@ run_register(struct run *r, char *err, size_t errlen)
 		fds[i] = -1;
 	if (run_network(r, fds, &nfds, protos, err, errlen) == -1)
 		goto out;
-	if (r->rc.moatd != NULL)
-		r->admin = admin_client_connect(r->rc.moatd, err, errlen);
-	else if (run_moatd_wait(r, err, errlen) == -1)
-		goto out;
-	if (r->admin == NULL || admin_client_hello(r->admin, err,
-	    errlen) == -1)
+	if (r->rc.moatd != NULL) {
+		if ((r->admin = admin_client_connect(r->rc.moatd, err,
+		    errlen)) == NULL || admin_client_hello(r->admin, err,
+		    errlen) == -1)
+			goto out;
+	} else if (run_moatd_wait(r, err, errlen) == -1)
 		goto out;
 	if (admin_client_register(r->admin, r->rc.name, r->rc.config, protos,
 	    fds, nfds, &r->answer, err, errlen) == -1)
@@ -812,11 +760,6 @@ run_teardown(struct run *r)
 		r->admin = NULL;
 	}
 	run_stop_moatd(r);
-	if (r->moatd_admin != -1)
-		close(r->moatd_admin);
-	if (r->moatd_ready != -1)
-		close(r->moatd_ready);
-	r->moatd_admin = r->moatd_ready = -1;
 	nsh_client_close(r->nsh_done);
 	r->nsh_done = NULL;
 	if (r->nsh != NULL) {
@@ -850,7 +793,6 @@ run_main(int argc, char *argv[])
 	memset(&r, 0, sizeof(r));
 	runconf_init(&r.rc, "moat run");
 	r.moatd = -1;
-	r.moatd_admin = r.moatd_ready = -1;
 	r.sfd = -1;
 	err[0] = '\0';
 	if (run_parse(&r, argc, argv) == -1) {

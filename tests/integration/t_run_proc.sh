@@ -343,6 +343,22 @@ for h in /bin/false:"exited with status 1" \
 done
 mt_no_leftovers "after the helper failures" "$before"
 
+# A private moatd that ends before it answers moat run's hello.
+rm -f "$MT_T/never"
+timeout -k 2 30 ip netns exec "$(mt_ns moat)" env MOAT_MOATD=/bin/false \
+    MOAT_NETNS="$MOAT_NETNS" "$MOAT" run --no-tty $W -- touch "$MT_T/never" \
+    >"$MT_T/moatd-false.out" 2>"$MT_T/moatd-false.err"
+rc=$?
+want="moatd exited (status 1) before it was ready"
+if [ "$rc" = 125 ] && grep -qF "$want" "$MT_T/moatd-false.err" &&
+    [ ! -e "$MT_T/never" ]; then
+	mt_pass "moatd exits at once: exit 125, \"$want\", the workload never ran"
+else
+	mt_fail "moatd exits at once: rc $rc (want 125 and \"$want\")" \
+	    "$MT_T/moatd-false.err"
+fi
+mt_no_leftovers "after moatd's failure" "$before"
+
 # --- veth: moat-netns killed while the sandbox runs ----------------------
 rm -f "$MT_T/vk.started"
 bg vk root --mode veth $W -- sh -c "echo x > $MT_T/vk.started; sleep 30"
