@@ -40,6 +40,8 @@ static int	admin_client_read(struct admin_client *ac, void *buf,
 		    size_t len, long long deadline, char *err, size_t errlen);
 static json_t	*admin_client_recv(struct admin_client *ac, char *err,
 		    size_t errlen);
+static json_t	*admin_client_answer(struct admin_client *ac, char *err,
+		    size_t errlen);
 static int	admin_client_call(struct admin_client *ac, json_t *req,
 		    const int *fds, size_t nfds, json_t **answer, char *err,
 		    size_t errlen);
@@ -294,13 +296,31 @@ admin_client_recv(struct admin_client *ac, char *err, size_t errlen)
 	return ans;
 }
 
+/* Reads one answer; "ok": false becomes err.  The answer, or NULL. */
+static json_t *
+admin_client_answer(struct admin_client *ac, char *err, size_t errlen)
+{
+	json_t		*ans;
+	const char	*e;
+
+	if ((ans = admin_client_recv(ac, err, errlen)) == NULL)
+		return NULL;
+	if (!json_is_true(json_object_get(ans, "ok"))) {
+		e = json_string_value(json_object_get(ans, "error"));
+		snprintf(err, errlen, "moatd: %s", e != NULL ? e :
+		    "refused (no reason given)");
+		json_decref(ans);
+		return NULL;
+	}
+	return ans;
+}
+
 /* Sends req (consumed), reads the answer; "ok": false becomes err. */
 static int
 admin_client_call(struct admin_client *ac, json_t *req, const int *fds,
     size_t nfds, json_t **answer, char *err, size_t errlen)
 {
-	json_t		*ans;
-	const char	*e;
+	json_t	*ans;
 
 	if (answer != NULL)
 		*answer = NULL;
@@ -313,15 +333,8 @@ admin_client_call(struct admin_client *ac, json_t *req, const int *fds,
 		return -1;
 	}
 	json_decref(req);
-	if ((ans = admin_client_recv(ac, err, errlen)) == NULL)
+	if ((ans = admin_client_answer(ac, err, errlen)) == NULL)
 		return -1;
-	if (!json_is_true(json_object_get(ans, "ok"))) {
-		e = json_string_value(json_object_get(ans, "error"));
-		snprintf(err, errlen, "moatd: %s", e != NULL ? e :
-		    "refused (no reason given)");
-		json_decref(ans);
-		return -1;
-	}
 	if (answer != NULL)
 		*answer = ans;
 	else
@@ -348,18 +361,10 @@ admin_client_hello_send(struct admin_client *ac, char *err, size_t errlen)
 int
 admin_client_hello_recv(struct admin_client *ac, char *err, size_t errlen)
 {
-	json_t		*ans, *v;
-	const char	*e;
+	json_t	*ans, *v;
 
-	if ((ans = admin_client_recv(ac, err, errlen)) == NULL)
+	if ((ans = admin_client_answer(ac, err, errlen)) == NULL)
 		return -1;
-	if (!json_is_true(json_object_get(ans, "ok"))) {
-		e = json_string_value(json_object_get(ans, "error"));
-		snprintf(err, errlen, "moatd: %s", e != NULL ? e :
-		    "refused (no reason given)");
-		json_decref(ans);
-		return -1;
-	}
 	v = json_object_get(ans, "version");
 	if (!json_is_integer(v) || json_integer_value(v) !=
 	    ADMIN_PROTO_VERSION) {
