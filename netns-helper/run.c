@@ -83,6 +83,7 @@ static int	run_moatd_path(char *buf, size_t len);
 static int	run_moatd_config(struct run *r);
 static int	run_moatd_spawn(struct run *r, char *err, size_t errlen);
 static int	run_moatd_wait(struct run *r, char *err, size_t errlen);
+static void	run_moatd_gone(struct run *r, char *err, size_t errlen);
 static int	run_moatd_child(void *arg) RUNCONF_SPAWNED;
 static int	run_network(struct run *r, int *fds, size_t *nfds,
 		    const char **protos, char *err, size_t errlen);
@@ -438,7 +439,8 @@ run_moatd_spawn(struct run *r, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	rc = admin_client_hello_send(r->admin, err, errlen);
+	if ((rc = admin_client_hello_send(r->admin, err, errlen)) == -1)
+		run_moatd_gone(r, err, errlen);
  out:
 	if (sv[0] != -1)
 		close(sv[0]);
@@ -448,6 +450,20 @@ run_moatd_spawn(struct run *r, char *err, size_t errlen)
 	return rc;
 }
 
+/* moatd hung up: if it exited, err says how (else err stays). */
+static void
+run_moatd_gone(struct run *r, char *err, size_t errlen)
+{
+	int	st;
+
+	if (moat_reap(r->moatd, RUN_MOATD_EXIT_MS, &st) == 1) {
+		r->moatd = -1;
+		snprintf(err, errlen, "moatd exited (status %d) before it was "
+		    "ready; its messages are above", WIFEXITED(st) ?
+		    WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	}
+}
+
 /*
  * Reads the private moatd's answer to the hello sent at spawn: it is
  * ready.  If it hung up instead, says how it ended.
@@ -455,16 +471,9 @@ run_moatd_spawn(struct run *r, char *err, size_t errlen)
 static int
 run_moatd_wait(struct run *r, char *err, size_t errlen)
 {
-	int	st;
-
 	if (admin_client_hello_recv(r->admin, err, errlen) == 0)
 		return 0;
-	if (moat_reap(r->moatd, RUN_MOATD_EXIT_MS, &st) == 1) {
-		r->moatd = -1;
-		snprintf(err, errlen, "moatd exited (status %d) before it was "
-		    "ready; its messages are above", WIFEXITED(st) ?
-		    WEXITSTATUS(st) : 128 + WTERMSIG(st));
-	}
+	run_moatd_gone(r, err, errlen);
 	return -1;
 }
 
