@@ -627,14 +627,15 @@ void RUNCONF_SPAWNED
 runconf_spawn_fail(const char *what, int err)
 {
 	const char	*e = strerrordesc_np(err);
-	struct iovec	 v[5] = {
-		{ (void *)"moat: ", 6 },
-		{ (void *)what, strlen(what) },
-		{ (void *)": ", 2 },
-		{ (void *)e, strlen(e) },
-		{ (void *)"\n", 1 },
-	};
+	struct iovec	 v[5];
 
+	if (e == NULL)
+		e = "unknown error";
+	v[0] = (struct iovec){ (void *)"moat: ", 6 };
+	v[1] = (struct iovec){ (void *)what, strlen(what) };
+	v[2] = (struct iovec){ (void *)": ", 2 };
+	v[3] = (struct iovec){ (void *)e, strlen(e) };
+	v[4] = (struct iovec){ (void *)"\n", 1 };
 	(void)!writev(STDERR_FILENO, v, 5);
 }
 
