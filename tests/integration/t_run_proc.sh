@@ -319,6 +319,25 @@ EOF
 printf '\177ELF-not-really\n' > "$MT_T/notelf"
 chmod 755 "$MT_T/segv.sh" "$MT_T/liar.py" "$MT_T/fdliar.py" "$MT_T/refuser.py" \
     "$MT_T/notelf"
+# launch_fails LABEL WANT VAR=VALUE...: moat run, with those variables,
+# must exit 125 with WANT on stderr, and the workload must never run.
+launch_fails()
+{
+	local label=$1 want=$2
+	shift 2
+	rm -f "$MT_T/never"
+	timeout -k 2 30 ip netns exec "$(mt_ns moat)" env "$@" \
+	    "$MOAT" run --no-tty $W -- touch "$MT_T/never" \
+	    >"$MT_T/launch.out" 2>"$MT_T/launch.err"
+	local rc=$?
+	if [ "$rc" = 125 ] && grep -qF "$want" "$MT_T/launch.err" &&
+	    [ ! -e "$MT_T/never" ]; then
+		mt_pass "$label: exit 125, \"$want\", the workload never ran"
+	else
+		mt_fail "$label: rc $rc (want 125 and \"$want\")" \
+		    "$MT_T/launch.err"
+	fi
+}
 for h in /bin/false:"exited with status 1" \
     "$MT_T/segv.sh":"died of signal 11" \
     "$MT_T/liar.py":"record length is not the op's" \
@@ -327,36 +346,14 @@ for h in /bin/false:"exited with status 1" \
     "$MT_T/notelf":"notelf: Exec format error" \
     /nonexistent:"cannot find moat-netns"; do
 	path=${h%%:*}
-	want=${h#*:}
-	rm -f "$MT_T/never"
-	timeout -k 2 30 ip netns exec "$(mt_ns moat)" env MOAT_NETNS="$path" \
-	    "$MOAT" run --no-tty $W -- touch "$MT_T/never" \
-	    >"$MT_T/helper.out" 2>"$MT_T/helper.err"
-	rc=$?
-	if [ "$rc" = 125 ] && grep -q "$want" "$MT_T/helper.err" &&
-	    [ ! -e "$MT_T/never" ]; then
-		mt_pass "helper ${path##*/}: exit 125, \"$want\", the workload never ran"
-	else
-		mt_fail "helper ${path##*/}: rc $rc (want 125 and \"$want\")" \
-		    "$MT_T/helper.err"
-	fi
+	launch_fails "helper ${path##*/}" "${h#*:}" MOAT_NETNS="$path"
 done
 mt_no_leftovers "after the helper failures" "$before"
 
 # A private moatd that ends before it answers moat run's hello.
-rm -f "$MT_T/never"
-timeout -k 2 30 ip netns exec "$(mt_ns moat)" env MOAT_MOATD=/bin/false \
-    MOAT_NETNS="$MOAT_NETNS" "$MOAT" run --no-tty $W -- touch "$MT_T/never" \
-    >"$MT_T/moatd-false.out" 2>"$MT_T/moatd-false.err"
-rc=$?
-want="moatd exited (status 1) before it was ready"
-if [ "$rc" = 125 ] && grep -qF "$want" "$MT_T/moatd-false.err" &&
-    [ ! -e "$MT_T/never" ]; then
-	mt_pass "moatd exits at once: exit 125, \"$want\", the workload never ran"
-else
-	mt_fail "moatd exits at once: rc $rc (want 125 and \"$want\")" \
-	    "$MT_T/moatd-false.err"
-fi
+launch_fails "moatd exits at once" \
+    "moatd exited (status 1) before it was ready" MOAT_MOATD=/bin/false \
+    MOAT_NETNS="$MOAT_NETNS"
 mt_no_leftovers "after moatd's failure" "$before"
 
 # --- veth: moat-netns killed while the sandbox runs ----------------------

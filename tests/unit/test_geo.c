@@ -113,27 +113,9 @@ geo_expect(const struct moat_config *c, const char *name, const char *addr,
     uint16_t port, enum policy_verdict v, const char *rule, const char *cc,
     uint32_t asn)
 {
-	struct policy_host	hn, ha;
-	struct policy_target	t;
 	struct policy_decision	d;
-	const char		*err;
 
-	memset(&t, 0, sizeof(t));
-	if (name != NULL) {
-		CU_ASSERT_EQUAL_FATAL(policy_host_normalise(name, strlen(name),
-		    &hn, &err), 0);
-		if (hn.kind == POLICY_HOST_NAME)
-			t.name = hn.name;
-		else
-			t.addr = &hn.addr;
-	}
-	if (addr != NULL) {
-		CU_ASSERT_EQUAL_FATAL(policy_host_normalise(addr, strlen(addr),
-		    &ha, &err), 0);
-		t.addr = &ha.addr;
-	}
-	t.port = port;
-	policy_decide(c->policy, &t, &d);
+	unit_policy_decide(c, name, addr, port, NULL, NULL, &d);
 	if (d.verdict != v || (rule == NULL) != (d.rule_name == NULL) ||
 	    (rule != NULL && strcmp(rule, d.rule_name) != 0) ||
 	    strcmp(d.geo.country, cc) != 0 || d.geo.asn != asn)

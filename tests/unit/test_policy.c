@@ -37,10 +37,6 @@
 	"\"ports\": [\"*\"]}]}}"
 
 static struct moat_config	*pol_load(const char *json);
-static enum policy_verdict	pol_decide(const struct moat_config *c,
-				    const char *name, const char *addr,
-				    uint16_t port, const char *method,
-				    const char *path, struct policy_decision *d);
 static void	pol_expect(const struct moat_config *c, const char *name,
 		    const char *addr, uint16_t port, const char *method,
 		    const char *path, enum policy_verdict v,
@@ -87,8 +83,8 @@ pol_load(const char *json)
  * Decides on a target: name as a client spells it (normalised here; an IP
  * literal becomes the address), addr the resolved address or NULL.
  */
-static enum policy_verdict
-pol_decide(const struct moat_config *c, const char *name, const char *addr,
+enum policy_verdict
+unit_policy_decide(const struct moat_config *c, const char *name, const char *addr,
     uint16_t port, const char *method, const char *path,
     struct policy_decision *d)
 {
@@ -124,7 +120,7 @@ pol_expect(const struct moat_config *c, const char *name, const char *addr,
 {
 	struct policy_decision	d;
 
-	pol_decide(c, name, addr, port, method, path, &d);
+	unit_policy_decide(c, name, addr, port, method, path, &d);
 	if (d.verdict != v || d.reason != r || (rule == NULL) !=
 	    (d.rule_name == NULL) || (rule != NULL &&
 	    strcmp(rule, d.rule_name) != 0))
@@ -539,19 +535,19 @@ test_policy_reasons(void)
 	pol_expect(c, "api.example.com", NULL, 443, "GET", NULL,
 	    POLICY_DENY, POLICY_R_PATH, "api");	/* method but no path */
 	/* A tunnel: not checked yet; INSPECT tells the proxy to look. */
-	pol_decide(c, "api.example.com", NULL, 443, NULL, NULL, &d);
+	unit_policy_decide(c, "api.example.com", NULL, 443, NULL, NULL, &d);
 	CU_ASSERT_EQUAL(d.verdict, POLICY_ALLOW);
 	CU_ASSERT_EQUAL(d.flags & POLICY_F_INSPECT, POLICY_F_INSPECT);
 	/* Another host: the deny-PUT rule cannot rule a tunnel out. */
-	pol_decide(c, "www.example.com", NULL, 443, NULL, NULL, &d);
+	unit_policy_decide(c, "www.example.com", NULL, 443, NULL, NULL, &d);
 	CU_ASSERT_EQUAL(d.verdict, POLICY_ALLOW);
 	CU_ASSERT_EQUAL(d.flags, POLICY_F_INSPECT);
 	pol_expect(c, "www.example.com", NULL, 443, "PUT", "/", POLICY_DENY,
 	    POLICY_R_DENIED_BY_RULE, "noput");
-	pol_decide(c, "www.example.com", NULL, 443, "GET", "/", &d);
+	unit_policy_decide(c, "www.example.com", NULL, 443, "GET", "/", &d);
 	CU_ASSERT_EQUAL(d.verdict, POLICY_ALLOW);
 	CU_ASSERT_EQUAL(d.flags, 0);
-	pol_decide(c, "git.example.com", NULL, 443, "GET", "/", &d);
+	unit_policy_decide(c, "git.example.com", NULL, 443, "GET", "/", &d);
 	CU_ASSERT_EQUAL(d.flags, POLICY_F_OPAQUE);
 	pol_expect(c, "nothing.example.com", NULL, 443, NULL, NULL,
 	    POLICY_DENY, POLICY_R_NO_RULE, NULL);
@@ -1089,9 +1085,9 @@ test_policy_git(void)
 	CU_ASSERT_EQUAL(policy_rule_git(git), POLICY_GIT_READ_ONLY);
 	CU_ASSERT_EQUAL(policy_rule_git(web), POLICY_GIT_NONE);
 	/* The preset makes a tunnel to the host an inspected one. */
-	pol_decide(c, "git.example", NULL, 443, NULL, NULL, &d);
+	unit_policy_decide(c, "git.example", NULL, 443, NULL, NULL, &d);
 	CU_ASSERT_EQUAL(d.flags, POLICY_F_INSPECT);
-	pol_decide(c, "web.example", NULL, 443, NULL, NULL, &d);
+	unit_policy_decide(c, "web.example", NULL, 443, NULL, NULL, &d);
 	CU_ASSERT_EQUAL(d.flags, 0);
 
 	for (i = 0; i < sizeof(git_vectors) / sizeof(*v); i++) {

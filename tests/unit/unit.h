@@ -5,7 +5,11 @@
 #ifndef MOAT_TESTS_UNIT_H
 #define MOAT_TESTS_UNIT_H
 
+#include <stdint.h>
+
 #include <CUnit/CUnit.h>
+
+#include "policy/policy.h"
 
 void	test_addr_register(void);
 void	test_config_register(void);
@@ -20,5 +24,13 @@ void	test_secretscan_register(void);
 void	test_nsh_proto_register(void);
 void	test_geo_register(void);
 void	test_tunnel_register(void);
+
+/*
+ * test_policy.c: decides for name and/or addr (any spelling; NULL for
+ * none) at port, with method and path (NULL for none), into *d.
+ */
+enum policy_verdict unit_policy_decide(const struct moat_config *c,
+	    const char *name, const char *addr, uint16_t port,
+	    const char *method, const char *path, struct policy_decision *d);
 
 #endif
