@@ -27,7 +27,13 @@ run_suite() {	# name, configure args...
 		echo "FAIL: $name suite; logs:" >&2
 		find "$dir" -name '*.log' -newer "$dir/Makefile" \
 		    -exec grep -l -E '^(FAIL|ERROR)' {} + 2>/dev/null |
-		    while read -r f; do echo "--- $f" >&2; tail -n 40 "$f" >&2; done
+		    while read -r f; do
+			echo "--- $f" >&2
+			# The failed checks first: the tail is mostly log dumps.
+			grep -E '^(FAIL|ERROR)' -A6 "$f" | head -n 60 >&2
+			echo "--- last lines of $f" >&2
+			tail -n 40 "$f" >&2
+		    done
 		return 1
 	}
 }
