@@ -421,6 +421,7 @@ attach_main(int argc, char *argv[])
 		else {
 			printf("moat attach: %s detached from %s\n", a.rc.name,
 			    a.netns);
+			fflush(stdout);	/* said when done, not at exit */
 			rc = 0;
 		}
 	}

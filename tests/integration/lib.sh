@@ -347,6 +347,9 @@ mt_topology()
 # `timeout`, with fd 3 on a fifo, stdout to $MT_T/NAME.out and stderr to
 # $MT_T/NAME.err, and waits (bounded) until CMD writes "ready" on fd 3.
 # Sets MT_PID_<NAME> (the timeout wrapper) and MT_RPID_<NAME> (CMD itself).
+# A test that signals CMD and judges how it exits signals MT_RPID and
+# waits for MT_PID: the wrapper passes a signal on and, 2 s later, kills
+# (exit 137), which a sanitizer build on a busy host can run into.
 # Returns 1 if CMD died or never said ready.
 mt_bg()
 {

@@ -79,6 +79,8 @@ for mode in held veth; do
 	fi
 	pid_var=MT_PID_att_$mode
 	apid=${!pid_var}
+	pid_var=MT_RPID_att_$mode
+	arpid=${!pid_var}
 	mt_pass "$n: attached ($(head -n1 "$MT_T/att_$mode.out"))"
 	mt_mark
 	in_att "$n-tp" raw 203.0.113.10 80 origin.test
@@ -136,7 +138,7 @@ for mode in held veth; do
 	in_att "$n-still" raw 203.0.113.10 80 origin.test
 	mt_eq "$n: ... and the first attachment still works" 200 \
 	    "$(mt_out "$n-still" status)"
-	kill -TERM "$apid"
+	kill -TERM "$arpid"
 	mt_wait_exit "$apid"
 	mt_eq "$n: SIGTERM detaches cleanly" 0 "$MT_WAIT_RC" "$MT_T/att_$mode.err"
 	mt_eq "$n: no moat table left in att" "" \
@@ -161,8 +163,9 @@ MT_PIDS="$MT_PIDS $holder"
 for ((i = 0; i < 50; i++)); do
 	hp=$(cat /proc/"$holder"/task/"$holder"/children 2>/dev/null)
 	hp=${hp%% *}
-	[ -n "$hp" ] && [ "$(readlink /proc/"$hp"/ns/net)" = \
-	    "$(readlink /run/netns/"$ATT")" ] && break
+	# (/run/netns/NAME is the namespace's file itself, not a link.)
+	[ -n "$hp" ] && [ "$(stat -L -c %i /proc/"$hp"/ns/net 2>/dev/null)" = \
+	    "$(stat -L -c %i /run/netns/"$ATT")" ] && break
 	sleep 0.1
 done
 mt_bg att_kill moat env MOAT_NETNS="$MOAT_NETNS" "$MOAT" attach --netns \
@@ -236,7 +239,7 @@ if mt_bg att_tb moat env MOAT_NETNS="$MOAT_NETNS" "$MOAT" attach \
 	    "$(grep -c 'BEGIN CERTIFICATE' "$MT_T/tb1.pem")"
 	mt_eq "--trust-bundle: no key in it" 0 \
 	    "$(grep -c 'PRIVATE KEY' "$MT_T/tb1.pem")"
-	kill -TERM "$MT_PID_att_tb"
+	kill -TERM "$MT_RPID_att_tb"
 	mt_wait_exit "$MT_PID_att_tb"
 else
 	mt_fail "--trust-bundle: moat attach did not get ready" \
