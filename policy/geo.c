@@ -8,15 +8,25 @@
  * only, so lookups from any number of worker threads need no lock.  A
  * reload opens them again: replacing a file and sending SIGHUP is how a
  * newer database takes effect.
+ *
+ * What is mapped is a private copy, a memfd sealed against every change:
+ * libmaxminddb reads the database through its mapping at each lookup, and
+ * a file truncated or rewritten in place under a mapping of it would kill
+ * the process (SIGBUS) or change answers between two lookups.
  */
 #include "config.h"
 
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <maxminddb.h>
 
@@ -26,18 +36,102 @@ struct geo_db {
 	MMDB_s	mmdb;
 };
 
+#define GEO_COPY_CHUNK	65536
+
+/*
+ * The file's bytes in a new memfd that can no longer shrink, grow or be
+ * written.  Returns the memfd, or -1 with *err set.  Only a regular file
+ * is read (a FIFO would block the load).
+ */
+static int
+geo_copy(const char *path, const char **err)
+{
+	static const int	 seals = F_SEAL_SHRINK | F_SEAL_GROW |
+				    F_SEAL_WRITE | F_SEAL_SEAL;
+	struct stat		 st;
+	char			*buf = NULL;
+	off_t			 left;
+	ssize_t			 n, w;
+	int			 in, out = -1, saved;
+
+	if ((in = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1) {
+		*err = strerror(errno);
+		return -1;
+	}
+	if (fstat(in, &st) == -1)
+		goto fail;
+	if (!S_ISREG(st.st_mode)) {
+		close(in);
+		*err = "not a regular file";
+		return -1;
+	}
+	if ((out = memfd_create("moat-geoip", MFD_CLOEXEC |
+	    MFD_ALLOW_SEALING)) == -1 || (buf = malloc(GEO_COPY_CHUNK)) == NULL)
+		goto fail;
+	/* What the file holds now, up to its size when opened. */
+	for (left = st.st_size; left > 0; left -= n) {
+		n = read(in, buf, left < GEO_COPY_CHUNK ? (size_t)left :
+		    GEO_COPY_CHUNK);
+		if (n == -1 && errno == EINTR) {
+			n = 0;
+			continue;
+		}
+		if (n == -1)
+			goto fail;
+		if (n == 0)
+			break;	/* shorter now: the metadata check judges */
+		for (w = 0; w < n; ) {
+			ssize_t k = write(out, buf + w, (size_t)(n - w));
+
+			if (k == -1 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				goto fail;
+			w += k;
+		}
+	}
+	if (fcntl(out, F_ADD_SEALS, seals) == -1)
+		goto fail;
+	free(buf);
+	close(in);
+	return out;
+ fail:
+	saved = errno != 0 ? errno : EIO;
+	free(buf);
+	close(in);
+	if (out != -1)
+		close(out);
+	*err = strerror(saved);
+	return -1;
+}
+
 struct geo_db *
 geo_open(const char *path, const char **err)
 {
 	struct geo_db	*g;
-	int		 rc;
+	char		 copy[64];
+	int		 rc, fd;
 
 	if ((g = calloc(1, sizeof(*g))) == NULL) {
 		*err = "out of memory";
 		return NULL;
 	}
+	if ((fd = geo_copy(path, err)) == -1) {
+		free(g);
+		return NULL;
+	}
+	/* libmaxminddb opens by name: the memfd's, which it maps and
+	 * closes again; ours goes once it is mapped. */
+	snprintf(copy, sizeof(copy), "/proc/self/fd/%d", fd);
 	errno = 0;
-	if ((rc = MMDB_open(path, MMDB_MODE_MMAP, &g->mmdb)) != MMDB_SUCCESS) {
+	rc = MMDB_open(copy, MMDB_MODE_MMAP, &g->mmdb);
+	if (rc == MMDB_FILE_OPEN_ERROR && errno == ENOENT) {
+		/* No /proc: map the file itself (see moat.json(5)). */
+		errno = 0;
+		rc = MMDB_open(path, MMDB_MODE_MMAP, &g->mmdb);
+	}
+	close(fd);
+	if (rc != MMDB_SUCCESS) {
 		*err = (rc == MMDB_IO_ERROR || rc == MMDB_FILE_OPEN_ERROR) &&
 		    errno != 0 ? strerror(errno) : rc ==
 		    MMDB_INVALID_METADATA_ERROR ? "not a MaxMind DB file (no "

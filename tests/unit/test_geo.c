@@ -5,12 +5,15 @@
  * tests/integration/helpers/mkmmdb.py (Debian ships no MMDB writer), then
  * checks lookups, decisions (a name allowed by a host rule refused at an
  * address in a denied country, ports of a geo rule, unknown addresses,
- * IPv6) and the config errors, each at its line and column.
+ * IPv6), the config errors, each at its line and column, and that a
+ * database file truncated in place after loading changes nothing (the
+ * mapping is of a sealed private copy: no SIGBUS).
  */
 #include "config.h"
 
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <stdio.h>
@@ -38,6 +41,7 @@ static void	geo_expect(const struct moat_config *c, const char *name,
 static void	test_geo_lookup(void);
 static void	test_geo_decide(void);
 static void	test_geo_errors(void);
+static void	test_geo_rewritten(void);
 
 /* Writes the databases; a missing python3 fails the suite, loudly. */
 static int
@@ -83,6 +87,10 @@ geo_teardown(void)
 	snprintf(p, sizeof(p), "%s/c.mmdb", geo_dir);
 	unlink(p);
 	snprintf(p, sizeof(p), "%s/a.mmdb", geo_dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/rw.mmdb", geo_dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/fifo", geo_dir);
 	unlink(p);
 	rmdir(geo_dir);
 	return 0;
@@ -302,6 +310,76 @@ test_geo_errors(void)
 	policy_diags_clear(&d);
 }
 
+/* A config with only a country database, at PATH. */
+static struct moat_config *
+geo_load_country(const char *path, struct policy_diags *d)
+{
+	char	json[GEO_PATH_MAX + 512];
+	int	n;
+
+	n = snprintf(json, sizeof(json), "{\"listen\": [], \"geoip\": "
+	    "{\"country_db\": \"%s\"}, \"policy\": {\"rules\": []}}\n",
+	    path);
+	CU_ASSERT_FATAL(n > 0 && (size_t)n < sizeof(json));
+	policy_diags_init(d);
+	return policy_config_load("rw.json", json, (size_t)n, d);
+}
+
+static void
+test_geo_rewritten(void)
+{
+	struct policy_diags	 d;
+	struct moat_config	*c;
+	struct policy_host	 h;
+	struct policy_geo	 g;
+	const char		*err;
+	char			 path[GEO_PATH_MAX + 16], cmd[3 * GEO_PATH_MAX];
+	char			 line[GEO_LINE_MAX];
+
+	CU_ASSERT_FATAL(geo_ready);
+	snprintf(path, sizeof(path), "%s/rw.mmdb", geo_dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s/c.mmdb' '%s'", geo_dir, path);
+	CU_ASSERT_FATAL(system(cmd) == 0);
+	c = geo_load_country(path, &d);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	policy_diags_clear(&d);
+	CU_ASSERT_EQUAL_FATAL(policy_host_normalise("198.51.100.7", 12, &h,
+	    &err), 0);
+	policy_geo_lookup(c->policy, &h.addr, &g);
+	CU_ASSERT_STRING_EQUAL(g.country, "KP");
+	/* Truncated in place, then rewritten shorter: a mapping of the file
+	 * itself would now fault (SIGBUS) or read zeros. */
+	CU_ASSERT_FATAL(truncate(path, 0) == 0);
+	memset(&g, 0, sizeof(g));
+	policy_geo_lookup(c->policy, &h.addr, &g);
+	CU_ASSERT_STRING_EQUAL(g.country, "KP");
+	CU_ASSERT_FATAL(truncate(path, 16) == 0);
+	policy_geo_lookup(c->policy, &h.addr, &g);
+	CU_ASSERT_STRING_EQUAL(g.country, "KP");
+	policy_config_unref(c);
+
+	/* The emptied file itself is refused at the next load. */
+	c = geo_load_country(path, &d);
+	CU_ASSERT_PTR_NULL(c);
+	CU_ASSERT(d.n >= 1 && strstr(policy_diag_format(&d, 0, line,
+	    sizeof(line)), "not a MaxMind DB file") != NULL);
+	policy_config_unref(c);
+	policy_diags_clear(&d);
+
+	/* A FIFO is refused at once: no load blocks on a reader. */
+	snprintf(path, sizeof(path), "%s/fifo", geo_dir);
+	CU_ASSERT_FATAL(mkfifo(path, 0600) == 0);
+	c = geo_load_country(path, &d);
+	CU_ASSERT_PTR_NULL(c);
+	CU_ASSERT(d.n >= 1 && strstr(policy_diag_format(&d, 0, line,
+	    sizeof(line)), "not a regular file") != NULL);
+	if (d.n >= 1)
+		fprintf(stderr, "\n  %s", policy_diag_format(&d, 0, line,
+		    sizeof(line)));
+	policy_config_unref(c);
+	policy_diags_clear(&d);
+}
+
 void
 test_geo_register(void)
 {
@@ -312,4 +390,6 @@ test_geo_register(void)
 	CU_add_test(s, "country and AS lookups", test_geo_lookup);
 	CU_add_test(s, "decisions with countries and asns", test_geo_decide);
 	CU_add_test(s, "config errors", test_geo_errors);
+	CU_add_test(s, "a database rewritten in place after loading",
+	    test_geo_rewritten);
 }
