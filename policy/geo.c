@@ -37,6 +37,9 @@ struct geo_db {
 };
 
 #define GEO_COPY_CHUNK	65536
+/* No GeoIP database comes near this; a disk image named by mistake would
+ * otherwise be copied into memory whole. */
+#define GEO_COPY_MAX	((off_t)2 << 30)
 
 /*
  * The file's bytes in a new memfd that can no longer shrink, grow or be
@@ -60,9 +63,10 @@ geo_copy(const char *path, const char **err)
 	}
 	if (fstat(in, &st) == -1)
 		goto fail;
-	if (!S_ISREG(st.st_mode)) {
+	if (!S_ISREG(st.st_mode) || st.st_size > GEO_COPY_MAX) {
 		close(in);
-		*err = "not a regular file";
+		*err = S_ISREG(st.st_mode) ? "larger than 2 GiB: not a GeoIP "
+		    "database" : "not a regular file";
 		return -1;
 	}
 	if ((out = memfd_create("moat-geoip", MFD_CLOEXEC |
