@@ -326,6 +326,26 @@ geo_load_country(const char *path, struct policy_diags *d)
 	return policy_config_load("rw.json", json, (size_t)n, d);
 }
 
+/* A config naming PATH as its country database is refused, saying WHY. */
+static void
+geo_refused(const char *path, const char *why)
+{
+	struct policy_diags	 d;
+	struct moat_config	*c;
+	char			 line[GEO_LINE_MAX];
+
+	c = geo_load_country(path, &d);
+	CU_ASSERT_PTR_NULL(c);
+	if (d.n < 1 || strstr(policy_diag_format(&d, 0, line, sizeof(line)),
+	    why) == NULL) {
+		fprintf(stderr, "\n  %s: wanted \"%s\", got \"%s\"", path, why,
+		    d.n >= 1 ? line : "no error");
+		CU_FAIL("not refused for that reason");
+	}
+	policy_config_unref(c);
+	policy_diags_clear(&d);
+}
+
 static void
 test_geo_rewritten(void)
 {
@@ -335,7 +355,6 @@ test_geo_rewritten(void)
 	struct policy_geo	 g;
 	const char		*err;
 	char			 path[GEO_PATH_MAX + 16], cmd[3 * GEO_PATH_MAX];
-	char			 line[GEO_LINE_MAX];
 
 	CU_ASSERT_FATAL(geo_ready);
 	snprintf(path, sizeof(path), "%s/rw.mmdb", geo_dir);
@@ -360,33 +379,15 @@ test_geo_rewritten(void)
 	policy_config_unref(c);
 
 	/* The emptied file itself is refused at the next load. */
-	c = geo_load_country(path, &d);
-	CU_ASSERT_PTR_NULL(c);
-	CU_ASSERT(d.n >= 1 && strstr(policy_diag_format(&d, 0, line,
-	    sizeof(line)), "not a MaxMind DB file") != NULL);
-	policy_config_unref(c);
-	policy_diags_clear(&d);
-
+	geo_refused(path, "not a MaxMind DB file");
 	/* A file too big for any database (sparse: it costs no disk) is
 	 * refused before anything is copied. */
-	snprintf(path, sizeof(path), "%s/rw.mmdb", geo_dir);
 	CU_ASSERT_FATAL(truncate(path, ((off_t)2 << 30) + 1) == 0);
-	c = geo_load_country(path, &d);
-	CU_ASSERT_PTR_NULL(c);
-	CU_ASSERT(d.n >= 1 && strstr(policy_diag_format(&d, 0, line,
-	    sizeof(line)), "larger than 2 GiB") != NULL);
-	policy_config_unref(c);
-	policy_diags_clear(&d);
-
+	geo_refused(path, "larger than 2 GiB");
 	/* A FIFO is refused at once: no load blocks on a reader. */
 	snprintf(path, sizeof(path), "%s/fifo", geo_dir);
 	CU_ASSERT_FATAL(mkfifo(path, 0600) == 0);
-	c = geo_load_country(path, &d);
-	CU_ASSERT_PTR_NULL(c);
-	CU_ASSERT(d.n >= 1 && strstr(policy_diag_format(&d, 0, line,
-	    sizeof(line)), "not a regular file") != NULL);
-	policy_config_unref(c);
-	policy_diags_clear(&d);
+	geo_refused(path, "not a regular file");
 }
 
 void
