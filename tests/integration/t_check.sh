@@ -277,6 +277,29 @@ else
 	mt_fail "explain with a broken config: no FILE:LINE:COLUMN on stderr" \
 	    "$D/explain.err"
 fi
+# IDNA: libidn2 is loaded when a name first needs it.  Where it cannot
+# be loaded (here: a broken libidn2.so.0 found first), such a name is
+# refused, never passed through unchecked; ASCII names are unaffected.
+explain -c "$g" 'http://bücher.wild.test/'
+expect "an IDNA name, libidn2 loaded on demand" 0 allow origin allowed
+mt_eq "explain: the IDNA name as an A-label" \
+    "$(echo "$OUT" | grep -o 'host xn--bcher-kva\.wild\.test')" \
+    "host xn--bcher-kva.wild.test" "$D/explain.err"
+mkdir -p "$D/badlib" && : > "$D/badlib/libidn2.so.0"
+OUT=$(LD_LIBRARY_PATH=$D/badlib timeout 10 "$MOAT" explain -c "$g" \
+    'http://bücher.wild.test/' 2>"$D/explain.err")
+RC=$?
+if [ "$RC" = 2 ] && grep -q 'libidn2.so.0 (IDNA) cannot be loaded' \
+    "$D/explain.err"; then
+	mt_pass "no loadable libidn2: an IDNA name is refused, saying why"
+else
+	mt_fail "no loadable libidn2: exit $RC" "$D/explain.err"
+fi
+OUT=$(LD_LIBRARY_PATH=$D/badlib timeout 10 "$MOAT" explain -c "$g" \
+    http://origin.test/x 2>"$D/explain.err")
+RC=$?
+expect "no loadable libidn2: ASCII names still decided" 0 allow origin \
+    allowed
 explain -c "$g"
 mt_eq "explain without a target: exit 2" 2 "$RC"
 explain -c "$g" 'http://exa mple.com/'
