@@ -82,9 +82,11 @@ worker_new(int idx, struct moat_config *cfg, struct tls *tls,
 	 * socket handed from one event to another (io -> tunnel, connect ->
 	 * io) costs no DEL + ADD pair.  libevent warns against it for
 	 * descriptors that are dup()ed; moatd never dups a socket.
+	 * IGNORE_ENV: no EVENT_NO* variable in moatd's environment picks
+	 * its backend (and each lookup cost four id system calls).
 	 */
 	event_config_set_flag(ec, EVENT_BASE_FLAG_NOLOCK |
-	    EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+	    EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST | EVENT_BASE_FLAG_IGNORE_ENV);
 	w->base = event_base_new_with_config(ec);
 	event_config_free(ec);
 	if (w->base == NULL)
