@@ -5,8 +5,12 @@
 
 hyperfine runs one command's block after the other's, and this machine's
 speed drifts from minute to minute; alternating the two commands run by
-run (moat, bwrap; bwrap, moat; ...) puts the drift on both.  Prints the
-median wall time of each and their ratio, the figure of BENCHMARKS.md.
+run (moat, bwrap; bwrap, moat; ...) puts the drift on both.  Between two
+runs it pauses (--gap-ms, default 50): the kernel frees a network
+namespace after the process that held it is gone, in a worker thread,
+and without the pause each run would pay for the previous command's
+clean-up (bwrap, run right after moat, would pay for moat's).  Prints
+the median wall time of each and their ratio.
 
 --moat DIR is a build directory (default build/bench, which
 scripts/bench.sh makes); its moatd and moat-netns are used through
@@ -32,6 +36,8 @@ def main():
                     help="build directory with moat, moatd, moat-netns")
     ap.add_argument("--skip", type=int, default=5,
                     help="first runs of each left out (warm-up)")
+    ap.add_argument("--gap-ms", type=int, default=50,
+                    help="pause between runs, untimed (0: none)")
     a = ap.parse_args()
     moat = os.path.join(a.moat, "netns-helper", "moat")
     if not os.access(moat, os.X_OK):
@@ -66,6 +72,8 @@ def main():
             signal.alarm(0)
             if r.returncode != 0:
                 sys.exit(f"bench-run.py: {k} exited with {r.returncode}")
+            if a.gap_ms > 0:
+                time.sleep(a.gap_ms / 1000)
         if (i + 1) % 50 == 0:
             print(f"  {i + 1}/{a.n}", file=sys.stderr)
     med = {k: statistics.median(v[a.skip:]) for k, v in runs.items()}
