@@ -498,12 +498,25 @@ run_stop_moatd(struct run *r)
 	(void)kill(r->moatd, SIGTERM);
 	if (moat_reap(r->moatd, MOAT_STOP_TIMEOUT_MS, &st) == 1) {
 		r->moatd = -1;
+		/* SIGTERM ends it with 0; anything else may have cost audit
+		 * lines, and the one reading the audit must know. */
+		if (WIFSIGNALED(st) && WTERMSIG(st) != SIGTERM)
+			fprintf(stderr, "moat run: moatd died of signal %d "
+			    "(%s); its last audit lines may be missing\n",
+			    WTERMSIG(st), strsignal(WTERMSIG(st)));
+		else if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
+			fprintf(stderr, "moat run: moatd exited with status "
+			    "%d; its last audit lines may be missing\n",
+			    WEXITSTATUS(st));
 		return;
 	}
 	(void)kill(r->moatd, SIGKILL);
 	while (waitpid(r->moatd, &st, 0) == -1 && errno == EINTR)
 		;
 	r->moatd = -1;
+	fprintf(stderr, "moat run: moatd did not stop within %d ms of SIGTERM "
+	    "and was killed; its last audit lines may be missing\n",
+	    MOAT_STOP_TIMEOUT_MS);
 }
 
 /* --- set-up ----------------------------------------------------------- */

@@ -176,6 +176,36 @@ for who in $WHO; do
 		    "$d/fc.log" "$MT_T/fc.err"
 	fi
 
+	# --- moatd does not stop: killed after the stop timeout, and said -
+	# (root only: the case is the same as nobody, and it takes 5 s.)
+	if [ "$who" = root ]; then
+		rm -f "$d/stop.started" "$d/stop.go"
+		before=$(mt_ns_pids moat)
+		bg stop "$who" $W --audit "$d/stop-audit.log" -- sh -c "
+		    echo ok > $d/stop.started
+		    while [ ! -e $d/stop.go ]; do sleep 0.05; done"
+		mpid=""
+		wait_file "$d/stop.started" && mpid=$(pgrep -P "$BG" -x moatd)
+		if [ -n "$mpid" ]; then
+			kill -STOP "$mpid"
+			touch "$d/stop.go"
+			mt_wait_exit "$BG"
+			mt_eq "$who: a stopped moatd: the exit status is still the workload's" \
+			    0 "$MT_WAIT_RC" "$MT_T/stop.err"
+			if grep -q 'moatd did not stop within 5000 ms of SIGTERM and was killed; its last audit lines may be missing' \
+			    "$MT_T/stop.err"; then
+				mt_pass "$who: a moatd killed at the end is reported (audit may be short)"
+			else
+				mt_fail "$who: no report of the killed moatd" "$MT_T/stop.err"
+			fi
+			mt_no_leftovers "$who: after a killed moatd" "$before"
+		else
+			touch "$d/stop.go"
+			mt_fail "$who: the stop workload or its moatd did not start" \
+			    "$MT_T/stop.err"
+		fi
+	fi
+
 	# --- a workload that floods connections --------------------------
 	mt_moat_run "$who" flood $W -- /usr/bin/python3 -c '
 import socket
