@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +83,8 @@ audit_open(const char *path, int *own)
 int
 audit_start(const char *path)
 {
-	int	fd, own;
+	sigset_t	all, old;
+	int		fd, own, rc;
 
 	fd = audit_open(path, &own);
 	if (fd == -2)
@@ -90,7 +92,12 @@ audit_start(const char *path)
 	A.fd = fd;
 	A.own_fd = own;
 	A.path = path ? strdup(path) : NULL;
-	if (pthread_create(&A.thr, NULL, audit_writer, NULL) != 0) {
+	/* Signals are the main thread's: the writer runs with all blocked. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&A.thr, NULL, audit_writer, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
 		errno = EAGAIN;
 		return -1;
 	}

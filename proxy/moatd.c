@@ -694,6 +694,14 @@ main(int argc, char *argv[])
 	for (i = 0; i < m.nworkers; i++)
 		worker_free(m.workers[i]);
 	free(m.workers);
+	/*
+	 * Every audit line is queued now: write them out before the signal
+	 * events go.  Freeing them gives SIGTERM its default action back,
+	 * and moat run sends one as it closes a private moatd's admin
+	 * connection: arriving there, it used to end moatd with its last
+	 * lines ("unregistered") still queued.
+	 */
+	audit_stop();
 	event_free(sig_hup);
 	event_free(sig_term);
 	event_free(sig_int);
@@ -709,6 +717,5 @@ main(int argc, char *argv[])
 	secrets_unref(m.secrets);
 	free(m.allow_private);
 	log_info("stopped");
-	audit_stop();
 	return 0;
 }
