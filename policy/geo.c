@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <netinet/in.h>
@@ -36,7 +37,6 @@ struct geo_db {
 	MMDB_s	mmdb;
 };
 
-#define GEO_COPY_CHUNK	65536
 /* No GeoIP database comes near this; a disk image named by mistake would
  * otherwise be copied into memory whole. */
 #define GEO_COPY_MAX	((off_t)2 << 30)
@@ -52,9 +52,8 @@ geo_copy(const char *path, const char **err)
 	static const int	 seals = F_SEAL_SHRINK | F_SEAL_GROW |
 				    F_SEAL_WRITE | F_SEAL_SEAL;
 	struct stat		 st;
-	char			*buf = NULL;
 	off_t			 left;
-	ssize_t			 n, w;
+	ssize_t			 n;
 	int			 in, out = -1, saved;
 
 	if ((in = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1) {
@@ -70,38 +69,24 @@ geo_copy(const char *path, const char **err)
 		return -1;
 	}
 	if ((out = memfd_create("moat-geoip", MFD_CLOEXEC |
-	    MFD_ALLOW_SEALING)) == -1 || (buf = malloc(GEO_COPY_CHUNK)) == NULL)
+	    MFD_ALLOW_SEALING)) == -1)
 		goto fail;
-	/* What the file holds now, up to its size when opened. */
+	/* What the file holds now, up to its size when opened, copied in
+	 * the kernel. */
 	for (left = st.st_size; left > 0; left -= n) {
-		n = read(in, buf, left < GEO_COPY_CHUNK ? (size_t)left :
-		    GEO_COPY_CHUNK);
-		if (n == -1 && errno == EINTR) {
-			n = 0;
-			continue;
-		}
-		if (n == -1)
-			goto fail;
-		if (n == 0)
-			break;	/* shorter now: the metadata check judges */
-		for (w = 0; w < n; ) {
-			ssize_t k = write(out, buf + w, (size_t)(n - w));
-
-			if (k == -1 && errno == EINTR)
-				continue;
-			if (k <= 0)
+		if ((n = sendfile(out, in, NULL, (size_t)left)) == -1) {
+			if (errno != EINTR)
 				goto fail;
-			w += k;
-		}
+			n = 0;
+		} else if (n == 0)
+			break;	/* shorter now: the metadata check judges */
 	}
 	if (fcntl(out, F_ADD_SEALS, seals) == -1)
 		goto fail;
-	free(buf);
 	close(in);
 	return out;
  fail:
 	saved = errno != 0 ? errno : EIO;
-	free(buf);
 	close(in);
 	if (out != -1)
 		close(out);

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,8 +82,7 @@ audit_open(const char *path, int *own)
 int
 audit_start(const char *path)
 {
-	sigset_t	all, old;
-	int		fd, own, rc;
+	int	fd, own;
 
 	fd = audit_open(path, &own);
 	if (fd == -2)
@@ -92,15 +90,9 @@ audit_start(const char *path)
 	A.fd = fd;
 	A.own_fd = own;
 	A.path = path ? strdup(path) : NULL;
-	/* Signals are the main thread's: the writer runs with all blocked. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	rc = pthread_create(&A.thr, NULL, audit_writer, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
-		errno = EAGAIN;
+	/* Signals are the main thread's: the writer takes none. */
+	if (util_thread_start(&A.thr, audit_writer, NULL) == -1)
 		return -1;
-	}
 	A.running = 1;
 	return 0;
 }

@@ -36,6 +36,7 @@
 #include "proxy/secret.h"
 #include "proxy/secrets.h"
 #include "proxy/tls.h"
+#include "proxy/util.h"
 #include "proxy/worker.h"
 
 #define MOATD_CONFIG_MAX_BYTES	(64u << 20)	/* largest config file read */
@@ -68,7 +69,6 @@ static struct moat_config *load_config(struct moatd *m, int quiet_ok,
 		    const char *what);
 static int	check_secrets(const struct moat_config *cfg);
 static size_t	count_cpus(void);
-static struct event_base *main_base_new(void);
 static void	raise_nofile(void);
 static int	drop_privileges(const char *user);
 static void	on_sighup(evutil_socket_t fd, short what, void *arg);
@@ -253,21 +253,6 @@ count_cpus(void)
 		return (size_t)n;
 	n = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (size_t)n : 1;
-}
-
-/* The main loop's base: as the workers', blind to EVENT_NO* variables. */
-static struct event_base *
-main_base_new(void)
-{
-	struct event_config	*ec;
-	struct event_base	*b;
-
-	if ((ec = event_config_new()) == NULL)
-		return NULL;
-	event_config_set_flag(ec, EVENT_BASE_FLAG_IGNORE_ENV);
-	b = event_base_new_with_config(ec);
-	event_config_free(ec);
-	return b;
 }
 
 static void
@@ -628,7 +613,7 @@ main(int argc, char *argv[])
 	if (m.cfg->user != NULL && drop_privileges(m.cfg->user) == -1)
 		fatalx("refusing to run with more privilege than asked for");
 
-	if ((m.base = main_base_new()) == NULL)
+	if ((m.base = util_base_new(0)) == NULL)
 		fatalx("cannot create the main event loop");
 	if (pipe2(m.done_pipe, O_CLOEXEC | O_NONBLOCK) == -1)
 		fatal("pipe");

@@ -5,10 +5,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <event2/event.h>
 
 #include "proxy/util.h"
 
@@ -96,4 +99,35 @@ util_timingsafe_eq(const void *a, size_t alen, const void *b, size_t blen)
 	for (i = 0; i < alen; i++)
 		diff |= pa[i] ^ pb[i];
 	return diff == 0;
+}
+
+int
+util_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t	all, old;
+	int		rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		errno = rc;
+		return -1;
+	}
+	return 0;
+}
+
+struct event_base *
+util_base_new(int flags)
+{
+	struct event_config	*ec;
+	struct event_base	*b;
+
+	if ((ec = event_config_new()) == NULL)
+		return NULL;
+	event_config_set_flag(ec, flags | EVENT_BASE_FLAG_IGNORE_ENV);
+	b = event_base_new_with_config(ec);
+	event_config_free(ec);
+	return b;
 }

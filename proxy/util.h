@@ -1,12 +1,16 @@
 /*
  * util.h - small helpers shared by moatd's modules: monotonic and wall
- * clocks, file descriptor flags, checked allocation.
+ * clocks, file descriptor flags, checked allocation, threads and event
+ * bases.
  */
 #ifndef MOAT_UTIL_H
 #define MOAT_UTIL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct event_base;
 
 /* Milliseconds on CLOCK_MONOTONIC.  Never fails on Linux. */
 uint64_t	util_now_ms(void);
@@ -31,5 +35,17 @@ int		util_parse_mode(const char *s);
 /* Constant-time comparison of two byte strings; 1 if equal. */
 int		util_timingsafe_eq(const void *a, size_t alen, const void *b,
 		    size_t blen);
+
+/*
+ * Starts a thread that takes no signal (signals are the main thread's).
+ * Returns 0, or -1 with errno.
+ */
+int		util_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+/*
+ * An event base with flags (EVENT_BASE_FLAG_*), which no EVENT_NO*
+ * variable in moatd's environment steers (EVENT_BASE_FLAG_IGNORE_ENV;
+ * each lookup also cost four id system calls).  NULL if it fails.
+ */
+struct event_base *util_base_new(int flags);
 
 #endif /* MOAT_UTIL_H */

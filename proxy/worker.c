@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +58,6 @@ worker_new(int idx, struct moat_config *cfg, struct tls *tls,
     size_t errlen)
 {
 	struct worker		*w;
-	struct event_config	*ec = NULL;
 	struct listener		*l;
 	int			 efd = -1;
 
@@ -74,21 +72,15 @@ worker_new(int idx, struct moat_config *cfg, struct tls *tls,
 	LIST_INIT(&w->tunnels);
 	LIST_INIT(&w->dnsq);
 	pthread_mutex_init(&w->mu, NULL);
-	if ((ec = event_config_new()) == NULL)
-		goto nomem;
 	/*
 	 * NOLOCK: only this thread touches the base.  EPOLL_USE_CHANGELIST:
 	 * epoll_ctl calls are deferred to the next dispatch and merged, so a
 	 * socket handed from one event to another (io -> tunnel, connect ->
 	 * io) costs no DEL + ADD pair.  libevent warns against it for
 	 * descriptors that are dup()ed; moatd never dups a socket.
-	 * IGNORE_ENV: no EVENT_NO* variable in moatd's environment picks
-	 * its backend (and each lookup cost four id system calls).
 	 */
-	event_config_set_flag(ec, EVENT_BASE_FLAG_NOLOCK |
-	    EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST | EVENT_BASE_FLAG_IGNORE_ENV);
-	w->base = event_base_new_with_config(ec);
-	event_config_free(ec);
+	w->base = util_base_new(EVENT_BASE_FLAG_NOLOCK |
+	    EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
 	if (w->base == NULL)
 		goto nomem;
 	w->cfg = policy_config_ref(cfg);
@@ -173,19 +165,8 @@ worker_main(void *arg)
 int
 worker_start(struct worker *w)
 {
-	sigset_t	all, old;
-	int		rc;
-
 	/* Signals belong to the main thread; workers never take them. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	rc = pthread_create(&w->thr, NULL, worker_main, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
-		errno = rc;
-		return -1;
-	}
-	return 0;
+	return util_thread_start(&w->thr, worker_main, w);
 }
 
 void
