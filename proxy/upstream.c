@@ -29,14 +29,15 @@ struct upstream_connect {
 	int			 fd;
 	int			 err;		/* errno of the last failure */
 	struct event		*ev;		/* write-ready or timeout */
-	struct event		*done;		/* deferred final failure */
+	struct event		*done;		/* deferred result */
+	int			 ok;		/* done reports fd as connected */
 	upstream_cb		*cb;
 	void			*arg;
 };
 
 static void	uc_next(struct upstream_connect *uc);
 static void	uc_event(evutil_socket_t fd, short what, void *arg);
-static void	uc_fail_cb(evutil_socket_t fd, short what, void *arg);
+static void	uc_done_cb(evutil_socket_t fd, short what, void *arg);
 static void	uc_free(struct upstream_connect *uc);
 
 socklen_t
@@ -80,7 +81,7 @@ upstream_connect_start(struct event_base *base, const struct policy_addr *addrs,
 	uc->cb = cb;
 	uc->arg = arg;
 	uc->err = EHOSTUNREACH;
-	if ((uc->done = evtimer_new(base, uc_fail_cb, uc)) == NULL) {
+	if ((uc->done = evtimer_new(base, uc_done_cb, uc)) == NULL) {
 		free(uc);
 		errno = ENOMEM;
 		return NULL;
@@ -91,9 +92,32 @@ upstream_connect_start(struct event_base *base, const struct policy_addr *addrs,
 }
 
 /*
+ * connect(2) on a non-blocking socket: 0 when connected now, EINPROGRESS
+ * when the handshake is still under way, else the error.  A peer on this
+ * host (loopback, or a veth into another namespace) answers inside the
+ * first call: its SYN-ACK waits in the socket's backlog until connect(2)
+ * returns EINPROGRESS, and is processed then.  Asking once more sees that
+ * without a trip through the event loop; for a remote peer the second
+ * call only says EALREADY.
+ */
+static int
+uc_connect(int fd, const struct sockaddr_storage *ss, socklen_t slen)
+{
+	if (connect(fd, (const struct sockaddr *)ss, slen) == 0)
+		return 0;
+	if (errno != EINPROGRESS)
+		return errno;
+	if (connect(fd, (const struct sockaddr *)ss, slen) == 0 ||
+	    errno == EISCONN)
+		return 0;
+	return errno == EALREADY ? EINPROGRESS : errno;
+}
+
+/*
  * Starts the attempt at uc->idx, skipping addresses that fail at once.
- * When none is left, schedules the failure callback (never calls it from
- * here, so upstream_connect_start never calls back).
+ * A connection made at once, or the failure of every address, is
+ * reported through uc->done: never from here, so upstream_connect_start
+ * never calls back.
  */
 static void
 uc_next(struct upstream_connect *uc)
@@ -101,7 +125,7 @@ uc_next(struct upstream_connect *uc)
 	struct sockaddr_storage	ss;
 	socklen_t		slen;
 	struct timeval		tv;
-	int			one = 1;
+	int			one = 1, err;
 
 	for (; uc->idx < uc->n; uc->idx++) {
 		slen = upstream_sockaddr(&uc->addrs[uc->idx], uc->port, &ss);
@@ -113,8 +137,11 @@ uc_next(struct upstream_connect *uc)
 		}
 		(void)setsockopt(uc->fd, IPPROTO_TCP, TCP_NODELAY, &one,
 		    sizeof(one));
-		if (connect(uc->fd, (struct sockaddr *)&ss, slen) == 0 ||
-		    errno == EINPROGRESS) {
+		if ((err = uc_connect(uc->fd, &ss, slen)) == 0) {
+			uc->ok = 1;
+			break;
+		}
+		if (err == EINPROGRESS) {
 			uc->ev = event_new(uc->base, uc->fd, EV_WRITE,
 			    uc_event, uc);
 			tv.tv_sec = uc->timeout_ms / 1000;
@@ -123,7 +150,7 @@ uc_next(struct upstream_connect *uc)
 				return;
 			uc->err = ENOMEM;
 		} else
-			uc->err = errno;
+			uc->err = err;
 		if (uc->ev != NULL) {
 			event_free(uc->ev);
 			uc->ev = NULL;
@@ -163,16 +190,22 @@ uc_event(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
-uc_fail_cb(evutil_socket_t fd, short what, void *arg)
+uc_done_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct upstream_connect	*uc = arg;
 	upstream_cb		*cb = uc->cb;
 	void			*cbarg = uc->arg;
-	int			 err = uc->err;
+	int			 err = uc->err, cfd = -1;
 	size_t			 idx = uc->n ? uc->n - 1 : 0;
 
+	if (uc->ok) {
+		cfd = uc->fd;
+		uc->fd = -1;
+		idx = uc->idx;
+		err = 0;
+	}
 	uc_free(uc);
-	cb(-1, idx, err, cbarg);
+	cb(cfd, idx, err, cbarg);
 }
 
 static void
