@@ -21,7 +21,7 @@
 
 #define AUDIT_LINE_STACK_BYTES	2048
 #define AUDIT_LINE_MAX_BYTES	16384	/* longest line (detail, path cut before) */
-#define AUDIT_BATCH_US		2000	/* lines gather this long before a write */
+#define AUDIT_BATCH_US		20000	/* lines gather this long before a write */
 #define AUDIT_FLUSH_BYTES	(256u << 10) /* ... unless this much is queued */
 
 static struct {
@@ -181,7 +181,8 @@ audit_writer(void *arg)
 		 * Wait for the first line, then let more gather for
 		 * AUDIT_BATCH_US before writing: a wake-up and a write(2) per
 		 * batch, not per request.  A worker signals only when the
-		 * queue goes from empty to not empty while the writer sleeps.
+		 * queue goes from empty to not empty while the writer sleeps,
+		 * or grows past AUDIT_FLUSH_BYTES while the batch gathers.
 		 */
 		A.writer_busy = 0;
 		while (A.qlen == 0 && !A.stop && !A.reopen && A.dropped == 0)
@@ -199,6 +200,7 @@ audit_writer(void *arg)
 			}
 			A.writer_busy = 1;
 			while (!A.stop && !A.reopen &&
+			    A.qlen < AUDIT_FLUSH_BYTES &&
 			    pthread_cond_clockwait(&A.cv, &A.mu,
 			    CLOCK_MONOTONIC, &dl) != ETIMEDOUT)
 				;
@@ -484,8 +486,9 @@ audit_emit(const struct audit_rec *r)
 			A.qlen += n;
 		}
 	}
-	if (!A.writer_busy && A.qlen == n)
-		pthread_cond_signal(&A.cv);	/* first line for a sleeping writer */
+	if (!A.writer_busy ? A.qlen == n :
+	    A.qlen >= AUDIT_FLUSH_BYTES && A.qlen - n < AUDIT_FLUSH_BYTES)
+		pthread_cond_signal(&A.cv);	/* first line, or a full batch */
 	pthread_mutex_unlock(&A.mu);
 	if (line != stack)
 		free(line);
