@@ -2,13 +2,17 @@
 # bench.sh - measures moatd beside its peers with the shared harness
 # (../shared/bench/compare), the way BENCHMARKS.md reports it.
 #
-#   bash scripts/bench.sh [default|intercept|all] [compare options...]
+#   bash scripts/bench.sh [default|intercept|all|ceiling] [compare options...]
 #
 # Builds moatd (optimised, into build/bench unless MOATD names a binary),
 # writes its configs and a CA into a temporary directory, and runs compare
 # with moatd as a --custom proxy: "default" runs the default workloads
 # (http, bulk, setup, tls, socks, idle), "intercept" the TLS-interception
-# family (with --custom-ca), "all" both, one after the other.  The report
+# family (with --custom-ca), "all" both, one after the other.  "ceiling"
+# runs setup, socks and bulk with two more --custom proxies beside moatd:
+# scripts/nullproxy.c, a relay that does nothing but relay ("null": read
+# and write; "null-splice": splice through pipes), which shows what any
+# proxy can reach on this machine with this harness.  The report
 # goes to stdout (compare's --out/--json work as usual); moatd's audit goes
 # to /dev/null, as the peers log nothing either.
 #
@@ -16,7 +20,8 @@
 # (compare installs the peers with apt-get on first use).
 #
 # Environment: BENCH_DIR (the harness, default ../shared/bench beside the
-# project), MOATD (a moatd binary to measure instead of building one).
+# project), MOATD (a moatd binary to measure instead of building one),
+# NULLPROXY (the nullproxy binary, default beside MOATD's build).
 
 set -eu
 
@@ -25,12 +30,13 @@ bench=${BENCH_DIR:-$here/../shared/bench}
 family=${1:-default}
 [ $# -gt 0 ] && shift
 case $family in
-default|intercept|all) ;;
+default|intercept|all|ceiling) ;;
 -h|--help)
-	sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0 ;;
 *)
-	echo "bench.sh: unknown family '$family' (default, intercept, all)" >&2
+	echo "bench.sh: unknown family '$family'" \
+	    "(default, intercept, all, ceiling)" >&2
 	exit 2 ;;
 esac
 [ -x "$bench/compare" ] || {
@@ -44,12 +50,14 @@ if [ -z "${MOATD:-}" ]; then
 	mkdir -p "$here/build/bench"
 	(cd "$here/build/bench" &&
 	    { [ -f Makefile ] || "$here/configure" -q CFLAGS="-O2 -g"; } &&
-	    make -s -j"$(nproc)" proxy/moatd netns-helper/moat) >&2
+	    make -s -j"$(nproc)" proxy/moatd netns-helper/moat \
+	    scripts/nullproxy) >&2
 	MOATD=$here/build/bench/proxy/moatd
 	MOAT=$here/build/bench/netns-helper/moat
 else
 	MOAT=${MOAT:-$(dirname "$MOATD")/../netns-helper/moat}
 fi
+NULLPROXY=${NULLPROXY:-$(dirname "$MOATD")/../scripts/nullproxy}
 
 tmp=$(mktemp -d /tmp/moat-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -108,8 +116,22 @@ run_intercept()
 	    --custom-ca "moatd=$tmp/ca/ca.crt" "$@"
 }
 
+run_ceiling()
+{
+	[ -x "$NULLPROXY" ] || {
+		echo "bench.sh: no nullproxy at $NULLPROXY (set NULLPROXY)" >&2
+		exit 1
+	}
+	run_default --workloads setup,socks,bulk \
+	    --proxies squid,tinyproxy,srt,srt-bun \
+	    --custom "null=$NULLPROXY 127.0.0.1:14100@127.0.0.1:14100" \
+	    --custom "null-splice=$NULLPROXY -s 127.0.0.1:14101@127.0.0.1:14101" \
+	    "$@"
+}
+
 case $family in
 default) run_default "$@" ;;
+ceiling) run_ceiling "$@" ;;
 intercept) run_intercept "$@" ;;
 all) run_default "$@" && run_intercept "$@" ;;
 esac
