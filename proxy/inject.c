@@ -28,6 +28,7 @@
 #include "proxy/inject.h"
 #include "proxy/secrets.h"
 #include "proxy/secretscan.h"
+#include "proxy/util.h"
 #include "proxy/worker.h"
 
 #define INJECT_HEADER_MAX_BYTES	16384	/* longest injected header value */
@@ -295,19 +296,27 @@ int
 inject_add_headers(struct conn *c, struct evbuffer *out, const char **detail)
 {
 	struct inject	*in = c->inj;
-	char		 v[INJECT_HEADER_MAX_BYTES], up[INJECT_HEADER_MAX_BYTES];
-	unsigned char	 b64[INJECT_HEADER_MAX_BYTES * 4 / 3 + 8];
-	size_t		 i, vl, ul;
-	int		 rc = 0, n;
+	char		 v[INJECT_HEADER_MAX_BYTES] UTIL_NOINIT;
+	char		 up[INJECT_HEADER_MAX_BYTES] UTIL_NOINIT;
+	unsigned char	 b64[INJECT_HEADER_MAX_BYTES * 4 / 3 + 8] UTIL_NOINIT;
+	size_t		 i, vl, ul, vmax = 0, umax = 0;
+	int		 rc = 0, n, tr;
 
+	/*
+	 * The buffers are neither cleared on entry (UTIL_NOINIT) nor wiped
+	 * whole, only where secrets went (inject_template writes [0, *len)):
+	 * 54 KiB of memset and 32 KiB of OPENSSL_cleanse per request were
+	 * 9 % of the forward proxy's CPU, injecting or not.
+	 */
 	*detail = NULL;
 	for (i = 0; in != NULL && i < in->ninjs && rc == 0; i++) {
 		const struct policy_inject *j = &in->injs[i];
 
 		vl = ul = 0;
 		if (j->kind == POLICY_INJECT_HEADER) {
-			if (inject_template(in, &j->value, v, sizeof(v), &vl) ==
-			    -1 || !inject_header_safe(v, vl)) {
+			tr = inject_template(in, &j->value, v, sizeof(v), &vl);
+			vmax = vl > vmax ? vl : vmax;
+			if (tr == -1 || !inject_header_safe(v, vl)) {
 				*detail = "an injected header value would hold "
 				    "CR, LF or NUL, or is too long";
 				rc = -1;
@@ -317,16 +326,19 @@ inject_add_headers(struct conn *c, struct evbuffer *out, const char **detail)
 			evbuffer_add(out, v, vl);
 			evbuffer_add(out, "\r\n", 2);
 		} else if (j->kind == POLICY_INJECT_BASIC) {
-			if (inject_template(in, &j->user, up, sizeof(up),
-			    &ul) == -1 || memchr(up, ':', ul) != NULL) {
+			tr = inject_template(in, &j->user, up, sizeof(up), &ul);
+			umax = ul > umax ? ul : umax;
+			if (tr == -1 || memchr(up, ':', ul) != NULL) {
 				*detail = "the basic auth user would hold a "
 				    "\":\" or is too long";
 				rc = -1;
 				break;
 			}
 			up[ul++] = ':';
-			if (inject_template(in, &j->password, up, sizeof(up),
-			    &ul) == -1 || ul * 4 / 3 + 4 >= sizeof(b64)) {
+			tr = inject_template(in, &j->password, up, sizeof(up),
+			    &ul);
+			umax = ul > umax ? ul : umax;
+			if (tr == -1 || ul * 4 / 3 + 4 >= sizeof(b64)) {
 				*detail = "the basic auth credentials are too "
 				    "long";
 				rc = -1;
@@ -336,11 +348,13 @@ inject_add_headers(struct conn *c, struct evbuffer *out, const char **detail)
 			evbuffer_add(out, "Authorization: Basic ", 21);
 			evbuffer_add(out, b64, (size_t)n);
 			evbuffer_add(out, "\r\n", 2);
-			OPENSSL_cleanse(b64, sizeof(b64));
+			OPENSSL_cleanse(b64, (size_t)n + 1);	/* and its NUL */
 		}
 	}
-	OPENSSL_cleanse(v, sizeof(v));
-	OPENSSL_cleanse(up, sizeof(up));
+	if (vmax > 0)
+		OPENSSL_cleanse(v, vmax);
+	if (umax > 0)
+		OPENSSL_cleanse(up, umax);
 	return rc;
 }
 

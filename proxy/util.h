@@ -12,6 +12,21 @@
 
 struct event_base;
 
+/*
+ * For a large buffer on a hot path that is written before it is read:
+ * exempt from -ftrivial-auto-var-init=zero (configure's hardening), which
+ * would clear it on every call.  Compilers without the attribute have no
+ * such option either.
+ */
+#if defined(__has_attribute)
+#if __has_attribute(uninitialized)
+#define UTIL_NOINIT	__attribute__((uninitialized))
+#endif
+#endif
+#ifndef UTIL_NOINIT
+#define UTIL_NOINIT
+#endif
+
 /* Milliseconds on CLOCK_MONOTONIC.  Never fails on Linux. */
 uint64_t	util_now_ms(void);
 /*

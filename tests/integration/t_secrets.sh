@@ -14,14 +14,16 @@
 #        v
 #   net: origin.py 203.0.113.10:443 (origin.test, the key's host; logs
 #          headers and bodies; /reflect echoes the Authorization back)
-#        origin.py 203.0.113.12:443 (other.test: allowed, not bound)
+#        origin.py 203.0.113.12:443 (other.test: allowed, not bound;
+#          basic.test: a rule that injects Basic credentials)
 #        gitsrv.py 203.0.113.12:8443 (git.test: git http-backend)
 #
 # Checks: the sandbox holds placeholders only (environment, files it can
 # read, responses it receives); the origin receives the real key in a
 # header, the query and bodies (small, large, with a placeholder across
 # buffer boundaries, one that ends mid-placeholder); the rule's header
-# injection replaces what the client sent; the key or its placeholder sent
+# injection and its Basic credentials replace what the client sent; the
+# key or its placeholder sent
 # to other.test is denied (secret-leak) and other.test sees nothing; plain
 # HTTP with an injecting rule is refused (needs-tls); the audit log and
 # every log name the secret, never its value; curl, python3 (urllib,
@@ -38,6 +40,7 @@ mt_zone_default
 import json, sys
 z = json.load(open(sys.argv[1]))
 z["git.test"] = [{"type": "A", "data": "203.0.113.12", "ttl": 1}]
+z["basic.test"] = [{"type": "A", "data": "203.0.113.12", "ttl": 1}]
 json.dump(z, open(sys.argv[1], "w"))
 EOF
 mt_world
@@ -54,7 +57,8 @@ chmod 600 "$MT_T/keys/openai.key"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
     -keyout "$MT_T/other.key" -out "$MT_T/other.crt" -days 2 \
     -subj /CN=other.test \
-    -addext "subjectAltName=DNS:other.test,DNS:git.test" >/dev/null 2>&1 ||
+    -addext "subjectAltName=DNS:other.test,DNS:git.test,DNS:basic.test" \
+    >/dev/null 2>&1 ||
     mt_error "openssl could not make other.test's certificate"
 touch "$MT_T/other.log" "$MT_T/git.log"
 mt_bg other net "$MT_PY" "$MT_HELPERS/origin.py" --name other \
@@ -100,7 +104,10 @@ cat > "$MT_T/policy.json" <<EOF
       {"name": "opaque", "action": "allow", "hosts": ["a.wild.test"],
        "ports": [443]},
       {"name": "git", "action": "allow", "hosts": ["git.test"],
-       "ports": [8443], "git": "read-only"}
+       "ports": [8443], "git": "read-only"},
+      {"name": "basic", "action": "allow", "hosts": ["basic.test"],
+       "ports": [443], "inject": [{"basic": {"user": "x-access-token",
+                                             "password": "\${GH}"}}]}
     ]
   },
   "secrets": {
@@ -162,6 +169,8 @@ c -o /dev/null -w 'partial=%{http_code}\n' --data-binary @"\$d/partial.in" \
     https://origin.test/partial
 c -o /dev/null -w 'override=%{http_code}\n' -H 'X-Gh: token forged' \
     https://origin.test/override
+c -o /dev/null -w 'basic=%{http_code}\n' -u forged:forged \
+    https://basic.test/basic
 c -o "\$d/leak.body" -D "\$d/leak.hdr" -w 'leak=%{http_code}\n' -H "\$A" \
     https://other.test/leak
 c -o /dev/null -D "\$d/leakbody.hdr" -w 'leakbody=%{http_code}\n' \
@@ -293,6 +302,16 @@ for l in open(sys.argv[1]):
         print(",".join(v for n, v in r["headers"] if n.lower() == "x-gh"))
 ' "$O" | tail -n 1)"
 mt_eq "the client's own X-Gh was replaced, not added" 200 "$(mt_out s override)"
+mt_eq "basic.test: allowed" 200 "$(mt_out s basic)"
+mt_eq "...the origin received the rule's Basic credentials, and only them" \
+    "Basic $(printf 'x-access-token:%s' "$GH_REAL" | base64 -w0)" \
+    "$("$MT_PY" -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r.get("path") == "/basic":
+        print(",".join(v for n, v in r["headers"] if n.lower() == "authorization"))
+' "$MT_T/other.log" | tail -n 1)"
 mt_eq "the response's echo came back as the placeholder (body)" \
     "auth=Bearer $ph" "$(head -n 1 "$MT_T/w/reflect.body")"
 mt_eq "...and in the echoed header" "X-Reflect: Bearer $ph" \
@@ -343,7 +362,7 @@ mt_eq "a clean request to other.test passes (intercepted)" 200 \
     "$(mt_out s otherclean)"
 mt_eq "other.test received only the clean request" "/clean" \
     "$(tail -n +$((m_other + 1)) "$MT_T/other.log" | mt_jl /dev/stdin dump event=request |
-      "$MT_PY" -c 'import json,sys; print(" ".join(json.loads(l)["path"] for l in sys.stdin))')"
+      "$MT_PY" -c 'import json,sys; print(" ".join(r["path"] for r in map(json.loads, sys.stdin) if r["host"] == "other.test"))')"
 mt_eq "plain HTTP to an injecting rule: 403" 403 "$(mt_out s plain)"
 mt_eq "...reason needs-tls" "X-Moat-Reason: needs-tls" \
     "$(grep -i '^X-Moat-Reason:' "$MT_T/w/plain.hdr" | tr -d '\r')"
