@@ -102,30 +102,65 @@ conn_free(struct conn *c)
 	graveyard = c;
 }
 
-/*
- * Moves d's bytes from "from" to "to" until one would block (edge-
- * triggered: the next edge of either resumes it).
- */
+/* Bytes of d read and not yet written. */
 static int
 pending(const struct dir *d)
 {
 	return d->len > d->off || d->in_pipe > 0;
 }
 
-/* pump() with splice(2): only into an empty pipe, so EAGAIN means the
- * socket is drained, never that the pipe ran out of slots. */
+/*
+ * One direction's two moves, by copy or (-s) by splice(2).  Each returns
+ * what read(2) or write(2) would.  Splicing goes into the pipe only when
+ * it is empty, so EAGAIN means the socket is drained, never that the
+ * pipe ran out of slots.
+ */
+static ssize_t
+dir_in(struct dir *d, int from)
+{
+	ssize_t	n;
+
+	if (use_splice) {
+		n = splice(from, NULL, d->pipe[1], NULL, PIPE_BYTES,
+		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0)
+			d->in_pipe = (size_t)n;
+	} else if ((n = read(from, d->buf, sizeof(d->buf))) > 0) {
+		d->len = (size_t)n;
+		d->off = 0;
+	}
+	return n;
+}
+
+static ssize_t
+dir_out(struct dir *d, int to)
+{
+	ssize_t	n;
+
+	if (use_splice) {
+		n = splice(d->pipe[0], NULL, to, NULL, d->in_pipe,
+		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0)
+			d->in_pipe -= (size_t)n;
+	} else if ((n = write(to, d->buf + d->off, d->len - d->off)) > 0 &&
+	    (d->off += (size_t)n) == d->len)
+		d->len = d->off = 0;
+	return n;
+}
+
+/*
+ * Moves d's bytes from "from" to "to" until one would block (edge-
+ * triggered: the next edge of either resumes it).
+ */
 static int
-pump_splice(struct dir *d, int from, int to, const struct dir *other)
+pump(struct dir *d, int from, int to, const struct dir *other)
 {
 	ssize_t	n;
 
 	for (;;) {
-		if (d->in_pipe > 0) {
-			n = splice(d->pipe[0], NULL, to, NULL, d->in_pipe,
-			    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-			if (n == -1)
+		if (pending(d)) {
+			if (dir_out(d, to) == -1)
 				return errno == EAGAIN ? 0 : -1;
-			d->in_pipe -= (size_t)n;
 			continue;
 		}
 		if (d->eof) {
@@ -136,49 +171,10 @@ pump_splice(struct dir *d, int from, int to, const struct dir *other)
 			}
 			return 0;
 		}
-		n = splice(from, NULL, d->pipe[1], NULL, PIPE_BYTES,
-		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		if (n == 0)
+		if ((n = dir_in(d, from)) == 0)
 			d->eof = 1;
 		else if (n == -1)
 			return errno == EAGAIN ? 0 : -1;
-		else
-			d->in_pipe = (size_t)n;
-	}
-}
-
-static int
-pump(struct dir *d, int from, int to, const struct dir *other)
-{
-	ssize_t	n;
-
-	if (use_splice)
-		return pump_splice(d, from, to, other);
-	for (;;) {
-		if (d->len > d->off) {
-			n = write(to, d->buf + d->off, d->len - d->off);
-			if (n == -1)
-				return errno == EAGAIN ? 0 : -1;
-			d->off += (size_t)n;
-			if (d->off < d->len)
-				return 0;
-			d->len = d->off = 0;
-		}
-		if (d->eof) {
-			if (!d->shut) {
-				d->shut = 1;
-				if (!other->shut)
-					shutdown(to, SHUT_WR);
-			}
-			return 0;
-		}
-		n = read(from, d->buf, sizeof(d->buf));
-		if (n == 0)
-			d->eof = 1;
-		else if (n == -1)
-			return errno == EAGAIN ? 0 : -1;
-		else
-			d->len = (size_t)n;
 	}
 }
 
