@@ -86,17 +86,22 @@ static struct conn	*graveyard;
 
 /* Closes now, frees after the batch: a later event of it may be queued. */
 static void
+pipe_close(int p[2])
+{
+	if (p[0] >= 0) {
+		close(p[0]);
+		close(p[1]);
+	}
+}
+
+static void
 conn_free(struct conn *c)
 {
 	close(c->cfd);
 	if (c->ufd >= 0)
 		close(c->ufd);
-	if (c->up.pipe[0] > 0) {
-		close(c->up.pipe[0]);
-		close(c->up.pipe[1]);
-		close(c->down.pipe[0]);
-		close(c->down.pipe[1]);
-	}
+	pipe_close(c->up.pipe);
+	pipe_close(c->down.pipe);
 	c->dead = 1;
 	c->next_dead = graveyard;
 	graveyard = c;
@@ -235,14 +240,9 @@ tunnel_start(struct conn *c, const struct sockaddr_in *sin, const void *reply,
 		return;
 	}
 	if (use_splice) {
-		if (pipe2(c->up.pipe, O_NONBLOCK | O_CLOEXEC) == -1)
-			c->up.pipe[0] = 0;
-		else if (pipe2(c->down.pipe, O_NONBLOCK | O_CLOEXEC) == -1) {
-			close(c->up.pipe[0]);
-			close(c->up.pipe[1]);
-			c->up.pipe[0] = 0;
-		}
-		if (c->up.pipe[0] == 0) {
+		/* conn_free closes whichever pipe was made. */
+		if (pipe2(c->up.pipe, O_NONBLOCK | O_CLOEXEC) == -1 ||
+		    pipe2(c->down.pipe, O_NONBLOCK | O_CLOEXEC) == -1) {
 			conn_free(c);
 			return;
 		}
@@ -385,6 +385,7 @@ main(int argc, char *argv[])
 					}
 					c->cfd = fd;
 					c->ufd = -1;
+					c->up.pipe[0] = c->down.pipe[0] = -1;
 					watch(EPOLL_CTL_ADD, fd, c, 0,
 					    EPOLLIN | EPOLLET);
 				}

@@ -69,12 +69,13 @@ loopback_port(int *listen_fd)
 	return port;
 }
 
+/* 127.0.0.host */
 static void
-loopback_addr(struct policy_addr *a)
+loopback_addr(struct policy_addr *a, unsigned host)
 {
 	memset(a, 0, sizeof(*a));
 	a->family = AF_INET;
-	a->u.v4.s_addr = htonl(INADDR_LOOPBACK);
+	a->u.v4.s_addr = htonl((INADDR_LOOPBACK & ~0xffu) | host);
 }
 
 static int
@@ -111,6 +112,17 @@ same_peer(int fd, int lfd)
 	return a.sin_port == b.sin_port;
 }
 
+/* The result is the connection to lfd's port, through address idx. */
+static void
+assert_connected(const struct result *r, size_t idx, int lfd)
+{
+	CU_ASSERT_EQUAL(r->calls, 1);
+	CU_ASSERT_EQUAL(r->err, 0);
+	CU_ASSERT_EQUAL(r->idx, idx);
+	CU_ASSERT_FATAL(r->fd >= 0);
+	CU_ASSERT(same_peer(r->fd, lfd));
+}
+
 static void
 test_upstream_loopback_connects_later(void)
 {
@@ -121,17 +133,13 @@ test_upstream_loopback_connects_later(void)
 	uint16_t		 port = loopback_port(&lfd);
 
 	CU_ASSERT_FATAL(base != NULL);
-	loopback_addr(&a);
+	loopback_addr(&a, 1);
 	CU_ASSERT_FATAL(upstream_connect_start(base, &a, 1, port, 2000,
 	    on_result, &r) != NULL);
 	/* Connected inside connect(2) or not: no call from the start. */
 	CU_ASSERT_EQUAL(r.calls, 0);
 	run_until_result(base, &r);
-	CU_ASSERT_EQUAL(r.calls, 1);
-	CU_ASSERT_EQUAL(r.err, 0);
-	CU_ASSERT_EQUAL(r.idx, 0);
-	CU_ASSERT_FATAL(r.fd >= 0);
-	CU_ASSERT(same_peer(r.fd, lfd));
+	assert_connected(&r, 0, lfd);
 	CU_ASSERT(fcntl_nonblock(r.fd));
 	close(r.fd);
 	close(lfd);
@@ -149,20 +157,14 @@ test_upstream_refused_then_next(void)
 
 	CU_ASSERT_FATAL(base != NULL);
 	/* 127.0.0.2 and 127.0.0.3 have nothing on the port; .1 has. */
-	loopback_addr(&a[0]);
-	a[0].u.v4.s_addr = htonl(INADDR_LOOPBACK + 1);
-	loopback_addr(&a[1]);
-	a[1].u.v4.s_addr = htonl(INADDR_LOOPBACK + 2);
-	loopback_addr(&a[2]);
+	loopback_addr(&a[0], 2);
+	loopback_addr(&a[1], 3);
+	loopback_addr(&a[2], 1);
 	CU_ASSERT_FATAL(upstream_connect_start(base, a, 3, port, 2000,
 	    on_result, &r) != NULL);
 	CU_ASSERT_EQUAL(r.calls, 0);
 	run_until_result(base, &r);
-	CU_ASSERT_EQUAL(r.calls, 1);
-	CU_ASSERT_EQUAL(r.err, 0);
-	CU_ASSERT_EQUAL(r.idx, 2);
-	CU_ASSERT_FATAL(r.fd >= 0);
-	CU_ASSERT(same_peer(r.fd, lfd));
+	assert_connected(&r, 2, lfd);
 	close(r.fd);
 	close(lfd);
 	event_base_free(base);
@@ -177,9 +179,8 @@ test_upstream_all_refused(void)
 	uint16_t		 port = loopback_port(NULL);
 
 	CU_ASSERT_FATAL(base != NULL);
-	loopback_addr(&a[0]);
-	loopback_addr(&a[1]);
-	a[1].u.v4.s_addr = htonl(INADDR_LOOPBACK + 1);
+	loopback_addr(&a[0], 1);
+	loopback_addr(&a[1], 2);
 	CU_ASSERT_FATAL(upstream_connect_start(base, a, 2, port, 2000,
 	    on_result, &r) != NULL);
 	CU_ASSERT_EQUAL(r.calls, 0);
@@ -203,7 +204,7 @@ test_upstream_cancel(void)
 	uint16_t		 port = loopback_port(&lfd);
 
 	CU_ASSERT_FATAL(base != NULL);
-	loopback_addr(&a);
+	loopback_addr(&a, 1);
 	uc = upstream_connect_start(base, &a, 1, port, 2000, on_result, &r);
 	CU_ASSERT_FATAL(uc != NULL);
 	/* Cancelled before the loop ran: the result, even one known
