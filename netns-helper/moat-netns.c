@@ -569,6 +569,34 @@ nsh_attached_check(const char *name, const char *comment, void *arg)
 }
 
 /*
+ * The egress table: what packet sockets send on any interface.  A
+ * namespace moat run made has only lo and moat's veth, and nothing in it
+ * may add an interface; a frame out of moat's veth meets the host side's
+ * table.  So a kernel without egress hooks on every interface leaves a
+ * run as safe as before, and it goes on without them.  An attached
+ * namespace has interfaces of its own (a container's eth0): without the
+ * hooks, attaching would leave them open, so it is refused.
+ */
+static int
+nsh_egress(struct nsh_state *st, const char *sbx_if, unsigned op,
+    struct nsh_msg *reply)
+{
+	if (nsh_nft_egress(st->nft_sbx, st->owner, sbx_if, &st->addrs) == 0)
+		return 0;
+	if (!st->attach && (errno == EINVAL || errno == EOPNOTSUPP ||
+	    errno == ENOENT))
+		return 0;
+	nsh_proto_reply(reply, op, errno, "nftables table netdev %s: %s%s",
+	    NSH_TABLE, strerror(errno), errno == EINVAL ||
+	    errno == EOPNOTSUPP || errno == ENOENT ? " (this kernel cannot "
+	    "hook the egress of every interface, those added later "
+	    "included; without that, frames sent by packet sockets would "
+	    "leave the attached namespace unchecked: refusing to attach)" :
+	    "");
+	return -1;
+}
+
+/*
  * Why HELD is safe: it changes only the sandbox's namespace (we are in
  * it, and JOIN refused our own): loopback up, `local default` routes so
  * nothing can leave, and the table moat owns, replaced in one batch.
@@ -597,6 +625,8 @@ nsh_op_held(struct nsh_state *st, const struct nsh_msg *m, int *fds,
 		return -1;
 	}
 	st->sbx_table = true;
+	if (nsh_egress(st, NULL, m->op, reply) == -1)
+		return -1;
 	if ((lo = nsh_rtnl_ifindex(st->rtnl_sbx, "lo")) == 0 ||
 	    nsh_rtnl_link_up(st->rtnl_sbx, lo) == -1) {
 		nsh_proto_reply(reply, m->op, errno, "cannot set lo up: %s",
@@ -781,6 +811,9 @@ nsh_op_veth(struct nsh_state *st, const struct nsh_msg *m, int *fds,
 		return -1;
 	}
 	st->sbx_table = true;
+	if (nsh_egress(st, st->attach ? NSH_SBX_IF_ATTACH : NSH_SBX_IF_RUN,
+	    m->op, reply) == -1)
+		return -1;
 	if (nsh_veth_links(st, reply) == -1)
 		return -1;
 	if (nsh_nft_veth_host(st->nft_host, st->hostif, st->owner, st->hostif,

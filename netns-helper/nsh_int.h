@@ -102,8 +102,9 @@ struct mnl_socket	*nsh_nft_open(void);
  * batch (no half-applied state ever exists):
  *   nat output: udp/tcp dport 53 -> redirect :dns_port; loopback
  *     destinations return; other TCP -> redirect :transparent_port
- *   filter output, policy drop: loopback destinations and redirected
- *     connections (ct status dnat) accept
+ *   filter output, policy drop: on lo, loopback destinations and the
+ *     connections the rules above redirected (their ct mark) accept
+ *   filter postrouting, policy drop: oifname lo accept
  *   filter forward, policy drop
  * owner goes into the table's comment.  On failure nothing changed.
  */
@@ -131,7 +132,21 @@ int	nsh_nft_veth_host(struct mnl_socket *nl, const char *table,
 	    const struct nsh_veth_addrs *a, uint16_t dns_port,
 	    uint16_t transparent_port, const uint16_t *ports, unsigned nports);
 
-/* Deletes table inet `name`.  ENOENT if it does not exist. */
+/*
+ * Replaces table netdev NSH_TABLE: a chain on the egress hook of every
+ * interface of the namespace, present and future (what packet sockets
+ * send never meets the inet hooks).  It passes lo, and with sbx_if (veth
+ * mode) ARP, TCP, DNS to a's host addresses and neighbour discovery out
+ * of sbx_if; it drops the rest.  EINVAL or EOPNOTSUPP: the kernel cannot
+ * hook every interface's egress.
+ */
+int	nsh_nft_egress(struct mnl_socket *nl, const char *owner,
+	    const char *sbx_if, const struct nsh_veth_addrs *a);
+
+/*
+ * Deletes table inet `name` (and, for NSH_TABLE, table netdev NSH_TABLE
+ * if there is one).  ENOENT if the inet table does not exist.
+ */
 int	nsh_nft_table_del(struct mnl_socket *nl, const char *name);
 
 /*

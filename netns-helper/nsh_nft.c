@@ -25,6 +25,7 @@
 #include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
+#include <linux/if_ether.h>
 
 #include <errno.h>
 #include <stdbool.h>
@@ -60,12 +61,33 @@
 #define NSH_ICMP6_TYPE_OFF	0	/* icmp6_type */
 #define NSH_ND_SOLICIT		135	/* ICMPv6 neighbour solicitation */
 #define NSH_ND_ADVERT		136	/* ICMPv6 neighbour advertisement */
+#define NSH_ETH_TYPE_OFF	12	/* struct ethhdr h_proto */
+
+/*
+ * The conntrack mark of the connections moat's own NAT rules redirected
+ * ("moat" in ASCII).  Only those may leave the output filter by their
+ * NAT state: a DNAT rule the namespace already had makes no such mark.
+ */
+#define NSH_CT_MARK		0x6d6f6174u
+
+/*
+ * A netdev hook spec that names an interface-name prefix rather than an
+ * interface: with the empty prefix, every interface of the namespace,
+ * those that appear later included.  Newer kernels only (older ones
+ * reject the attribute with EINVAL); Debian 12's headers lack the name.
+ */
+#ifndef NFTA_DEVICE_PREFIX
+#define NSH_NFTA_DEVICE_PREFIX	2
+#else
+#define NSH_NFTA_DEVICE_PREFIX	NFTA_DEVICE_PREFIX
+#endif
 
 /* One transaction being built. */
 struct nsh_nft_tx {
 	struct nftnl_batch	*b;
 	uint32_t		 seq;
 	unsigned		 nacks;	/* messages that will be acknowledged */
+	uint16_t		 family; /* NFPROTO_INET or NFPROTO_NETDEV */
 	bool			 failed;	/* an allocation failed */
 };
 
@@ -115,7 +137,12 @@ static void	nsh_nft_daddr4(struct nsh_nft_rule *rb, struct in_addr a,
 static void	nsh_nft_daddr6(struct nsh_nft_rule *rb,
 		    const struct in6_addr *a);
 static void	nsh_nft_icmp6_type(struct nsh_nft_rule *rb, uint8_t type);
-static void	nsh_nft_ct_dnat(struct nsh_nft_rule *rb);
+static void	nsh_nft_ct_mark_set(struct nsh_nft_rule *rb);
+static void	nsh_nft_ct_mark(struct nsh_nft_rule *rb);
+static void	nsh_nft_egress_chain(struct nsh_nft_tx *tx, const char *table,
+		    const char *name);
+static void	nsh_nft_ether_type(struct nsh_nft_rule *rb, uint16_t type);
+static void	nsh_nft_post_filter(struct nsh_nft_tx *tx, const char *sbx_if);
 static void	nsh_nft_redirect(struct nsh_nft_rule *rb, uint16_t port);
 static void	nsh_nft_dnat(struct nsh_nft_rule *rb, int family,
 		    const void *addr, uint16_t port);
@@ -162,6 +189,7 @@ nsh_nft_tx_begin(struct nsh_nft_tx *tx)
 	    NULL)
 		return -1;
 	tx->seq = ++nsh_nft_seq;
+	tx->family = NFPROTO_INET;
 	nftnl_batch_begin(nftnl_batch_buffer(tx->b), tx->seq++);
 	if (nftnl_batch_update(tx->b) == -1) {
 		nsh_nft_tx_free(tx);
@@ -285,7 +313,7 @@ nsh_nft_table(struct nsh_nft_tx *tx, uint16_t type, const char *name,
 	if (type == NFT_MSG_NEWTABLE)
 		flags |= NLM_F_CREATE;
 	nlh = nftnl_table_nlmsg_build_hdr(nftnl_batch_buffer(tx->b), type,
-	    NFPROTO_INET, flags, tx->seq++);
+	    tx->family, flags, tx->seq++);
 	nftnl_table_nlmsg_build_payload(nlh, t);
 	tx->nacks++;
 	if (nftnl_batch_update(tx->b) == -1)
@@ -336,6 +364,45 @@ nsh_nft_chain(struct nsh_nft_tx *tx, const char *table, const char *name,
 	nftnl_chain_free(c);
 }
 
+/*
+ * A netdev chain on the egress hook of every interface, present and
+ * future: the hook spec is the empty interface-name prefix.  libnftnl
+ * only writes whole names, so the hook attribute is written here.
+ */
+static void
+nsh_nft_egress_chain(struct nsh_nft_tx *tx, const char *table,
+    const char *name)
+{
+	struct nftnl_chain	*c;
+	struct nlmsghdr		*nlh;
+	struct nlattr		*hook, *devs;
+
+	if ((c = nftnl_chain_alloc()) == NULL) {
+		tx->failed = true;
+		return;
+	}
+	nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, table);
+	nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name);
+	nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, "filter");
+	nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, NF_DROP);
+	nlh = nftnl_chain_nlmsg_build_hdr(nftnl_batch_buffer(tx->b),
+	    NFT_MSG_NEWCHAIN, NFPROTO_NETDEV, NLM_F_CREATE | NLM_F_ACK,
+	    tx->seq++);
+	nftnl_chain_nlmsg_build_payload(nlh, c);
+	hook = mnl_attr_nest_start(nlh, NFTA_CHAIN_HOOK);
+	mnl_attr_put_u32(nlh, NFTA_HOOK_HOOKNUM, htonl(NF_NETDEV_EGRESS));
+	mnl_attr_put_u32(nlh, NFTA_HOOK_PRIORITY,
+	    htonl((uint32_t)NSH_NFT_PRIO_FILTER));
+	devs = mnl_attr_nest_start(nlh, NFTA_HOOK_DEVS);
+	mnl_attr_put_strz(nlh, NSH_NFTA_DEVICE_PREFIX, "");
+	mnl_attr_nest_end(nlh, devs);
+	mnl_attr_nest_end(nlh, hook);
+	tx->nacks++;
+	if (nftnl_batch_update(tx->b) == -1)
+		tx->failed = true;
+	nftnl_chain_free(c);
+}
+
 /* --- rules and expressions ------------------------------------------ */
 
 static void
@@ -347,7 +414,7 @@ nsh_nft_rule_start(struct nsh_nft_rule *rb, struct nsh_nft_tx *tx,
 		tx->failed = true;
 		return;
 	}
-	nftnl_rule_set_u32(rb->r, NFTNL_RULE_FAMILY, NFPROTO_INET);
+	nftnl_rule_set_u32(rb->r, NFTNL_RULE_FAMILY, tx->family);
 	nftnl_rule_set_str(rb->r, NFTNL_RULE_TABLE, table);
 	nftnl_rule_set_str(rb->r, NFTNL_RULE_CHAIN, chain);
 }
@@ -362,7 +429,7 @@ nsh_nft_rule_end(struct nsh_nft_rule *rb)
 		return;
 	if (!rb->tx->failed) {
 		nlh = nftnl_rule_nlmsg_build_hdr(nftnl_batch_buffer(rb->tx->b),
-		    NFT_MSG_NEWRULE, NFPROTO_INET,
+		    NFT_MSG_NEWRULE, rb->tx->family,
 		    NLM_F_APPEND | NLM_F_CREATE | NLM_F_ACK, rb->tx->seq++);
 		nftnl_rule_nlmsg_build_payload(nlh, rb->r);
 		rb->tx->nacks++;
@@ -457,12 +524,40 @@ nsh_nft_verdict(struct nsh_nft_rule *rb, int verdict)
 	nsh_nft_expr(rb, e);
 }
 
-/* meta nfproto ipv4|ipv6 */
+/*
+ * meta nfproto ipv4|ipv6; in a netdev chain, where nfproto is always
+ * "netdev", meta protocol ip|ip6 (what the kernel parsed the packet as).
+ */
 static void
 nsh_nft_nfproto(struct nsh_nft_rule *rb, uint8_t proto)
 {
+	uint16_t	ethertype;
+
+	if (rb->tx->family == NFPROTO_NETDEV) {
+		ethertype = htons(proto == NFPROTO_IPV4 ? ETH_P_IP :
+		    ETH_P_IPV6);
+		nsh_nft_meta(rb, NFT_META_PROTOCOL);
+		nsh_nft_cmp(rb, NFT_CMP_EQ, &ethertype, sizeof(ethertype));
+		return;
+	}
 	nsh_nft_meta(rb, NFT_META_NFPROTO);
 	nsh_nft_cmp(rb, NFT_CMP_EQ, &proto, sizeof(proto));
+}
+
+/*
+ * ether type T and meta protocol T: the type the frame carries (what the
+ * peer will parse) and the one the kernel was told, which must agree.
+ */
+static void
+nsh_nft_ether_type(struct nsh_nft_rule *rb, uint16_t type)
+{
+	uint16_t	t = htons(type);
+
+	nsh_nft_meta(rb, NFT_META_PROTOCOL);
+	nsh_nft_cmp(rb, NFT_CMP_EQ, &t, sizeof(t));
+	nsh_nft_payload(rb, NFT_PAYLOAD_LL_HEADER, NSH_ETH_TYPE_OFF,
+	    sizeof(t));
+	nsh_nft_cmp(rb, NFT_CMP_EQ, &t, sizeof(t));
 }
 
 /* meta l4proto tcp|udp|ipv6-icmp */
@@ -543,27 +638,34 @@ nsh_nft_icmp6_type(struct nsh_nft_rule *rb, uint8_t type)
 	nsh_nft_cmp(rb, NFT_CMP_EQ, &type, 1);
 }
 
-/* ct status dnat */
+/* ct mark set NSH_CT_MARK */
 static void
-nsh_nft_ct_dnat(struct nsh_nft_rule *rb)
+nsh_nft_ct_mark_set(struct nsh_nft_rule *rb)
 {
 	struct nftnl_expr	*e;
-	uint32_t		 mask = IPS_DST_NAT, zero = 0;
+	uint32_t		 mark = NSH_CT_MARK;
+
+	nsh_nft_imm(rb, NFT_REG_1, &mark, sizeof(mark));
+	if ((e = nftnl_expr_alloc("ct")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_MARK);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_CT_SREG, NFT_REG_1);
+	}
+	nsh_nft_expr(rb, e);
+}
+
+/* ct mark NSH_CT_MARK */
+static void
+nsh_nft_ct_mark(struct nsh_nft_rule *rb)
+{
+	struct nftnl_expr	*e;
+	uint32_t		 mark = NSH_CT_MARK;
 
 	if ((e = nftnl_expr_alloc("ct")) != NULL) {
-		nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_STATUS);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_MARK);
 		nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
 	}
 	nsh_nft_expr(rb, e);
-	if ((e = nftnl_expr_alloc("bitwise")) != NULL) {
-		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
-		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
-		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, 4);
-		nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, &mask, 4);
-		nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, &zero, 4);
-	}
-	nsh_nft_expr(rb, e);
-	nsh_nft_cmp(rb, NFT_CMP_NEQ, &zero, 4);
+	nsh_nft_cmp(rb, NFT_CMP_EQ, &mark, sizeof(mark));
 }
 
 /* redirect to :PORT */
@@ -616,22 +718,56 @@ nsh_nft_snat(struct nsh_nft_rule *rb, int family, const void *addr)
 	nsh_nft_expr(rb, e);
 }
 
-/* ip daddr 127.0.0.0/8 VERDICT; ip6 daddr ::1 VERDICT */
+/*
+ * ip daddr 127.0.0.0/8 VERDICT; ip6 daddr ::1 VERDICT.  A loopback
+ * destination is no proof that a packet stays: a socket bound to another
+ * interface (SO_BINDTODEVICE, IP_PKTINFO) sends it out there, and a next
+ * hop with route_localnet takes it.  So the output chain cannot judge by
+ * destination alone; filter_post, which sees the interface a packet
+ * really leaves by, lets out only what leaves by lo (or moat's veth).
+ */
 static void
 nsh_nft_loopback_rules(struct nsh_nft_tx *tx, const char *table,
     const char *chain, int verdict)
 {
 	struct nsh_nft_rule	rb;
 	struct in_addr		lo4;
+	int			v;
 
 	lo4.s_addr = htonl(INADDR_LOOPBACK);
-	nsh_nft_rule_start(&rb, tx, table, chain);
-	nsh_nft_daddr4(&rb, lo4, 8);
-	nsh_nft_verdict(&rb, verdict);
+	for (v = 0; v < 2; v++) {
+		nsh_nft_rule_start(&rb, tx, table, chain);
+		if (v == 0)
+			nsh_nft_daddr4(&rb, lo4, 8);
+		else
+			nsh_nft_daddr6(&rb, &in6addr_loopback);
+		nsh_nft_verdict(&rb, verdict);
+		nsh_nft_rule_end(&rb);
+	}
+}
+
+/*
+ * filter postrouting, policy drop: oifname lo accept [; oifname SBX_IF
+ * accept].  The output chain sees the interface routed to before NAT;
+ * this one sees the one a packet really leaves by, after a redirect or
+ * DNAT rerouted it and whatever the socket was bound to.
+ */
+static void
+nsh_nft_post_filter(struct nsh_nft_tx *tx, const char *sbx_if)
+{
+	struct nsh_nft_rule	rb;
+
+	nsh_nft_chain(tx, NSH_TABLE, "filter_post", "filter",
+	    NF_INET_POST_ROUTING, NSH_NFT_PRIO_FILTER, NF_DROP);
+	nsh_nft_rule_start(&rb, tx, NSH_TABLE, "filter_post");
+	nsh_nft_ifname(&rb, NFT_META_OIFNAME, "lo");
+	nsh_nft_verdict(&rb, NF_ACCEPT);
 	nsh_nft_rule_end(&rb);
-	nsh_nft_rule_start(&rb, tx, table, chain);
-	nsh_nft_daddr6(&rb, &in6addr_loopback);
-	nsh_nft_verdict(&rb, verdict);
+	if (sbx_if == NULL)
+		return;
+	nsh_nft_rule_start(&rb, tx, NSH_TABLE, "filter_post");
+	nsh_nft_ifname(&rb, NFT_META_OIFNAME, sbx_if);
+	nsh_nft_verdict(&rb, NF_ACCEPT);
 	nsh_nft_rule_end(&rb);
 }
 
@@ -660,21 +796,25 @@ nsh_nft_held(struct mnl_socket *nl, const char *owner, uint16_t dns_port,
 	/*
 	 * DNS first, whatever the destination, loopback included: a query
 	 * to any resolver (or to a resolver some other process holds a
-	 * socket for on this namespace's loopback) reaches moatd.
+	 * socket for on this namespace's loopback) reaches moatd.  Every
+	 * redirect marks its connection, and only marked connections pass
+	 * the output filter by their NAT state.
 	 */
 	for (i = 0; i < sizeof(l4); i++) {
 		nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "nat_out");
 		nsh_nft_dport(&rb, l4[i], 53);
+		nsh_nft_ct_mark_set(&rb);
 		nsh_nft_redirect(&rb, dns_port);
 		nsh_nft_rule_end(&rb);
 	}
 	/*
-	 * Loopback is exempt by destination, not by `oifname lo`: with the
-	 * `local default` route every packet leaves by lo.
+	 * Loopback is exempt from the redirect by destination: with the
+	 * `local default` route every packet is routed to lo.
 	 */
 	nsh_nft_loopback_rules(&tx, NSH_TABLE, "nat_out", NFT_RETURN);
 	nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "nat_out");
 	nsh_nft_l4proto(&rb, IPPROTO_TCP);
+	nsh_nft_ct_mark_set(&rb);
 	nsh_nft_redirect(&rb, transparent_port);
 	nsh_nft_rule_end(&rb);
 
@@ -682,14 +822,20 @@ nsh_nft_held(struct mnl_socket *nl, const char *owner, uint16_t dns_port,
 	 * After NAT only loopback destinations remain for what was
 	 * redirected; the replies of the held sockets to a redirected
 	 * connection go to the address the client dialled, so they are let
-	 * through by their conntrack entry (ct status dnat), which only the
-	 * rules above create.  Everything else (UDP, ICMP, raw) is dropped.
+	 * through by their conntrack mark, which only the rules above set
+	 * (a DNAT rule the namespace had before moat makes none).  The
+	 * output interface is not judged here: this hook sees the one
+	 * routed to before the redirect (an attached namespace's own
+	 * interface, for an address on its own subnet); filter_post sees
+	 * the real one and lets out only lo.  Everything else (UDP, ICMP,
+	 * raw) is dropped.
 	 */
 	nsh_nft_loopback_rules(&tx, NSH_TABLE, "filter_out", NF_ACCEPT);
 	nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "filter_out");
-	nsh_nft_ct_dnat(&rb);
+	nsh_nft_ct_mark(&rb);
 	nsh_nft_verdict(&rb, NF_ACCEPT);
 	nsh_nft_rule_end(&rb);
+	nsh_nft_post_filter(&tx, NULL);
 
 	rc = nsh_nft_tx_commit(nl, &tx);
 	saved = errno;
@@ -775,6 +921,7 @@ nsh_nft_veth_sandbox(struct mnl_socket *nl, const char *owner,
 	 * DNS, DNATed above, by destination: a chain after the NAT still
 	 * sees the output interface chosen before it (oifname would say
 	 * the namespace's own interface for a query to its own resolver).
+	 * filter_post then checks that it really leaves by sbx_if.
 	 */
 	for (i = 0; i < sizeof(l4); i++) {
 		for (v = 0; v < 2; v++) {
@@ -795,6 +942,7 @@ nsh_nft_veth_sandbox(struct mnl_socket *nl, const char *owner,
 		nsh_nft_verdict(&rb, NF_ACCEPT);
 		nsh_nft_rule_end(&rb);
 	}
+	nsh_nft_post_filter(&tx, sbx_if);
 
 	rc = nsh_nft_tx_commit(nl, &tx);
 	saved = errno;
@@ -934,12 +1082,106 @@ nsh_nft_veth_host(struct mnl_socket *nl, const char *table, const char *owner,
 	return rc;
 }
 
+/*
+ * The sandbox's egress table (netdev NSH_TABLE): every frame that leaves
+ * by any interface of the namespace, those added later included, passes
+ * one chain.  The inet hooks never see what a packet socket sends; this
+ * one does.  It lets out what moat's design needs and nothing else:
+ *   oifname "lo" accept			(never leaves the namespace)
+ *   veth: oifname SBX_IF, ether type arp accept; tcp accept (the host
+ *     side hands all TCP to moatd); udp/tcp dport 53 to the host side's
+ *     addresses accept; ICMPv6 neighbour discovery accept
+ *   policy drop
+ * In the veth case the host side's table still judges all that arrives.
+ */
+int
+nsh_nft_egress(struct mnl_socket *nl, const char *owner, const char *sbx_if,
+    const struct nsh_veth_addrs *a)
+{
+	static const uint8_t	 nd[] = { NSH_ND_SOLICIT, NSH_ND_ADVERT };
+	static const uint8_t	 l4[] = { IPPROTO_UDP, IPPROTO_TCP };
+	struct nsh_nft_tx	 tx;
+	struct nsh_nft_rule	 rb;
+	size_t			 i, v;
+	int			 rc, saved;
+
+	if (nsh_nft_tx_begin(&tx) == -1)
+		return -1;
+	tx.family = NFPROTO_NETDEV;
+	nsh_nft_replace(&tx, NSH_TABLE, owner);
+	nsh_nft_egress_chain(&tx, NSH_TABLE, "egress");
+	nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "egress");
+	nsh_nft_ifname(&rb, NFT_META_OIFNAME, "lo");
+	nsh_nft_verdict(&rb, NF_ACCEPT);
+	nsh_nft_rule_end(&rb);
+	if (sbx_if != NULL) {
+		nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "egress");
+		nsh_nft_ifname(&rb, NFT_META_OIFNAME, sbx_if);
+		nsh_nft_ether_type(&rb, ETH_P_ARP);
+		nsh_nft_verdict(&rb, NF_ACCEPT);
+		nsh_nft_rule_end(&rb);
+		for (v = 0; v < 2; v++) {
+			nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "egress");
+			nsh_nft_ifname(&rb, NFT_META_OIFNAME, sbx_if);
+			nsh_nft_ether_type(&rb, v == 0 ? ETH_P_IP :
+			    ETH_P_IPV6);
+			nsh_nft_l4proto(&rb, IPPROTO_TCP);
+			nsh_nft_verdict(&rb, NF_ACCEPT);
+			nsh_nft_rule_end(&rb);
+		}
+		for (i = 0; i < sizeof(l4); i++) {
+			for (v = 0; v < 2; v++) {
+				nsh_nft_rule_start(&rb, &tx, NSH_TABLE,
+				    "egress");
+				nsh_nft_ifname(&rb, NFT_META_OIFNAME, sbx_if);
+				if (v == 0)
+					nsh_nft_daddr4(&rb, a->host4, 32);
+				else
+					nsh_nft_daddr6(&rb, &a->host6);
+				nsh_nft_dport(&rb, l4[i], 53);
+				nsh_nft_verdict(&rb, NF_ACCEPT);
+				nsh_nft_rule_end(&rb);
+			}
+		}
+		for (i = 0; i < sizeof(nd); i++) {
+			nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "egress");
+			nsh_nft_ifname(&rb, NFT_META_OIFNAME, sbx_if);
+			nsh_nft_icmp6_type(&rb, nd[i]);
+			nsh_nft_verdict(&rb, NF_ACCEPT);
+			nsh_nft_rule_end(&rb);
+		}
+	}
+	rc = nsh_nft_tx_commit(nl, &tx);
+	saved = errno;
+	nsh_nft_tx_free(&tx);
+	errno = saved;
+	return rc;
+}
+
+/*
+ * Deletes table inet `name`; for the sandbox's NSH_TABLE, first its
+ * netdev table of the same name, whether or not it exists.
+ */
 int
 nsh_nft_table_del(struct mnl_socket *nl, const char *name)
 {
 	struct nsh_nft_tx	tx;
 	int			rc, saved;
 
+	if (strcmp(name, NSH_TABLE) == 0) {
+		if (nsh_nft_tx_begin(&tx) == -1)
+			return -1;
+		tx.family = NFPROTO_NETDEV;
+		nsh_nft_table(&tx, NFT_MSG_NEWTABLE, name, NULL);
+		nsh_nft_table(&tx, NFT_MSG_DELTABLE, name, NULL);
+		rc = nsh_nft_tx_commit(nl, &tx);
+		saved = errno;
+		nsh_nft_tx_free(&tx);
+		if (rc == -1) {
+			errno = saved;
+			return -1;
+		}
+	}
 	if (nsh_nft_tx_begin(&tx) == -1)
 		return -1;
 	nsh_nft_table(&tx, NFT_MSG_DELTABLE, name, NULL);

@@ -846,6 +846,10 @@ MT_AS_NOBODY="setpriv --reuid nobody --regid nogroup --clear-groups"
 # The probe as the sandbox runs it (the system python: nobody cannot
 # read a per-user installation).
 MT_PROBE="/usr/bin/python3 $MOAT_SRCDIR/tests/integration/helpers/probe.py"
+# `nft list tables` of Debian 12's nft never returns in a namespace that
+# holds moat's egress table (a netdev chain hooked by name prefix): this
+# lists the tables from a netlink dump of tables alone.
+MT_NFT_TABLES="/usr/bin/python3 $MOAT_SRCDIR/tests/integration/helpers/nfttables.py"
 
 # mt_run_need [TOOL...]: moat, moat-netns and moatd built, and the tools.
 mt_run_need()
@@ -902,7 +906,7 @@ mt_moat_state()
 	{
 		ip -n "$(mt_ns moat)" -o link 2>/dev/null |
 		    grep -o 'moat-[a-z0-9]*' | sed 's/^/link /'
-		mt_in moat nft list tables 2>/dev/null | grep -w 'moat[-a-z0-9]*' |
+		mt_in moat $MT_NFT_TABLES 2>/dev/null | grep -w 'moat[-a-z0-9]*' |
 		    sed 's/^table //'
 	} | sort | tr '\n' ' '
 }

@@ -122,8 +122,8 @@ for mode in held veth; do
 	    awk '{ print ($1 > 0) ? "yes" : "no" }')" yes "$MT_T/audit.log"
 	mt_eq "$n: att's own interface is left as it is" "192.0.2.2/24" \
 	    "$(ip -n "$ATT" -4 -o addr show dev a0 | awk '{ print $4 }')"
-	mt_eq "$n: moat's table is in att" "table inet moat" \
-	    "$(ip netns exec "$ATT" nft list tables | grep -x 'table inet moat')"
+	mt_eq "$n: moat's tables are in att" "table inet moat table netdev moat" \
+	    "$(ip netns exec "$ATT" $MT_NFT_TABLES | grep -x 'table [a-z]* moat' | sort | tr '\n' ' ' | sed 's/ $//')"
 	# Attaching the same namespace again is refused.
 	timeout -k 2 30 ip netns exec "$(mt_ns moat)" env \
 	    MOAT_NETNS="$MOAT_NETNS" "$MOAT" attach --netns "/run/netns/$ATT" \
@@ -142,7 +142,7 @@ for mode in held veth; do
 	mt_wait_exit "$apid"
 	mt_eq "$n: SIGTERM detaches cleanly" 0 "$MT_WAIT_RC" "$MT_T/att_$mode.err"
 	mt_eq "$n: no moat table left in att" "" \
-	    "$(ip netns exec "$ATT" nft list tables | grep moat)"
+	    "$(ip netns exec "$ATT" $MT_NFT_TABLES | grep moat)"
 	mt_eq "$n: att's routes are as before" "$routes0" \
 	    "$(ip -n "$ATT" route show table all | grep -v fe80 | sort)"
 	mt_eq "$n: att's links are as before" "a0 lo" \

@@ -93,7 +93,10 @@ echo "ownns=\$(unshare -n $MT_PROBE connect 203.0.113.10 80 2>&1 | tr '\n' ' ')"
 echo "ownns_udp=\$(unshare -n $MT_PROBE udp 203.0.113.10 9999 2>&1 | tr '\n' ' ')"
 echo "resolv=\$(grep -c '^nameserver 127.0.0.1\$\|^nameserver 10.203' /etc/resolv.conf)"
 echo "done=1"
-sleep 0.5
+# Stay until the watcher outside has read moat's tables (bounded): the
+# namespace goes with the last process in it.
+i=0
+while [ ! -e "$MT_T/seen" ] && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i + 1)); done
 EOF
 chmod 755 "$MT_T/attack.sh"
 
@@ -112,7 +115,7 @@ for c in $cases; do
 	mt_mark
 	mark_udp=$(mt_lines "$MT_T/udp.log")
 	icmp0=$(mt_in net awk '/^Icmp:/ && $2 ~ /^[0-9]+$/ { print $2 }' /proc/net/snmp)
-	rm -f "$MT_T/$n.table"
+	rm -f "$MT_T/$n.table" "$MT_T/$n.tables" "$MT_T/seen"
 	# While the attack runs, moat's table is read from outside.
 	(
 		for ((i = 0; i < 100; i++)); do
@@ -123,6 +126,9 @@ for c in $cases; do
 		done
 		[ -n "$p" ] && nsenter --net=/proc/"$p"/ns/net nft list table \
 		    inet moat >"$MT_T/$n.table" 2>&1
+		[ -n "$p" ] && nsenter --net=/proc/"$p"/ns/net \
+		    $MT_NFT_TABLES >"$MT_T/$n.tables" 2>&1
+		touch "$MT_T/seen"
 	) &
 	watcher=$!
 	mt_moat_run "$who" "$n" --mode "$mode" $MT_RUN_WORLD \
@@ -170,6 +176,8 @@ for c in $cases; do
 	else
 		mt_fail "$n: moat's table after the attack" "$MT_T/$n.table"
 	fi
+	mt_eq "$n: ... and so is its egress table (every interface)" 1 \
+	    "$(grep -cx 'table netdev moat' "$MT_T/$n.tables")" "$MT_T/$n.tables"
 	# The world: only moatd's connections, nothing on :8080, no UDP/ICMP.
 	peers=$(mt_new origin | grep '"event": "accept"' |
 	    sed 's/.*"peer": "\([^"]*\)".*/\1/' | sed 's/:[0-9]*$//' | sort -u |

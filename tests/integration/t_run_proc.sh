@@ -505,7 +505,7 @@ for c in \
 	fi
 done
 mt_eq "moat-netns: the refused sessions left the namespace untouched" "" \
-    "$(ip netns exec "$MT_TAG-nsh" nft list tables 2>/dev/null | grep -v '^table inet moat$')"
+    "$(ip netns exec "$MT_TAG-nsh" $MT_NFT_TABLES 2>/dev/null | grep -v '^table \(inet\|netdev\) moat$')"
 mt_no_leftovers "after the malformed sessions" "$before"
 
 # --- bad options: a clear error, nothing started -------------------------
