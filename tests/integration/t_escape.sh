@@ -12,6 +12,8 @@
 #             (IP_PKTINFO); the next hop has route_localnet=1
 #   dns       a DNS query bound to att's own interface, after moat's
 #             redirect
+#   raw       hand-built IPv4/UDP through a raw socket bound to att's own
+#             interface, to the world and to 127.0.0.2
 #   dnat      UDP and TCP through a DNAT rule att already had (not
 #             moat's), bound to att's own interface
 #
@@ -136,6 +138,8 @@ attack()
 {
 	local t=$1
 	as_root "$t-frame" frame a0 "$A1MAC" 192.0.2.2 203.0.113.10 9999 "$t-frame"
+	as_root "$t-raw" rawip a0 192.0.2.2 203.0.113.10 9999 "$t-raw"
+	as_root "$t-rawlo" rawip a0 192.0.2.2 127.0.0.2 9999 "$t-rawlo"
 	as_user "$t-lo4" bound a0 127.0.0.2 9999 "$t-lo4"
 	as_user "$t-lo4pi" pktinfo a0 127.0.0.2 9999 "$t-lo4pi"
 	as_user "$t-lo6" bound a0 ::1 9999 "$t-lo6"
@@ -163,9 +167,9 @@ wait_sink()	# TAG N: until N kinds of TAG reached the sink (bounded)
 mt_mark
 spy0=$(spy)
 attack pre
-wait_sink pre 3
-mt_eq "before attaching: the frame, the loopback and the DNAT datagrams get out" \
-    "dnat frame lo4" "$(sink_has pre | tr ' ' '\n' | grep -v lo4pi | sort | tr '\n' ' ' | sed 's/ $//')" \
+wait_sink pre 5
+mt_eq "before attaching: the frame, raw, loopback and DNAT datagrams get out" \
+    "dnat frame lo4 raw rawlo" "$(sink_has pre | tr ' ' '\n' | grep -v lo4pi | sort | tr '\n' ' ' | sed 's/ $//')" \
     "$MT_T/sink.log"
 [ "$(spy)" != "$spy0" ] && mt_pass "before attaching: a1 sees loopback destinations ($(spy))" ||
     mt_fail "before attaching: a1 saw nothing ($(spy))"

@@ -16,6 +16,9 @@ usage: escape.py ATTEMPT ARGS...
         (IP_PKTINFO / IPV6_PKTINFO ancillary data)
   tcpbound IFNAME DSTIP PORT TAG
         a TCP connection from a socket bound to IFNAME, TAG sent on it
+  rawip IFNAME SRCIP DSTIP PORT TAG
+        a hand-built IPv4/UDP packet through a raw socket (IP_HDRINCL,
+        needs CAP_NET_RAW) bound to IFNAME
 """
 import errno
 import os
@@ -44,7 +47,7 @@ def csum(b):
     return ~s & 0xffff
 
 
-def frame(ifname, dstmac, src, dst, port, tag):
+def ipudp(src, dst, port, tag):
     payload = tag.encode()
     udp = struct.pack("!HHHH", 40000, int(port), 8 + len(payload), 0)
     udp += payload
@@ -52,13 +55,23 @@ def frame(ifname, dstmac, src, dst, port, tag):
                      socket.IPPROTO_UDP, 0, socket.inet_aton(src),
                      socket.inet_aton(dst))
     ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    return ip + udp
+
+
+def frame(ifname, dstmac, src, dst, port, tag):
     mac = bytes.fromhex(dstmac.replace(":", ""))
     with open("/sys/class/net/%s/address" % ifname) as f:
         own = bytes.fromhex(f.read().strip().replace(":", ""))
     eth = mac + own + struct.pack("!H", 0x0800)
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     s.bind((ifname, 0))
-    s.send(eth + ip + udp)
+    s.send(eth + ipudp(src, dst, port, tag))
+
+
+def rawip(ifname, src, dst, port, tag):
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, ifname.encode())
+    s.sendto(ipudp(src, dst, port, tag), (dst, 0))
 
 
 def family(dst):
@@ -94,7 +107,7 @@ def tcpbound(ifname, dst, port, tag):
 
 def main():
     fns = {"frame": frame, "bound": bound, "pktinfo": pktinfo,
-           "tcpbound": tcpbound}
+           "tcpbound": tcpbound, "rawip": rawip}
     if len(sys.argv) < 2 or sys.argv[1] not in fns:
         sys.stderr.write(__doc__)
         return 2
