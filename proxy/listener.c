@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,8 @@ static int	listener_bind_tcp(const struct moat_listen *ml, int type,
 		    char *err, size_t errlen);
 static struct sandbox *listener_sandbox(struct listener *head,
 		    const char *name);
+static int	listener_claim(const struct moat_listen *ml, int udp, char *err,
+		    size_t errlen);
 static int	listener_bind_unix(const struct moat_listen *ml, char *err,
 		    size_t errlen);
 static void	listener_free(struct listener *l);
@@ -84,6 +87,80 @@ listener_bind_tcp(const struct moat_listen *ml, int type, char *err,
 		return -1;
 	}
 	return fd;
+}
+
+/*
+ * Claims a TCP or UDP address for this moatd alone, before its workers
+ * bind it with SO_REUSEPORT (which would let any process of the same user
+ * share the port, and the kernel would hand it a share of the traffic):
+ *
+ * 1. a lock, an abstract Unix socket named after the address, held for
+ *    moatd's life: of two moatds starting at once on one address in one
+ *    network namespace, the second fails here;
+ * 2. a probe, a socket bound to the address without SO_REUSEPORT: it
+ *    fails if anyone at all serves the address already (another moatd, or
+ *    any program with or without SO_REUSEPORT, on this address or on the
+ *    wildcard one).
+ *
+ * Returns the lock (closed with the listener), or -1 with a message.
+ */
+static int
+listener_claim(const struct moat_listen *ml, int udp, char *err,
+    size_t errlen)
+{
+	struct sockaddr_storage	 ss;
+	struct sockaddr_un	 sun;
+	char			 a[INET6_ADDRSTRLEN];
+	const void		*ip;
+	socklen_t		 slen, nlen;
+	int			 lock, probe, one = 1, r, saved;
+
+	slen = upstream_sockaddr(&ml->host.addr, ml->port, &ss);
+	ip = ss.ss_family == AF_INET ?
+	    (const void *)&((struct sockaddr_in *)&ss)->sin_addr :
+	    (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
+	if (inet_ntop(ss.ss_family, ip, a, sizeof(a)) == NULL)
+		a[0] = '\0';
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	r = snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1,
+	    "moatd-listen/%s/[%s]:%u", udp ? "udp" : "tcp", a, ml->port);
+	nlen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+	    (size_t)r);
+	if ((lock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1) {
+		snprintf(err, errlen, "%s: socket: %s", ml->address,
+		    strerror(errno));
+		return -1;
+	}
+	if (bind(lock, (struct sockaddr *)&sun, nlen) == -1) {
+		saved = errno;
+		close(lock);
+		snprintf(err, errlen, "%s: %s", ml->address, saved ==
+		    EADDRINUSE ? "another moatd serves this address already; "
+		    "stop it, or give this one another address" :
+		    strerror(saved));
+		return -1;
+	}
+	probe = socket(ss.ss_family, (udp ? SOCK_DGRAM : SOCK_STREAM) |
+	    SOCK_CLOEXEC, 0);
+	/* TCP: SO_REUSEADDR only passes over TIME_WAIT, never a listener;
+	 * on UDP it would share the port, so not there. */
+	if (probe == -1 || (!udp && setsockopt(probe, SOL_SOCKET,
+	    SO_REUSEADDR, &one, sizeof(one)) == -1) ||
+	    (ss.ss_family == AF_INET6 && setsockopt(probe, IPPROTO_IPV6,
+	    IPV6_V6ONLY, &one, sizeof(one)) == -1) ||
+	    bind(probe, (struct sockaddr *)&ss, slen) == -1) {
+		saved = errno;
+		util_close(probe);
+		close(lock);
+		snprintf(err, errlen, "%s: cannot bind: %s%s", ml->address,
+		    strerror(saved), saved == EADDRINUSE ? " (another process "
+		    "serves this address already; moatd does not share it)" :
+		    saved == EACCES ? " (ports below 1024 need root)" : "");
+		return -1;
+	}
+	close(probe);
+	return lock;
 }
 
 /*
@@ -199,8 +276,12 @@ listener_bind_all(const struct moat_config *cfg, size_t nworkers, char *err,
 			    l->fds == NULL)
 				goto nomem;
 			l->sandbox = l->sb->name;
+			l->lockfd = -1;
 			for (j = 0; j < l->nfds; j++)
 				l->fds[j] = -1;
+			if (!ml->is_unix && (l->lockfd = listener_claim(ml,
+			    l->udp, err, errlen)) == -1)
+				goto fail;
 			for (j = 0; j < l->nfds; j++) {
 				l->fds[j] = ml->is_unix ?
 				    listener_bind_unix(ml, err, errlen) :
@@ -387,6 +468,7 @@ listener_free(struct listener *l)
 
 	for (i = 0; l->fds != NULL && i < l->nfds; i++)
 		util_close(l->fds[i]);
+	util_close(l->lockfd);
 	if (l->unix_path != NULL)
 		unlink(l->unix_path);
 	for (i = 0; i < l->nauth; i++) {

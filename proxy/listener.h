@@ -35,6 +35,9 @@ struct listener {
 	const char		*sandbox;	/* sb->name */
 	char			*unix_path;	/* unlinked at exit, or NULL */
 	int			*fds;		/* per worker, or one shared */
+	int			 lockfd;	/* this moatd's claim on the
+						 * address (listener_claim),
+						 * or -1 */
 	size_t			 nfds;
 	int			 nodelay;	/* accepted sockets inherit
 						 * TCP_NODELAY (bound here) */

@@ -100,6 +100,48 @@ mt_curl v6 -g -x "http://$MT_HTTP6" 'http://[2001:db8::10]/v6'
 mt_denied "IPv6 literal no rule names" v6 403 2001:db8::10 no-rule -
 mt_untouched "[2001:db8::10] by address" origin
 
+# --- one moatd per address -----------------------------------------------------
+# A second moatd on the same config would bind the same addresses with
+# SO_REUSEPORT and take a share of the connections with its own policy.
+timeout -k 2 30 ip netns exec "$(mt_ns moat)" "$MOATD" -c "$conf" \
+    >/dev/null 2>"$MT_T/second.err"
+rc=$?
+if [ "$rc" = 1 ] && grep -q 'serves this address already' "$MT_T/second.err"; then
+	mt_pass "a second moatd on the same addresses is refused: $(head -n1 "$MT_T/second.err")"
+else
+	mt_fail "a second moatd on the same addresses: rc $rc" "$MT_T/second.err"
+fi
+# Any other program that holds an address with SO_REUSEPORT (same user).
+mt_bg squatter moat "$MT_PY" -c '
+import os, socket
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+s.bind(("10.200.0.1", 3999)); s.listen(8)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+u.bind(("10.200.0.1", 3999))
+os.write(3, b"ready\n")
+while True:
+    s.accept()[0].close()
+' || mt_error "the squatter did not start"
+for l in '"http", "address": "10.200.0.1:3999"' '"dns", "address": "10.200.0.1:3999"'; do
+	c2=$MT_T/squat.json
+	mt_conf "$c2"
+	mt_conf_set "$c2" listen "[{\"proto\": $l}]"
+	timeout -k 2 30 ip netns exec "$(mt_ns moat)" "$MOATD" -c "$c2" \
+	    >/dev/null 2>"$MT_T/squat.err"
+	rc=$?
+	if [ "$rc" = 1 ] && grep -q 'another process serves this address already' \
+	    "$MT_T/squat.err"; then
+		mt_pass "moatd refuses an address a SO_REUSEPORT program holds (${l%%,*})"
+	else
+		mt_fail "moatd on a held address (${l%%,*}): rc $rc" "$MT_T/squat.err"
+	fi
+done
+mt_curl s1 -x "http://$MT_HTTP" http://origin.test/s1
+mt_allowed "the first moatd still serves all of its address" s1
+
 if mt_moatd_alive; then
 	mt_pass "moatd still runs"
 else
