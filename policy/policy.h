@@ -176,6 +176,9 @@ enum policy_reason {
 	POLICY_R_NEEDS_TLS,		/* "needs-tls": a rule that injects
 					   allowed a plain HTTP request but
 					   has no "plain_http": true */
+	POLICY_R_DNS_BUDGET,		/* "dns-budget": the sandbox resolved
+					   too many new names under a
+					   wildcard rule this minute */
 	POLICY_R__COUNT
 };
 
@@ -188,6 +191,12 @@ struct policy_rule;	/* opaque; owned by the compiled policy */
 #define POLICY_F_INSPECT	0x01	/* the rule must see HTTP inside a tunnel
 					   (methods, paths, inject, git, intercept) */
 #define POLICY_F_OPAQUE		0x02	/* "intercept": false: never terminate TLS */
+#define POLICY_F_WILDCARD	0x04	/* allowed a name through a wildcard
+					   ("*.example.com" or "*") and no
+					   applying allow rule names it
+					   exactly: resolving it carries the
+					   name's bytes out (the proxy
+					   budgets these names) */
 
 /* Where an address is, by the databases of "geoip". */
 struct policy_geo {
@@ -352,6 +361,9 @@ struct moat_limits {
 	size_t		connections;		/* open client connections, all workers */
 	size_t		body_inspect_bytes;	/* request body scanned for secrets */
 	size_t		dns_cache_entries;	/* per worker */
+	size_t		dns_wildcard_names;	/* new names a sandbox may have
+						   resolved per minute under
+						   each wildcard rule */
 };
 
 struct moat_tls {
