@@ -35,7 +35,10 @@ struct dnsbudget_tab {
 struct dnsbudget {
 	uint8_t			 key[DNSBUDGET_KEY_BYTES];
 	size_t			 cap;		/* names at most */
+	uint64_t		 start_ms;	/* the first take: windows
+						   count from there */
 	uint64_t		 window;	/* the current one */
+	int			 started;
 	const void		*gen;		/* the counts' policy */
 	struct dnsbudget_tab	 names;
 	struct dnsbudget_tab	 counts;
@@ -228,9 +231,15 @@ dnsbudget_take(struct dnsbudget *b, const void *gen, size_t rule,
     const char *name, unsigned limit, uint64_t now_ms, unsigned *used)
 {
 	struct dnsbudget_slot	*s, *c;
-	uint64_t		 window = now_ms / DNSBUDGET_WINDOW_MS, d;
+	uint64_t		 window, d;
 	enum dnsbudget_result	 res;
 
+	if (!b->started) {
+		b->start_ms = now_ms;
+		b->started = 1;
+	}
+	window = now_ms > b->start_ms ? (now_ms - b->start_ms) /
+	    DNSBUDGET_WINDOW_MS : 0;
 	if (window > b->window)
 		dnsbudget_roll(b, window);
 	if (gen != b->gen) {

@@ -6,7 +6,8 @@
  * the name's authoritative servers.  Under an allowed "*.example.com" the
  * sandbox chooses the labels, so each new name it has resolved carries up
  * to ~189 bytes of its choice out.  The budget bounds that: per wildcard
- * rule, at most "limit" names not seen recently per window.
+ * rule, at most "limit" names not seen recently per window (a minute;
+ * windows follow each other from the sandbox's first such name).
  *
  * A name counts once: the set remembers (a keyed 64-bit digest of) every
  * name taken in the current window and the one before, and a name in it

@@ -114,6 +114,16 @@ test_dnsbudget_window(void)
 	/* A clock that goes back changes nothing. */
 	CU_ASSERT_EQUAL(take(b, 0, "a.x", 2, t0), DNSBUDGET_SEEN);
 	dnsbudget_free(b);
+
+	/* Windows count from the first name, not from the clock's
+	 * minutes. */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b = dnsbudget_new(key, 100));
+	CU_ASSERT_EQUAL(take(b, 0, "a.x", 1, t0 + W - 10), DNSBUDGET_NEW);
+	CU_ASSERT_EQUAL(take(b, 0, "b.x", 1, t0 + W + 10), DNSBUDGET_OVER);
+	CU_ASSERT_EQUAL(take(b, 0, "b.x", 1, t0 + 2 * W - 11),
+	    DNSBUDGET_OVER);
+	CU_ASSERT_EQUAL(take(b, 0, "b.x", 1, t0 + 2 * W - 10), DNSBUDGET_NEW);
+	dnsbudget_free(b);
 }
 
 /* A new policy: the counts start anew, names seen stay free. */
