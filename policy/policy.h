@@ -261,10 +261,12 @@ struct policy;	/* compiled, immutable policy; part of struct moat_config */
  *
  * With addr NULL (name known, not yet resolved) an allow verdict means
  * "allowed if an address passes"; the caller must call again with each
- * resolved address before dialling it.  If no host rule allows the name
- * but an allow rule with cidrs has the port, the verdict is allow with
- * rule NULL (its addresses decide).  A deny verdict with addr NULL is
- * final: the name need not be resolved.  p NULL or t NULL: deny, internal.
+ * resolved address before dialling it.  Only host rules allow a name:
+ * cidr rules never make an unresolved name "allowed", so a name no host
+ * rule allows is never resolved.  A deny verdict with addr NULL is final:
+ * the name need not be resolved.  An allow verdict carries
+ * POLICY_F_WILDCARD when the client chose the name under a wildcard.
+ * p NULL or t NULL: deny, internal.
  *
  * Port 0 asks whether the name may be reached on some port, as the DNS
  * listener must before it answers: allow rules apply whatever their
