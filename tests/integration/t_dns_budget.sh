@@ -4,16 +4,19 @@
 #
 #   cli: dnsprobe.py --> moat: moatd DNS 10.200.0.1:53 (sandbox it-http)
 #   cli: curl -x 10.200.0.1:3128 (it-http), :8888 http+socks5 (it-mixed)
+#   cli: TCP to 203.0.113.10:80, redirected (nft, set up here) to
+#        moatd's transparent listener 10.200.0.1:15001 (it-tp)
 #        moatd --> net: dns.py 203.0.113.53 (logs every query it gets)
 #   (the full drawing is at the top of lib.sh)
 #
 # Under "*.wild.test" a sandbox chooses the labels, and every name moatd
 # resolves goes to the upstream DNS server.  With a budget of 5: five new
 # names resolve, the sixth is refused (DNS: REFUSED; HTTP: 429; CONNECT:
-# 429; SOCKS5: 0x02), reason dns-budget in the audit, and the upstream
-# server never sees it; names already resolved still work; names a rule
-# spells out are not counted; another wildcard rule has its own budget;
-# the DNS listener and the proxy of one sandbox share one budget.
+# 429; SOCKS5: 0x02; transparent, named by its Host: closed), reason
+# dns-budget in the audit, and the upstream server never sees it; names
+# already resolved still work; names a rule spells out are not counted;
+# another wildcard rule has its own budget; the DNS listener and the proxy
+# of one sandbox share one budget.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -23,6 +26,7 @@ mt_world
 conf=$MT_T/moatd.json
 mt_conf "$conf"
 mt_conf_set "$conf" listen.+ '{"proto": "dns", "address": "10.200.0.1:53", "sandbox": "it-http"}'
+mt_conf_set "$conf" listen.+ '{"proto": "transparent", "address": "10.200.0.1:15001", "sandbox": "it-tp"}'
 mt_conf_set "$conf" policy.rules.+ '{"name": "w2", "action": "allow", "ports": [80], "hosts": ["*.w2.test"]}'
 mt_conf_set "$conf" limits '{"dns_wildcard_names": 5}'
 mt_moatd_start "$conf"
@@ -126,6 +130,55 @@ mt_eq "SOCKS5 to a name already resolved: reply 0x00" 0x00 \
 mt_eq "...and the GET through it" 200 "$(mt_kv s0 http_status)"
 mt_curl o1 "${M[@]}" http://origin.test/o1
 mt_allowed "a name the rule spells out is not counted" o1
+
+# --- the transparent listener: a name from the HTTP Host is resolved too -------
+# (The redirect a sandbox gateway makes, as in t_transparent.sh.)
+if command -v nft >/dev/null 2>&1 && mt_in moat nft -f - <<'EOF2'
+table inet mt_redirect {
+	chain pre {
+		type nat hook prerouting priority -100;
+		iifname "c0" ip daddr 10.200.0.1 return
+		iifname "c0" meta l4proto tcp redirect to :15001
+	}
+}
+EOF2
+then
+	tcp()	# NAME HOSTHDR: GET to 203.0.113.10:80 with that Host; status=
+	{
+		mt_in cli "$MT_PY" - "$2" > "$MT_T/$1.kv" 2>"$MT_T/$1.err" <<'EOF2'
+import socket, sys
+s = socket.create_connection(("203.0.113.10", 80), timeout=5)
+s.sendall(("GET /tp HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
+           % sys.argv[1]).encode())
+data = b""
+try:
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        data += b
+except OSError as e:
+    print("error=%s" % e)
+line = data.split(b"\r\n", 1)[0].decode("latin-1")
+print("status=%s" % (line.split(" ")[1] if " " in line else "none"))
+EOF2
+	}
+	mt_mark
+	for i in 0 1 2 3 4; do
+		tcp t$i "t$i$D.wild.test"
+		mt_eq "transparent, Host of new name $((i + 1)) of 5: answered" \
+		    200 "$(mt_kv t$i status)" "$MT_T/t$i.err"
+	done
+	tcp t5 "t5$D.wild.test"
+	mt_eq "transparent, Host of the 6th new name: closed unanswered" none \
+	    "$(mt_kv t5 status)" "$MT_T/t5.err"
+	mt_eq "audit: the transparent refusal's reason" dns-budget \
+	    "$(mt_jl "$A" get reason proto=transparent host="t5$D.wild.test")"
+	mt_eq "the upstream DNS server never saw t5$D.wild.test" 0 \
+	    "$(asked "t5$D.wild.test")"
+else
+	echo "SKIP: the transparent part needs nft"
+fi
 
 mt_jl "$A" count >/dev/null
 mt_eq "the audit log parses line by line" 0 "$?"
