@@ -1,6 +1,7 @@
 /*
- * sandbox.c - sandbox identities, their policies and the table of names
- * moatd's DNS answers gave them.
+ * sandbox.c - sandbox identities, their policies, the table of names
+ * moatd's DNS answers gave them, and their budgets of new names under
+ * wildcards.
  *
  * The attribution table is written by the DNS listener and read by the
  * transparent listener, in any worker, so it has a mutex; both sides do
@@ -9,7 +10,6 @@
 #include "config.h"
 
 #include <sys/queue.h>
-
 #include <sys/random.h>
 
 #include <pthread.h>
