@@ -46,7 +46,8 @@ static void	moat_print_geo(const struct moat_config *c,
 		    const struct policy_addr *a);
 static void	moat_print_decision(const struct moat_config *c,
 		    const struct policy_decision *d);
-static void	moat_print_notes(const struct policy_explain_target *et,
+static void	moat_print_notes(const struct moat_config *c,
+		    const struct policy_explain_target *et,
 		    const struct policy_decision *d, bool have_addr,
 		    bool final);
 static void	moat_print_traffic(const struct moat_config *c,
@@ -223,7 +224,8 @@ moat_print_decision(const struct moat_config *c,
 }
 
 static void
-moat_print_notes(const struct policy_explain_target *et,
+moat_print_notes(const struct moat_config *c,
+    const struct policy_explain_target *et,
     const struct policy_decision *d, bool have_addr, bool final)
 {
 	bool	name = et->t.name != NULL;
@@ -252,6 +254,11 @@ moat_print_notes(const struct policy_explain_target *et,
 	if (d->verdict == POLICY_ALLOW && (d->flags & POLICY_F_OPAQUE) != 0)
 		printf("note     intercept is false: moatd never terminates "
 		    "TLS for this rule\n");
+	if (d->verdict == POLICY_ALLOW && (d->flags & POLICY_F_WILDCARD) != 0)
+		printf("note     allowed through a wildcard: moatd resolves at "
+		    "most %zu new such names a minute per sandbox under this "
+		    "rule (limits.dns_wildcard_names), then refuses them with "
+		    "dns-budget\n", c->limits.dns_wildcard_names);
 }
 
 /* How the traffic is carried, why a late check denied, what is injected. */
@@ -397,7 +404,7 @@ moat_explain(int argc, char *argv[])
 	moat_print_geo(c, addr != NULL ? &ah.addr : et.t.addr);
 	moat_print_decision(c, &d);
 	moat_print_traffic(c, &d, detail, xport);
-	moat_print_notes(&et, &d, addr != NULL, final);
+	moat_print_notes(c, &et, &d, addr != NULL, final);
 	rc = d.verdict == POLICY_ALLOW ? MOAT_EXIT_ALLOW : MOAT_EXIT_DENY;
  out:
 	policy_config_unref(c);

@@ -126,6 +126,10 @@ static const struct config_default	config_defaults[] = {
 	/* limits.dns_cache_entries: cached answers per worker (0: none) */
 	{ "limits", "dns_cache_entries", CONFIG_T_SIZE, 4096, 0, 1000000,
 	    NULL, CONFIG_OFF(limits.dns_cache_entries) },
+	/* limits.dns_wildcard_names: new names per minute, per sandbox and
+	 * wildcard rule, that moatd resolves (DNS carries their bytes out) */
+	{ "limits", "dns_wildcard_names", CONFIG_T_SIZE, 100, 1, 4096, NULL,
+	    CONFIG_OFF(limits.dns_wildcard_names) },
 	/* workers: threads; 0 ("auto") = one per CPU in the affinity mask */
 	{ NULL, "workers", CONFIG_T_UINT, 0, 1, 256, NULL,
 	    CONFIG_OFF(workers) },

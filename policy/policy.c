@@ -48,6 +48,11 @@ struct policy_eval {
 	enum policy_reason		 partial_reason;
 	bool				 later;
 	bool				 deny_only;	/* name target, address candidates */
+	bool				 via_exact;	/* the list being read is the
+							   exact names' */
+	uint32_t			 named;		/* first allow rule that
+							   applies and names the
+							   target exactly */
 	int				 path_state;
 	char				*path;
 	size_t				 pathlen;
@@ -78,6 +83,7 @@ static const char *const	policy_reasons[POLICY_R__COUNT] = {
 	[POLICY_R_SHUTDOWN] = "shutdown",
 	[POLICY_R_INTERNAL] = "internal",
 	[POLICY_R_NEEDS_TLS] = "needs-tls",
+	[POLICY_R_DNS_BUDGET] = "dns-budget",
 };
 
 static void	policy_rule_clear(struct policy_rule *r);
@@ -439,6 +445,8 @@ policy_eval_rule(struct policy_eval *ev, const struct policy_rule *r)
 	if (c == POLICY_CHK_APPLIES) {
 		if (r->index < ev->allow)
 			ev->allow = r->index;
+		if (ev->via_exact && r->index < ev->named)
+			ev->named = r->index;
 		return;
 	}
 	if (r->index < ev->partial) {
@@ -496,12 +504,16 @@ policy_decide(const struct policy *p, const struct policy_target *t,
 	ev.partial_reason = POLICY_R_NO_RULE;
 	ev.later = false;
 	ev.deny_only = false;
+	ev.via_exact = false;
+	ev.named = POLICY_NONE;
 	ev.path_state = 0;
 	ev.path = ev.heap = NULL;
 	ev.pathlen = 0;
 	if (name != NULL) {
 		len = strlen(name);
+		ev.via_exact = true;
 		policy_eval_list(p, &ev, domain_lookup(&p->exact, name, len));
+		ev.via_exact = false;
 		/* "*.example.com" needs one more label: skip the full name. */
 		for (s = name; (dot = strchr(s, '.')) != NULL; s = dot + 1)
 			policy_eval_list(p, &ev, domain_lookup(&p->wild,
@@ -544,6 +556,10 @@ policy_decide(const struct policy *p, const struct policy_target *t,
 		out->verdict = POLICY_ALLOW;
 		out->reason = POLICY_R_ALLOWED;
 		out->flags = r->flags | (ev.later ? POLICY_F_INSPECT : 0);
+		/* Only a wildcard or "*" lets the client choose the name
+		 * (and so what its resolution carries out). */
+		if (name != NULL && ev.named == POLICY_NONE)
+			out->flags |= POLICY_F_WILDCARD;
 	} else if (ev.partial != POLICY_NONE) {
 		r = &p->rules[ev.partial];
 		out->reason = ev.partial_reason;

@@ -176,6 +176,9 @@ enum policy_reason {
 	POLICY_R_NEEDS_TLS,		/* "needs-tls": a rule that injects
 					   allowed a plain HTTP request but
 					   has no "plain_http": true */
+	POLICY_R_DNS_BUDGET,		/* "dns-budget": the sandbox resolved
+					   too many new names under a
+					   wildcard rule this minute */
 	POLICY_R__COUNT
 };
 
@@ -188,6 +191,12 @@ struct policy_rule;	/* opaque; owned by the compiled policy */
 #define POLICY_F_INSPECT	0x01	/* the rule must see HTTP inside a tunnel
 					   (methods, paths, inject, git, intercept) */
 #define POLICY_F_OPAQUE		0x02	/* "intercept": false: never terminate TLS */
+#define POLICY_F_WILDCARD	0x04	/* allowed a name through a wildcard
+					   ("*.example.com" or "*") and no
+					   applying allow rule names it
+					   exactly: resolving it carries the
+					   name's bytes out (the proxy
+					   budgets these names) */
 
 /* Where an address is, by the databases of "geoip". */
 struct policy_geo {
@@ -252,10 +261,12 @@ struct policy;	/* compiled, immutable policy; part of struct moat_config */
  *
  * With addr NULL (name known, not yet resolved) an allow verdict means
  * "allowed if an address passes"; the caller must call again with each
- * resolved address before dialling it.  If no host rule allows the name
- * but an allow rule with cidrs has the port, the verdict is allow with
- * rule NULL (its addresses decide).  A deny verdict with addr NULL is
- * final: the name need not be resolved.  p NULL or t NULL: deny, internal.
+ * resolved address before dialling it.  Only host rules allow a name:
+ * cidr rules never make an unresolved name "allowed", so a name no host
+ * rule allows is never resolved.  A deny verdict with addr NULL is final:
+ * the name need not be resolved.  An allow verdict carries
+ * POLICY_F_WILDCARD when the client chose the name under a wildcard.
+ * p NULL or t NULL: deny, internal.
  *
  * Port 0 asks whether the name may be reached on some port, as the DNS
  * listener must before it answers: allow rules apply whatever their
@@ -352,6 +363,9 @@ struct moat_limits {
 	size_t		connections;		/* open client connections, all workers */
 	size_t		body_inspect_bytes;	/* request body scanned for secrets */
 	size_t		dns_cache_entries;	/* per worker */
+	size_t		dns_wildcard_names;	/* new names a sandbox may have
+						   resolved per minute under
+						   each wildcard rule */
 };
 
 struct moat_tls {

@@ -312,6 +312,7 @@ conn_route(struct conn *c)
 {
 	struct policy_target	t;
 	struct resolver_result	res;
+	char			budget[192];
 	int			rc;
 
 	memset(&t, 0, sizeof(t));
@@ -353,6 +354,14 @@ conn_route(struct conn *c)
 		c->addrs[0] = c->target.addr;
 		c->naddrs = 1;
 		conn_connect(c);
+		return;
+	}
+	/* Resolving a name the client chose under a wildcard carries it
+	 * out, as a DNS query would: the same budget (sandbox.h). */
+	if (!sandbox_names_take(c->sb, conn_policy(c), &c->dec,
+	    c->target.name, c->cfg->limits.dns_wildcard_names, budget,
+	    sizeof(budget))) {
+		conn_fail(c, POLICY_R_DNS_BUDGET, budget);
 		return;
 	}
 	conn_enter_state(c, CONN_ST_RESOLVING);

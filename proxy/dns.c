@@ -3,7 +3,8 @@
  *
  * Order for every query: rate limit (per sandbox), strict parse, policy on
  * the name for any port (a denied name gets NXDOMAIN and is never
- * resolved), moatd's own resolution (cache or c-ares), policy on every
+ * resolved), the budget of new names under wildcards (over it: REFUSED,
+ * never resolved), moatd's own resolution (cache or c-ares), policy on every
  * address (special-purpose and metadata addresses are never handed out),
  * answer with what passed, and remember it for the transparent listener.
  *
@@ -220,6 +221,7 @@ dns_query_in(struct dns_pending *p, const uint8_t *msg, size_t len)
 	const char		*err = NULL;
 	uint8_t			 out[DNS_REPLY_MAX_BYTES];
 	uint64_t		 refused;
+	char			 why[192];
 	int			 n, rc;
 
 	if (!sandbox_dns_take(p->sb, &refused)) {
@@ -280,6 +282,16 @@ dns_query_in(struct dns_pending *p, const uint8_t *msg, size_t len)
 		dns_error(p, DNS_RCODE_NOERROR);
 		dns_audit(p, POLICY_ALLOW, POLICY_R_ALLOWED, d.rule_name, NULL,
 		    "no records of this type are given out");
+		dns_pending_free(p);
+		return;
+	}
+	/* A name the client chose under a wildcard: resolving it carries
+	 * its bytes out, so only so many new ones a minute. */
+	if (!sandbox_names_take(p->sb, sandbox_policy(p->sb, p->cfg), &d,
+	    host.name, p->cfg->limits.dns_wildcard_names, why, sizeof(why))) {
+		dns_error(p, DNS_RCODE_REFUSED);
+		dns_audit(p, POLICY_DENY, POLICY_R_DNS_BUDGET, d.rule_name,
+		    NULL, why);
 		dns_pending_free(p);
 		return;
 	}

@@ -555,6 +555,7 @@ http_status_for(enum policy_reason r)
 	case POLICY_R_SHUTDOWN:
 		return (struct http_status_info){ 503, "Service Unavailable" };
 	case POLICY_R_RATE:
+	case POLICY_R_DNS_BUDGET:
 		return (struct http_status_info){ 429, "Too Many Requests" };
 	case POLICY_R_INTERNAL:
 		return (struct http_status_info){ 500,
@@ -607,6 +608,9 @@ http_reason_text(enum policy_reason r)
 		    "bound to";
 	case POLICY_R_RATE:
 		return "the rule's rate limit is exhausted";
+	case POLICY_R_DNS_BUDGET:
+		return "this sandbox had too many new names under the rule's "
+		    "wildcard resolved this minute";
 	case POLICY_R_SHUTDOWN:
 		return "moat is shutting down";
 	default:

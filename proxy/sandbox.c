@@ -1,6 +1,7 @@
 /*
- * sandbox.c - sandbox identities, their policies and the table of names
- * moatd's DNS answers gave them.
+ * sandbox.c - sandbox identities, their policies, the table of names
+ * moatd's DNS answers gave them, and their budgets of new names under
+ * wildcards.
  *
  * The attribution table is written by the DNS listener and read by the
  * transparent listener, in any worker, so it has a mutex; both sides do
@@ -9,11 +10,14 @@
 #include "config.h"
 
 #include <sys/queue.h>
+#include <sys/random.h>
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "proxy/dnsbudget.h"
 #include "proxy/sandbox.h"
 #include "proxy/secrets.h"
 #include "proxy/util.h"
@@ -119,6 +123,7 @@ sandbox_unref(struct sandbox *sb)
 		free(a);
 	}
 	rate_free(sb->rates);
+	dnsbudget_free(sb->names);
 	secrets_set_unref(sb->sset);
 	secrets_unref(sb->own_secrets);
 	pthread_mutex_destroy(&sb->attrs->mu);
@@ -279,4 +284,63 @@ sandbox_rate_take(struct sandbox *sb, const struct policy *p,
 		r->tokens -= 1.0;
 	pthread_mutex_unlock(&t->mu);
 	return ok;
+}
+
+/* The budget, created with a fresh key on first use (under the mutex). */
+static struct dnsbudget *
+sandbox_names(struct sandbox *sb)
+{
+	uint8_t	key[DNSBUDGET_KEY_BYTES];
+
+	if (sb->names != NULL)
+		return sb->names;
+	if (getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key))
+		return NULL;
+	sb->names = dnsbudget_new(key, SANDBOX_NAMES_MAX);
+	explicit_bzero(key, sizeof(key));
+	return sb->names;
+}
+
+int
+sandbox_names_take(struct sandbox *sb, const struct policy *p,
+    const struct policy_decision *d, const char *name, size_t limit,
+    char *why, size_t len)
+{
+	struct sandbox_attrs	*t = sb->attrs;
+	struct dnsbudget	*b;
+	enum dnsbudget_result	 res = DNSBUDGET_NOMEM;
+	const char		*rule;
+	unsigned		 used = 0;
+
+	if (len > 0)
+		why[0] = '\0';
+	if ((d->flags & POLICY_F_WILDCARD) == 0)
+		return 1;
+	rule = d->rule_name != NULL ? d->rule_name : "(none)";
+	pthread_mutex_lock(&t->mu);
+	if ((b = sandbox_names(sb)) != NULL)
+		res = dnsbudget_take(b, p, d->rule != NULL ?
+		    policy_rule_index(d->rule) : SIZE_MAX, name,
+		    limit > UINT32_MAX ? UINT32_MAX : (unsigned)limit,
+		    util_now_ms(), &used);
+	pthread_mutex_unlock(&t->mu);
+	switch (res) {
+	case DNSBUDGET_SEEN:
+	case DNSBUDGET_NEW:
+		return 1;
+	case DNSBUDGET_OVER:
+		snprintf(why, len, "%u new names under rule %s this minute: "
+		    "the budget (limits.dns_wildcard_names) is %zu; names "
+		    "already resolved still are", used, rule, limit);
+		break;
+	case DNSBUDGET_FULL:
+		snprintf(why, len, "the sandbox's set of recent names is "
+		    "full (%d): new names wait for the next minute",
+		    SANDBOX_NAMES_MAX);
+		break;
+	default:
+		snprintf(why, len, "out of memory for the names budget");
+		break;
+	}
+	return 0;
 }

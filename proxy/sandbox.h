@@ -24,7 +24,12 @@
 					   long: clients connect after the TTL */
 #define SANDBOX_DNS_RATE	500	/* DNS queries per second, sustained */
 #define SANDBOX_DNS_BURST	1000	/* ... and in a burst */
+#define SANDBOX_NAMES_MAX	8192	/* names the wildcard budget remembers
+					   (twice limits.dns_wildcard_names'
+					   largest value: this window's and
+					   the last one's) */
 
+struct dnsbudget;
 struct sandbox_attrs;
 struct sandbox_rate;
 struct secrets;
@@ -48,6 +53,9 @@ struct sandbox {
 	/* Rule "rate" buckets, under attrs' mutex. */
 	const struct policy	*rate_policy;	/* the policy they count for */
 	struct sandbox_rate	*rates;		/* hash chains */
+	/* New names under wildcards (dnsbudget.h), under attrs' mutex;
+	 * created when first needed. */
+	struct dnsbudget	*names;
 };
 
 /*
@@ -98,5 +106,17 @@ int	sandbox_dns_take(struct sandbox *sb, uint64_t *refused);
  */
 int	sandbox_rate_take(struct sandbox *sb, const struct policy *p,
 	    const struct policy_rule *r);
+
+/*
+ * Before moatd resolves name for sb: if decision d (of policy p) allowed
+ * it through a wildcard (POLICY_F_WILDCARD), takes it from sb's budget of
+ * new names per minute and wildcard rule (limit: the daemon config's
+ * limits.dns_wildcard_names).  Returns 1 if the name may be resolved, 0
+ * if not (reason dns-budget), with why (size len) saying so.  A name sb
+ * had resolved in this minute or the last one is free.  Thread-safe.
+ */
+int	sandbox_names_take(struct sandbox *sb, const struct policy *p,
+	    const struct policy_decision *d, const char *name, size_t limit,
+	    char *why, size_t len);
 
 #endif /* MOAT_SANDBOX_H */

@@ -242,8 +242,12 @@ expect()
 g=$D/good.json
 explain -c "$g" http://origin.test/x
 expect "http://origin.test/x" 0 allow origin allowed
+mt_eq "explain: a name the rule spells out has no budget" 0 \
+    "$(echo "$OUT" | grep -c 'dns_wildcard_names')"
 explain -c "$g" https://x.y.wild.test/
 expect "https://x.y.wild.test/" 0 allow origin allowed
+mt_eq "explain: a name under a wildcard has a budget of new names" 1 \
+    "$(echo "$OUT" | grep -c '^note .*at most 100 new such names a minute.*limits.dns_wildcard_names')"
 explain -c "$g" bad.origin.test:80
 expect "bad.origin.test:80 (deny rule beats *.origin.test)" 1 deny blocked \
     denied-by-rule

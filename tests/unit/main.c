@@ -33,6 +33,7 @@ main(int argc, char *argv[])
 	test_nsh_proto_register();
 	test_geo_register();
 	test_tunnel_register();
+	test_dnsbudget_register();
 	test_upstream_register();
 	if (CU_get_error() != CUE_SUCCESS) {
 		fprintf(stderr, "unit: cannot register suites: %s\n",

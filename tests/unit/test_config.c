@@ -282,10 +282,11 @@ static const struct cfg_vec	cfg_vectors[] = {
 	  "\"tries\": 11},\n"
 	  "  \"tls\": {\"ca_cert\": \"/x\", \"leaf_cache_entries\": 0},\n"
 	  "  \"admin\": {\"address\": \"127.0.0.1:9\"},\n"
-	  "  \"limits\": {\"header_count\": 5000, \"headr_bytes\": 2048},\n"
+	  "  \"limits\": {\"header_count\": 5000, \"headr_bytes\": 2048, "
+	  "\"dns_wildcard_names\": 0},\n"
 	  "  \"timeouts\": {\"drain_ms\": 86400001},\n"
 	  "  \"workers\": \"many\",\n"
-	  "  \"user\": \"-x\"\n}", 10, 0, {
+	  "  \"user\": \"-x\"\n}", 11, 0, {
 	    { 3, 39, "\"dns.google:53\"", "resolver.servers[1]: "
 	      "\"dns.google:53\" is not a server address: write IP, IP:PORT "
 	      "or [IPv6]:PORT (no host names)" },
@@ -300,6 +301,8 @@ static const struct cfg_vec	cfg_vectors[] = {
 	      "(8-1000)" },
 	    { 6, 36, "\"headr_bytes\"", "unknown key \"headr_bytes\" in limits "
 	      "(did you mean \"header_bytes\"?)" },
+	    { 6, 79, "0", "limits.dns_wildcard_names: 0 is out of range "
+	      "(1-4096)" },
 	    { 7, 28, "86400001", "timeouts.drain_ms: 86400001 is out of range "
 	      "(1-86400000)" },
 	    { 8, 14, "\"many\"", "workers: expected an integer (1-256) or "
@@ -688,7 +691,8 @@ test_config_good(void)
 	    "  \"admin\": {\"address\": \"unix:/run/moat/admin.sock\", "
 	    "\"mode\": \"0640\"},\n"
 	    "  \"timeouts\": {\"dns_ms\": 2000, \"drain_ms\": 1},\n"
-	    "  \"limits\": {\"header_count\": 50, \"body_inspect_bytes\": 0},\n"
+	    "  \"limits\": {\"header_count\": 50, \"body_inspect_bytes\": 0, "
+	    "\"dns_wildcard_names\": 5},\n"
 	    "  \"workers\": 4,\n"
 	    "  \"user\": \"moat\"\n"
 	    "}\n";
@@ -767,6 +771,7 @@ test_config_good(void)
 	CU_ASSERT_EQUAL(c->timeouts.connect_ms, 10000);	/* default kept */
 	CU_ASSERT_EQUAL(c->limits.header_count, 50);
 	CU_ASSERT_EQUAL(c->limits.body_inspect_bytes, 0);
+	CU_ASSERT_EQUAL(c->limits.dns_wildcard_names, 5);
 	CU_ASSERT_EQUAL(c->limits.header_bytes, 65536);
 	CU_ASSERT_EQUAL(c->workers, 4);
 	CU_ASSERT_STRING_EQUAL(c->user, "moat");
@@ -859,6 +864,7 @@ test_config_defaults(void)
 	CU_ASSERT_EQUAL(c->limits.connections, 10000);
 	CU_ASSERT_EQUAL(c->limits.body_inspect_bytes, 1048576);
 	CU_ASSERT_EQUAL(c->limits.dns_cache_entries, 4096);
+	CU_ASSERT_EQUAL(c->limits.dns_wildcard_names, 100);
 	CU_ASSERT_EQUAL(c->workers, 0);
 	CU_ASSERT_PTR_NULL(c->user);
 	policy_config_unref(c);
@@ -1081,7 +1087,7 @@ test_config_inject(void)
 	CU_ASSERT_EQUAL_FATAL(policy_decide(c->policy, &t, &dec),
 	    POLICY_ALLOW);
 	gh = dec.rule;
-	CU_ASSERT_EQUAL(dec.flags, POLICY_F_INSPECT);
+	CU_ASSERT_EQUAL(dec.flags, POLICY_F_INSPECT | POLICY_F_WILDCARD);
 	t.name = "plain.example";
 	CU_ASSERT_EQUAL_FATAL(policy_decide(c->policy, &t, &dec),
 	    POLICY_ALLOW);

@@ -55,6 +55,7 @@ static void	test_policy_bound(void);
 static void	test_policy_git(void);
 static void	test_policy_explain_decide(void);
 static void	test_policy_million(void);
+static void	test_policy_wildcard_flag(void);
 static bool	pol_bound(const struct moat_config *c, const char *secret,
 		    const char *name, const char *addr, uint16_t port);
 static const struct policy_rule	*pol_rule(const struct moat_config *c,
@@ -763,7 +764,7 @@ test_policy_reason_strings(void)
 		"path", "private-address", "metadata", "bad-request",
 		"dns-failure", "upstream-unreachable", "timeout", "limit",
 		"needs-inspection", "auth", "dns-denied", "secret-leak", "tls",
-		"rate", "shutdown", "internal", "needs-tls",
+		"rate", "shutdown", "internal", "needs-tls", "dns-budget",
 	};
 	struct policy_target		t;
 	struct policy_decision		d;
@@ -1421,6 +1422,67 @@ test_policy_million(void)
 	policy_config_unref(c);
 }
 
+/*
+ * POLICY_F_WILDCARD: set when the client chose the name under a wildcard
+ * or "*" (the proxy budgets those), not when an applying allow rule
+ * names it exactly, nor for addresses.
+ */
+static void
+test_policy_wildcard_flag(void)
+{
+	struct moat_config	*c;
+	struct policy_decision	 d;
+
+	c = pol_load("{\"listen\": [{\"proto\": \"http\", \"address\": "
+	    "\"127.0.0.1:3128\"}], \"policy\": {\"allow_private\": "
+	    "[\"192.0.2.0/24\"], \"rules\": ["
+	    "{\"name\": \"wild\", \"action\": \"allow\", \"hosts\": "
+	    "[\"*.example.com\", \"exact.example.net\"]},"
+	    "{\"name\": \"api\", \"action\": \"allow\", \"hosts\": "
+	    "[\"api.example.com\"], \"ports\": [443]},"
+	    "{\"name\": \"star\", \"action\": \"allow\", \"hosts\": "
+	    "[\"*\"], \"ports\": [8080]},"
+	    "{\"name\": \"net\", \"action\": \"allow\", \"cidrs\": "
+	    "[\"192.0.2.0/24\"], \"ports\": [9090]},"
+	    "{\"name\": \"no\", \"action\": \"deny\", \"hosts\": "
+	    "[\"bad.example.com\"]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+
+	/* Under the wildcard: the client chose the labels. */
+	CU_ASSERT_EQUAL(unit_policy_decide(c, "x1.example.com", NULL, 443,
+	    NULL, NULL, &d), POLICY_ALLOW);
+	CU_ASSERT(d.flags & POLICY_F_WILDCARD);
+	CU_ASSERT_STRING_EQUAL(d.rule_name, "wild");
+	/* So at port 0 (the DNS listener) and with an address. */
+	unit_policy_decide(c, "a.b.example.com", NULL, 0, NULL, NULL, &d);
+	CU_ASSERT(d.verdict == POLICY_ALLOW && (d.flags & POLICY_F_WILDCARD));
+	/* Named exactly by the same rule: no. */
+	unit_policy_decide(c, "exact.example.net", NULL, 443, NULL, NULL, &d);
+	CU_ASSERT(d.verdict == POLICY_ALLOW && !(d.flags & POLICY_F_WILDCARD));
+	/* Allowed by the wildcard rule (first in file order), but another
+	 * applying rule names it: the name is the policy's, not the
+	 * client's. */
+	unit_policy_decide(c, "api.example.com", NULL, 443, NULL, NULL, &d);
+	CU_ASSERT(d.verdict == POLICY_ALLOW && !(d.flags & POLICY_F_WILDCARD));
+	CU_ASSERT_STRING_EQUAL(d.rule_name, "wild");
+	/* ... unless that rule does not apply (port 80). */
+	unit_policy_decide(c, "api.example.com", NULL, 80, NULL, NULL, &d);
+	CU_ASSERT(d.verdict == POLICY_ALLOW && (d.flags & POLICY_F_WILDCARD));
+	/* "*" is a wildcard too. */
+	unit_policy_decide(c, "anything.example.org", NULL, 8080, NULL, NULL,
+	    &d);
+	CU_ASSERT(d.verdict == POLICY_ALLOW && (d.flags & POLICY_F_WILDCARD));
+	CU_ASSERT_STRING_EQUAL(d.rule_name, "star");
+	/* Denials and addresses never carry it. */
+	unit_policy_decide(c, "bad.example.com", NULL, 443, NULL, NULL, &d);
+	CU_ASSERT(d.verdict == POLICY_DENY && !(d.flags & POLICY_F_WILDCARD));
+	unit_policy_decide(c, "example.com", NULL, 443, NULL, NULL, &d);
+	CU_ASSERT(d.verdict == POLICY_DENY && !(d.flags & POLICY_F_WILDCARD));
+	unit_policy_decide(c, "192.0.2.7", NULL, 9090, NULL, NULL, &d);
+	CU_ASSERT(d.verdict == POLICY_ALLOW && !(d.flags & POLICY_F_WILDCARD));
+	policy_config_unref(c);
+}
+
 void
 test_policy_register(void)
 {
@@ -1444,6 +1506,8 @@ test_policy_register(void)
 		CU_add_test(s, "git read-only preset", test_policy_git);
 		CU_add_test(s, "explain: inspection, git, needs-tls",
 		    test_policy_explain_decide);
+		CU_add_test(s, "names a wildcard lets the client choose",
+		    test_policy_wildcard_flag);
 	}
 	/* Its own suite, so a slow run (valgrind) can leave it out. */
 	if ((s = CU_add_suite("policy_scale", NULL, NULL)) != NULL)
