@@ -43,8 +43,8 @@ enum policy_check {
  * reason), whether a deny rule needs the request to tell (later), and the
  * target's path, normalised on first use (path_state 0 not yet, 1 done,
  * -1 unsafe), on the heap only if longer than the stack buffer, and its
- * wide form for deny rules (wide_state likewise; -1 also when it hides a
- * dot segment).
+ * wide form (wide_state likewise; -1 also when it hides a dot segment),
+ * which deny rules match and allow rules check for hidden dot segments.
  */
 struct policy_eval {
 	const struct policy_target	*t;
