@@ -1956,12 +1956,11 @@ config_strict_methods(struct config_ctx *x, const struct config_field *f,
 }
 
 /*
- * A deny rule keeps the wide form of each pattern (path_wide()), which
- * is what it is matched against.  Returns the pattern to keep (out, or a
- * new string), or NULL with *err set.
+ * A deny rule also keeps the wide form of each pattern (path_wide()), in
+ * r->wpaths beside r->paths.  Returns 0, or -1 with *err set.
  */
-static char *
-config_wide_path(struct policy_rule *r, char *out, size_t olen,
+static int
+config_wide_path(struct policy_rule *r, const char *out, size_t olen,
     const char **err)
 {
 	char	*wide;
@@ -1969,17 +1968,17 @@ config_wide_path(struct policy_rule *r, char *out, size_t olen,
 	bool	 hidden;
 
 	if (r->action != POLICY_DENY)
-		return out;
+		return 0;
 	if ((wide = malloc(olen + 1)) == NULL) {
 		*err = "out of memory";
-		return NULL;
+		return -1;
 	}
 	if (path_wide(out, olen, wide, &wlen, &hidden, err) == -1) {
 		free(wide);
-		return NULL;
+		return -1;
 	}
-	free(out);
-	return wide;
+	r->wpaths[r->npaths] = wide;
+	return 0;
 }
 
 static bool
@@ -1988,14 +1987,16 @@ config_paths(struct config_ctx *x, json_t *v, size_t pos,
 {
 	json_t		*e;
 	const char	*s, *err;
-	char		*out, *keep;
+	char		*out;
 	size_t		 n, i, ci, old, len, olen;
 	bool		 ok = true;
 
 	if (!config_array(x, v, pos, "path"))
 		return false;
 	n = json_array_size(v);
-	if ((r->paths = calloc(n, sizeof(*r->paths))) == NULL) {
+	if ((r->paths = calloc(n, sizeof(*r->paths))) == NULL ||
+	    (r->action == POLICY_DENY &&
+	    (r->wpaths = calloc(n, sizeof(*r->wpaths))) == NULL)) {
 		config_oom(x);
 		return false;
 	}
@@ -2019,13 +2020,12 @@ config_paths(struct config_ctx *x, json_t *v, size_t pos,
 			    err);
 			free(out);
 			ok = false;
-		} else if ((keep = config_wide_path(r, out, olen, &err)) ==
-		    NULL) {
+		} else if (config_wide_path(r, out, olen, &err) == -1) {
 			config_err(x, ci, "%s: %s", config_q(x, s, len), err);
 			free(out);
 			ok = false;
 		} else
-			r->paths[r->npaths++] = keep;
+			r->paths[r->npaths++] = out;
 		config_pop(x, old);
 	}
 	return ok;

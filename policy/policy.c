@@ -157,9 +157,13 @@ policy_rule_clear(struct policy_rule *r)
 	for (i = 0; i < r->nmethods; i++)
 		free(r->methods[i]);
 	free(r->methods);
-	for (i = 0; i < r->npaths; i++)
+	for (i = 0; i < r->npaths; i++) {
 		free(r->paths[i]);
+		if (r->wpaths != NULL)
+			free(r->wpaths[i]);
+	}
 	free(r->paths);
+	free(r->wpaths);
 	if (r->own_ports)
 		free((void *)r->ports);
 	for (i = 0; i < r->ninjects; i++)
@@ -460,31 +464,32 @@ policy_eval_strict(struct policy_eval *ev)
 
 /*
  * The rule's paths against the target's: an allow rule's against the
- * strict form, a deny rule's against the wide form.  A path that cannot
- * be normalised safely matches no allow rule and every deny rule that has
- * paths: fail closed both ways.
+ * strict form; a deny rule's against the strict form and, in their wide
+ * form, against the wide one (either is enough: the wide form only ever
+ * adds to what a deny rule catches).  A path that cannot be normalised
+ * safely matches no allow rule and every deny rule that has paths: fail
+ * closed both ways.
  */
 static enum policy_check
 policy_check_paths(const struct policy_rule *r, struct policy_eval *ev)
 {
-	const char	*path;
-	size_t		 i, len;
+	const char	*path, *wide;
+	size_t		 i;
 
 	if (r->npaths == 0)
 		return POLICY_CHK_APPLIES;
-	if (r->action == POLICY_DENY) {
-		if ((path = policy_eval_wide(ev)) == NULL)
+	path = policy_eval_path(ev);
+	wide = policy_eval_wide(ev);
+	if (path == NULL || wide == NULL)
+		return r->action == POLICY_DENY ? POLICY_CHK_APPLIES :
+		    POLICY_CHK_PATH;
+	for (i = 0; i < r->npaths; i++) {
+		if (path_match(r->paths[i], path, ev->pathlen))
 			return POLICY_CHK_APPLIES;
-		len = ev->widelen;
-	} else {
-		if ((path = policy_eval_path(ev)) == NULL ||
-		    policy_eval_wide(ev) == NULL)
-			return POLICY_CHK_PATH;
-		len = ev->pathlen;
+		if (r->action == POLICY_DENY &&
+		    path_match(r->wpaths[i], wide, ev->widelen))
+			return POLICY_CHK_APPLIES;
 	}
-	for (i = 0; i < r->npaths; i++)
-		if (path_match(r->paths[i], path, len))
-			return POLICY_CHK_APPLIES;
 	return POLICY_CHK_PATH;
 }
 

@@ -264,9 +264,10 @@ struct policy;	/* compiled, immutable policy; part of struct moat_config */
  *
  * Deny rules match wide, so that a spelling some backend reads as a
  * denied method or path is denied too: the method case-insensitively,
- * the path in its wide form (path_wide() in policy_int.h: decoded until
- * stable, look-alikes of ASCII folded, ";params" and trailing dots of
- * segments dropped, lower case; the rule's patterns too).  Allow rules
+ * the path as above and also in its wide form (path_wide() in
+ * policy_int.h: decoded until stable, look-alikes of ASCII folded,
+ * ";params" and trailing dots of segments dropped, lower case) against
+ * the wide form of the rule's patterns.  Allow rules
  * match the strict form exactly; a path whose wide form hides a dot
  * segment ("/v1/..;/admin", "%252e%252e") or cannot be formed is unsafe:
  * it matches no allow rule and every deny rule that has paths.

@@ -339,8 +339,9 @@ struct policy_rule {
 	char				*name;
 	const struct policy_port_range	*ports;	/* sorted, merged */
 	char				**methods;
-	char				**paths;	/* normalised patterns; deny
-							   rules: their wide form */
+	char				**paths;	/* normalised patterns */
+	char				**wpaths;	/* deny rules: their wide
+							   forms, same order */
 	struct policy_inject		*injects;	/* see inject_clear() */
 	size_t				*secrets;	/* each injected one */
 	size_t				 ninjects, nsecrets;

@@ -845,7 +845,7 @@ test_policy_deny_dodges(void)
 	    "[\"api.example.com\"], \"methods\": [\"DELETE\"]},\n"
 	    "{\"name\": \"nodebug\", \"action\": \"deny\", \"hosts\": "
 	    "[\"api.example.com\"], \"paths\": [\"/API/Debug\", "
-	    "\"/files/*.BAK\"]}]}}");
+	    "\"/files/*.BAK\", \"/q*y\"]}]}}");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	for (i = 0; i < sizeof(denied) / sizeof(*denied); i++)
 		pol_expect(c, "api.example.com", NULL, 443, "GET", denied[i],
@@ -870,6 +870,11 @@ test_policy_deny_dodges(void)
 	pol_expect(c, "api.example.com", NULL, 443, "GET", "/files/a.Bak;x",
 	    POLICY_DENY, POLICY_R_DENIED_BY_RULE, "nodebug");
 	pol_expect(c, "api.example.com", NULL, 443, "GET", "/files/a.bakx",
+	    POLICY_ALLOW, OK, "all");
+	/* The strict form still counts: the wide one cuts at "%3F". */
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/q%3Fy",
+	    POLICY_DENY, POLICY_R_DENIED_BY_RULE, "nodebug");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/q%3Fz",
 	    POLICY_ALLOW, OK, "all");
 	policy_config_unref(c);
 
