@@ -269,6 +269,9 @@ static bool	config_ports(struct config_ctx *x, json_t *v, size_t pos,
 		    struct policy_rule *r);
 static bool	config_methods(struct config_ctx *x, json_t *v, size_t pos,
 		    struct policy_rule *r);
+static bool	config_strict_methods(struct config_ctx *x,
+		    const struct config_field *f, bool methods,
+		    struct policy_rule *r);
 static bool	config_paths(struct config_ctx *x, json_t *v, size_t pos,
 		    struct policy_rule *r);
 static bool	config_rate(struct config_ctx *x, json_t *v, size_t pos,
@@ -1575,7 +1578,8 @@ config_cidr(struct config_ctx *x, json_t *v, size_t pos, struct addr_cidr *c)
 enum {
 	RULE_NAME = 0, RULE_ACTION, RULE_HOSTS, RULE_CIDRS, RULE_COUNTRIES,
 	RULE_ASNS, RULE_PORTS, RULE_METHODS, RULE_PATHS, RULE_INTERCEPT,
-	RULE_RATE, RULE_INJECT, RULE_PLAIN_HTTP, RULE_GIT, RULE__COUNT
+	RULE_RATE, RULE_INJECT, RULE_PLAIN_HTTP, RULE_GIT, RULE_STRICT_METHODS,
+	RULE__COUNT
 };
 
 static void
@@ -1596,6 +1600,7 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 		[RULE_INJECT] = { "inject", NULL, 0 },
 		[RULE_PLAIN_HTTP] = { "plain_http", NULL, 0 },
 		[RULE_GIT] = { "git", NULL, 0 },
+		[RULE_STRICT_METHODS] = { "strict_methods", NULL, 0 },
 	};
 	struct policy_rule	 r;
 	const char		*s;
@@ -1666,6 +1671,12 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 	}
 	if (r.nmethods > 0 || r.npaths > 0)
 		r.flags |= POLICY_F_INSPECT;
+	if (f[RULE_STRICT_METHODS].v != NULL) {
+		old = config_push_key(x, "strict_methods");
+		ok &= config_strict_methods(x, &f[RULE_STRICT_METHODS],
+		    f[RULE_METHODS].v != NULL, &r);
+		config_pop(x, old);
+	}
 	if (f[RULE_INTERCEPT].v != NULL) {
 		old = config_push_key(x, "intercept");
 		if (!json_is_boolean(f[RULE_INTERCEPT].v)) {
@@ -1924,6 +1935,56 @@ config_methods(struct config_ctx *x, json_t *v, size_t pos,
 	return ok;
 }
 
+/*
+ * "strict_methods": a boolean, and true only on a rule with "methods"
+ * (what it guards).
+ */
+static bool
+config_strict_methods(struct config_ctx *x, const struct config_field *f,
+    bool methods, struct policy_rule *r)
+{
+	if (!json_is_boolean(f->v)) {
+		config_err(x, f->pos, "expected a boolean, got %s",
+		    config_typename(f->v));
+		return false;
+	}
+	if (!json_is_true(f->v))
+		return true;
+	if (!methods) {
+		config_err(x, f->pos, "\"strict_methods\" guards a rule's "
+		    "\"methods\", and rule %s has none", r->name);
+		return false;
+	}
+	r->strict_methods = 1;
+	return true;
+}
+
+/*
+ * A deny rule also keeps the wide form of each pattern (path_wide()), in
+ * r->wpaths beside r->paths.  Returns 0, or -1 with *err set.
+ */
+static int
+config_wide_path(struct policy_rule *r, const char *out, size_t olen,
+    const char **err)
+{
+	char	*wide;
+	size_t	 wlen;
+	bool	 hidden;
+
+	if (r->action != POLICY_DENY)
+		return 0;
+	if ((wide = malloc(olen + 1)) == NULL) {
+		*err = "out of memory";
+		return -1;
+	}
+	if (path_wide(out, olen, wide, &wlen, &hidden, err) == -1) {
+		free(wide);
+		return -1;
+	}
+	r->wpaths[r->npaths] = wide;
+	return 0;
+}
+
 static bool
 config_paths(struct config_ctx *x, json_t *v, size_t pos,
     struct policy_rule *r)
@@ -1937,7 +1998,9 @@ config_paths(struct config_ctx *x, json_t *v, size_t pos,
 	if (!config_array(x, v, pos, "path"))
 		return false;
 	n = json_array_size(v);
-	if ((r->paths = calloc(n, sizeof(*r->paths))) == NULL) {
+	if ((r->paths = calloc(n, sizeof(*r->paths))) == NULL ||
+	    (r->action == POLICY_DENY &&
+	    (r->wpaths = calloc(n, sizeof(*r->wpaths))) == NULL)) {
 		config_oom(x);
 		return false;
 	}
@@ -1959,6 +2022,10 @@ config_paths(struct config_ctx *x, json_t *v, size_t pos,
 			config_err(x, ci, "%s: %s", config_q(x, s, len),
 			    memchr(s, '\0', len) != NULL ? "NUL in path" :
 			    err);
+			free(out);
+			ok = false;
+		} else if (config_wide_path(r, out, olen, &err) == -1) {
+			config_err(x, ci, "%s: %s", config_q(x, s, len), err);
 			free(out);
 			ok = false;
 		} else

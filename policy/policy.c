@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "policy/policy_int.h"
 
@@ -30,7 +31,10 @@ enum policy_check {
 	POLICY_CHK_PORT,	/* host matched, port did not */
 	POLICY_CHK_METHOD,	/* ... method did not */
 	POLICY_CHK_PATH,	/* ... path did not */
-	POLICY_CHK_LATER	/* deny rule that needs the request to tell */
+	POLICY_CHK_LATER,	/* deny rule that needs the request to tell */
+	POLICY_CHK_OVERRIDE,	/* strict_methods: the request names another
+				   method (deny rules: applies) */
+	POLICY_CHK_BODY		/* strict_methods: GET or HEAD with a body */
 };
 
 /*
@@ -38,7 +42,9 @@ enum policy_check {
  * rules, the first allow rule that matched the host but failed (with its
  * reason), whether a deny rule needs the request to tell (later), and the
  * target's path, normalised on first use (path_state 0 not yet, 1 done,
- * -1 unsafe), on the heap only if longer than the stack buffer.
+ * -1 unsafe), on the heap only if longer than the stack buffer, and its
+ * wide form (wide_state likewise; -1 also when it hides a dot segment),
+ * which deny rules match and allow rules check for hidden dot segments.
  */
 struct policy_eval {
 	const struct policy_target	*t;
@@ -46,6 +52,7 @@ struct policy_eval {
 	uint32_t			 allow;
 	uint32_t			 partial;
 	enum policy_reason		 partial_reason;
+	enum policy_reason		 deny_reason;
 	bool				 later;
 	bool				 deny_only;	/* name target, address candidates */
 	bool				 via_exact;	/* the list being read is the
@@ -58,6 +65,13 @@ struct policy_eval {
 	size_t				 pathlen;
 	char				*heap;
 	char				 stack[PATH_STACK_BYTES];
+	int				 wide_state;
+	char				*wide;
+	size_t				 widelen;
+	char				*wide_heap;
+	char				 wide_stack[PATH_STACK_BYTES];
+	int				 strict_state;	/* 0 not yet, else
+							   POLICY_CHK_* + 1 */
 };
 
 static const char *const	policy_reasons[POLICY_R__COUNT] = {
@@ -84,6 +98,8 @@ static const char *const	policy_reasons[POLICY_R__COUNT] = {
 	[POLICY_R_INTERNAL] = "internal",
 	[POLICY_R_NEEDS_TLS] = "needs-tls",
 	[POLICY_R_DNS_BUDGET] = "dns-budget",
+	[POLICY_R_METHOD_OVERRIDE] = "method-override",
+	[POLICY_R_BODY_ON_GET] = "body-on-get",
 };
 
 static void	policy_rule_clear(struct policy_rule *r);
@@ -92,6 +108,10 @@ static int	policy_ref_push(struct policy *p, uint32_t *head,
 static bool	policy_port_ok(const struct policy_rule *r, uint16_t port);
 static bool	policy_method_ok(const struct policy_rule *r, const char *m);
 static const char	*policy_eval_path(struct policy_eval *ev);
+static const char	*policy_eval_wide(struct policy_eval *ev);
+static enum policy_check	policy_eval_strict(struct policy_eval *ev);
+static enum policy_check	policy_check_paths(const struct policy_rule *r,
+				    struct policy_eval *ev);
 static enum policy_check	policy_check(const struct policy_rule *r,
 				    struct policy_eval *ev);
 static void	policy_eval_rule(struct policy_eval *ev,
@@ -143,9 +163,13 @@ policy_rule_clear(struct policy_rule *r)
 	for (i = 0; i < r->nmethods; i++)
 		free(r->methods[i]);
 	free(r->methods);
-	for (i = 0; i < r->npaths; i++)
+	for (i = 0; i < r->npaths; i++) {
 		free(r->paths[i]);
+		if (r->wpaths != NULL)
+			free(r->wpaths[i]);
+	}
 	free(r->paths);
+	free(r->wpaths);
 	if (r->own_ports)
 		free((void *)r->ports);
 	for (i = 0; i < r->ninjects; i++)
@@ -353,13 +377,19 @@ policy_port_ok(const struct policy_rule *r, uint16_t port)
 	return false;
 }
 
+/*
+ * Methods are case-sensitive (RFC 9110), so an allow rule's are compared
+ * exactly; a deny rule's ignore case, since some backends route "delete"
+ * as DELETE.  The rule's methods are upper case.
+ */
 static bool
 policy_method_ok(const struct policy_rule *r, const char *m)
 {
 	size_t	i;
 
 	for (i = 0; i < r->nmethods; i++)
-		if (strcmp(r->methods[i], m) == 0)
+		if ((r->action == POLICY_DENY ? strcasecmp(r->methods[i], m) :
+		    strcmp(r->methods[i], m)) == 0)
 			return true;
 	return false;
 }
@@ -387,12 +417,93 @@ policy_eval_path(struct policy_eval *ev)
 	return ev->path;
 }
 
+/* The wide form of the target's path (see path_wide()), or NULL if it
+ * has none or is unsafe. */
+static const char *
+policy_eval_wide(struct policy_eval *ev)
+{
+	const char	*err, *in;
+	bool		 hidden;
+
+	if (ev->wide_state != 0)
+		return ev->wide_state == 1 ? ev->wide : NULL;
+	ev->wide_state = -1;
+	if ((in = policy_eval_path(ev)) == NULL)
+		return NULL;
+	if (ev->pathlen + 1 <= sizeof(ev->wide_stack))
+		ev->wide = ev->wide_stack;
+	else if ((ev->wide = ev->wide_heap = malloc(ev->pathlen + 1)) ==
+	    NULL)
+		return NULL;
+	if (path_wide(in, ev->pathlen, ev->wide, &ev->widelen, &hidden,
+	    &err) == -1 || hidden)
+		return NULL;
+	ev->wide_state = 1;
+	return ev->wide;
+}
+
+/*
+ * What "strict_methods" sees in the request: POLICY_CHK_OVERRIDE (a
+ * method-override field, or a "_method" query parameter), POLICY_CHK_BODY
+ * (GET or HEAD with a body) or POLICY_CHK_APPLIES (neither).
+ */
+static enum policy_check
+policy_eval_strict(struct policy_eval *ev)
+{
+	const struct policy_target	*t = ev->t;
+	const char			*q;
+	enum policy_check		 c = POLICY_CHK_APPLIES;
+
+	if (ev->strict_state != 0)
+		return (enum policy_check)(ev->strict_state - 1);
+	if ((t->req & POLICY_REQ_OVERRIDE) != 0 || (t->path != NULL &&
+	    (q = strchr(t->path, '?')) != NULL &&
+	    path_query_has(q + 1, strlen(q + 1), "_method")))
+		c = POLICY_CHK_OVERRIDE;
+	else if ((t->req & POLICY_REQ_BODY) != 0 &&
+	    (strcasecmp(t->method, "GET") == 0 ||
+	    strcasecmp(t->method, "HEAD") == 0))
+		c = POLICY_CHK_BODY;
+	ev->strict_state = (int)c + 1;
+	return c;
+}
+
+/*
+ * The rule's paths against the target's: an allow rule's against the
+ * strict form; a deny rule's against the strict form and, in their wide
+ * form, against the wide one (either is enough: the wide form only ever
+ * adds to what a deny rule catches).  A path that cannot be normalised
+ * safely matches no allow rule and every deny rule that has paths: fail
+ * closed both ways.
+ */
+static enum policy_check
+policy_check_paths(const struct policy_rule *r, struct policy_eval *ev)
+{
+	const char	*path, *wide;
+	size_t		 i;
+
+	if (r->npaths == 0)
+		return POLICY_CHK_APPLIES;
+	path = policy_eval_path(ev);
+	wide = policy_eval_wide(ev);
+	if (path == NULL || wide == NULL)
+		return r->action == POLICY_DENY ? POLICY_CHK_APPLIES :
+		    POLICY_CHK_PATH;
+	for (i = 0; i < r->npaths; i++) {
+		if (path_match(r->paths[i], path, ev->pathlen))
+			return POLICY_CHK_APPLIES;
+		if (r->action == POLICY_DENY &&
+		    path_match(r->wpaths[i], wide, ev->widelen))
+			return POLICY_CHK_APPLIES;
+	}
+	return POLICY_CHK_PATH;
+}
+
 static enum policy_check
 policy_check(const struct policy_rule *r, struct policy_eval *ev)
 {
 	const struct policy_target	*t = ev->t;
-	const char			*path;
-	size_t				 i;
+	enum policy_check		 c, strict;
 
 	if (!policy_port_ok(r, t->port))
 		return POLICY_CHK_PORT;
@@ -407,21 +518,19 @@ policy_check(const struct policy_rule *r, struct policy_eval *ev)
 	if (t->method == NULL)
 		return r->action == POLICY_DENY ? POLICY_CHK_LATER :
 		    POLICY_CHK_APPLIES;
+	strict = r->strict_methods ? policy_eval_strict(ev) :
+	    POLICY_CHK_APPLIES;
+	/* A deny rule's methods cannot be trusted to tell when the request
+	 * may name another method: it applies where its paths do. */
+	if (r->action == POLICY_DENY && strict != POLICY_CHK_APPLIES) {
+		c = policy_check_paths(r, ev);
+		return c == POLICY_CHK_APPLIES ? strict : c;
+	}
 	if (r->nmethods > 0 && !policy_method_ok(r, t->method))
 		return POLICY_CHK_METHOD;
-	if (r->npaths == 0)
-		return POLICY_CHK_APPLIES;
-	/*
-	 * A path that cannot be normalised safely matches no allow rule,
-	 * and every deny rule that has paths: fail closed both ways.
-	 */
-	if ((path = policy_eval_path(ev)) == NULL)
-		return r->action == POLICY_DENY ? POLICY_CHK_APPLIES :
-		    POLICY_CHK_PATH;
-	for (i = 0; i < r->npaths; i++)
-		if (path_match(r->paths[i], path, ev->pathlen))
-			return POLICY_CHK_APPLIES;
-	return POLICY_CHK_PATH;
+	if ((c = policy_check_paths(r, ev)) != POLICY_CHK_APPLIES)
+		return c;
+	return strict;
 }
 
 static void
@@ -436,9 +545,13 @@ policy_eval_rule(struct policy_eval *ev, const struct policy_rule *r)
 	c = policy_check(r, ev);
 
 	if (r->action == POLICY_DENY) {
-		if (c == POLICY_CHK_APPLIES && r->index < ev->deny)
+		if ((c == POLICY_CHK_APPLIES || c == POLICY_CHK_OVERRIDE ||
+		    c == POLICY_CHK_BODY) && r->index < ev->deny) {
 			ev->deny = r->index;
-		else if (c == POLICY_CHK_LATER)
+			ev->deny_reason = c == POLICY_CHK_OVERRIDE ?
+			    POLICY_R_METHOD_OVERRIDE : c == POLICY_CHK_BODY ?
+			    POLICY_R_BODY_ON_GET : POLICY_R_DENIED_BY_RULE;
+		} else if (c == POLICY_CHK_LATER)
 			ev->later = true;
 		return;
 	}
@@ -452,7 +565,9 @@ policy_eval_rule(struct policy_eval *ev, const struct policy_rule *r)
 	if (r->index < ev->partial) {
 		ev->partial = r->index;
 		ev->partial_reason = c == POLICY_CHK_PORT ? POLICY_R_PORT :
-		    c == POLICY_CHK_METHOD ? POLICY_R_METHOD : POLICY_R_PATH;
+		    c == POLICY_CHK_METHOD ? POLICY_R_METHOD :
+		    c == POLICY_CHK_OVERRIDE ? POLICY_R_METHOD_OVERRIDE :
+		    c == POLICY_CHK_BODY ? POLICY_R_BODY_ON_GET : POLICY_R_PATH;
 	}
 }
 
@@ -509,6 +624,11 @@ policy_decide(const struct policy *p, const struct policy_target *t,
 	ev.path_state = 0;
 	ev.path = ev.heap = NULL;
 	ev.pathlen = 0;
+	ev.wide_state = 0;
+	ev.wide = ev.wide_heap = NULL;
+	ev.widelen = 0;
+	ev.strict_state = 0;
+	ev.deny_reason = POLICY_R_DENIED_BY_RULE;
 	if (name != NULL) {
 		len = strlen(name);
 		ev.via_exact = true;
@@ -546,11 +666,12 @@ policy_decide(const struct policy *p, const struct policy_target *t,
 		}
 	}
 	free(ev.heap);
+	free(ev.wide_heap);
 
 	/* 3. The verdict. */
 	if (ev.deny != POLICY_NONE) {
 		r = &p->rules[ev.deny];
-		out->reason = POLICY_R_DENIED_BY_RULE;
+		out->reason = ev.deny_reason;
 	} else if (ev.allow != POLICY_NONE) {
 		r = &p->rules[ev.allow];
 		out->verdict = POLICY_ALLOW;

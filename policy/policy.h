@@ -179,6 +179,13 @@ enum policy_reason {
 	POLICY_R_DNS_BUDGET,		/* "dns-budget": the sandbox resolved
 					   too many new names under a
 					   wildcard rule this minute */
+	POLICY_R_METHOD_OVERRIDE,	/* "method-override": a rule with
+					   "strict_methods" and a request that
+					   names another method (header or
+					   "_method" parameter) */
+	POLICY_R_BODY_ON_GET,		/* "body-on-get": a rule with
+					   "strict_methods" and a GET or HEAD
+					   request with a body */
 	POLICY_R__COUNT
 };
 
@@ -223,7 +230,15 @@ struct policy_target {
 						   policy_decide() */
 	const char			*method; /* HTTP method, NULL for a tunnel */
 	const char			*path;	/* HTTP path+query, NULL for a tunnel */
+	unsigned			 req;	/* POLICY_REQ_*: what the proxy
+						   saw in the request's head */
 };
+
+/* policy_target.req, for rules with "strict_methods". */
+#define POLICY_REQ_BODY		0x01	/* Content-Length > 0, or
+					   Transfer-Encoding */
+#define POLICY_REQ_OVERRIDE	0x02	/* X-HTTP-Method-Override,
+					   X-HTTP-Method or X-Method-Override */
 
 struct policy;	/* compiled, immutable policy; part of struct moat_config */
 
@@ -255,6 +270,24 @@ struct policy;	/* compiled, immutable policy; part of struct moat_config */
  * A pattern without "*" is a prefix ending at a segment boundary ("/v1"
  * matches "/v1" and "/v1/x", not "/v1beta"); with "*" it is a glob over
  * the whole path, "*" matching any run of bytes including "/".
+ *
+ * Deny rules match wide, so that a spelling some backend reads as a
+ * denied method or path is denied too: the method case-insensitively,
+ * the path as above and also in its wide form (path_wide() in
+ * policy_int.h: decoded until stable, look-alikes of ASCII folded,
+ * ";params" and trailing dots of segments dropped, lower case) against
+ * the wide form of the rule's patterns.  Allow rules
+ * match the strict form exactly; a path whose wide form hides a dot
+ * segment ("/v1/..;/admin", "%252e%252e") or cannot be formed is unsafe:
+ * it matches no allow rule and every deny rule that has paths.
+ *
+ * "strict_methods" (rules with methods): if t->req has POLICY_REQ_OVERRIDE
+ * or the query has a "_method" parameter (name decoded, any case), or the
+ * method is GET or HEAD and t->req has POLICY_REQ_BODY, such an allow rule
+ * does not apply (reason method-override or body-on-get) and such a deny
+ * rule applies whatever the method, if its ports and paths match (the
+ * verdict then has that reason, not denied-by-rule).
+ *
  * With method NULL (a tunnel), a deny rule with methods or paths can
  * neither apply nor be ruled out: an allow verdict then carries
  * POLICY_F_INSPECT so the proxy decides again per request.

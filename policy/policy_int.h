@@ -119,6 +119,39 @@ int	path_normalise(const char *in, size_t len, bool pattern, char *out,
  */
 bool	path_match(const char *pattern, const char *path, size_t pathlen);
 
+#define PATH_WIDE_ROUNDS	4	/* decodings that may change a path */
+
+/*
+ * The wide form of a path, which deny rules match: in (len bytes, a path
+ * or pattern path_normalise() returned) is percent-decoded and its UTF-8
+ * look-alikes of ASCII folded (path_fold_cp() in path.c lists them:
+ * overlong forms, full-width forms, ...), again and again until nothing
+ * changes (a path that still changes after PATH_WIDE_ROUNDS rounds is
+ * refused); it is cut at a decoded
+ * "?" or "#"; "\" and a decoded "%2F" separate segments; each segment
+ * loses its ";parameters", then its trailing dots and spaces (unless it
+ * is all dots), and is lower-cased; "." and ".." segments are removed and
+ * "//" collapsed as path_normalise() does, and *hidden is set if there
+ * was one (in a normalised path, a dot segment there is one the strict
+ * form did not see: "..;", "%252e%252e", "%C0%AE.").  out has room for
+ * len + 1 bytes; it is NUL-terminated and *outlen set.
+ *
+ * Returns 0, or -1 with *err set for a decoded NUL, a path still encoded
+ * after the last round, or one that no longer starts with "/".
+ */
+int	path_wide(const char *in, size_t len, char *out, size_t *outlen,
+	    bool *hidden, const char **err);
+
+#define PATH_QUERY_NAME_MAX	256	/* longer parameter names are not read */
+
+/*
+ * True if the query q (n bytes, after the "?") has a parameter called
+ * name (lower case): names are split at "&" and ";", end at "=", are
+ * percent-decoded until stable (PATH_WIDE_ROUNDS at most; "+" is a space)
+ * and compared in any case.
+ */
+bool	path_query_has(const char *q, size_t n, const char *name);
+
 /* ------------------------------------------------------------------ */
 /* inject.c: the parts of injections that need no config context       */
 /* ------------------------------------------------------------------ */
@@ -307,6 +340,8 @@ struct policy_rule {
 	const struct policy_port_range	*ports;	/* sorted, merged */
 	char				**methods;
 	char				**paths;	/* normalised patterns */
+	char				**wpaths;	/* deny rules: their wide
+							   forms, same order */
 	struct policy_inject		*injects;	/* see inject_clear() */
 	size_t				*secrets;	/* each injected one */
 	size_t				 ninjects, nsecrets;
@@ -322,6 +357,7 @@ struct policy_rule {
 	uint8_t				 given;		/* POLICY_GIVEN_* */
 	uint8_t				 plain_http;	/* "plain_http": true */
 	uint8_t				 git;		/* POLICY_GIT_* */
+	uint8_t				 strict_methods; /* "strict_methods": true */
 };
 
 /* policy_rule.given: keys that make a rule look inside (for messages). */

@@ -302,6 +302,21 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 	audit_emit(&r);
 }
 
+void
+conn_http_target(const struct conn *c, struct policy_target *t)
+{
+	const struct http_request_head	*req = &c->req;
+
+	t->method = req->method;
+	t->path = req->path;
+	t->req = 0;
+	if (req->body == HTTP_BODY_CHUNKED || (req->body == HTTP_BODY_LENGTH &&
+	    req->content_length > 0))
+		t->req |= POLICY_REQ_BODY;
+	if (http_request_has_override(req))
+		t->req |= POLICY_REQ_OVERRIDE;
+}
+
 /*
  * Routing, in the order DESIGN.md invariants 2 and 3 demand: judge the
  * name (a denied name is never resolved), resolve it ourselves, judge
@@ -321,10 +336,8 @@ conn_route(struct conn *c)
 	else
 		t.addr = &c->target.addr;
 	t.port = c->port;
-	if (c->kind == CONN_KIND_HTTP) {
-		t.method = c->req.method;
-		t.path = c->req.path;
-	}
+	if (c->kind == CONN_KIND_HTTP)
+		conn_http_target(c, &t);
 	c->ip[0] = '\0';
 	c->naddrs = 0;
 	if (c->target.kind == POLICY_HOST_ADDR)
@@ -405,10 +418,8 @@ conn_resolved(struct conn *c, const struct resolver_result *res)
 	memset(&t, 0, sizeof(t));
 	t.name = c->target.name;
 	t.port = c->port;
-	if (c->kind == CONN_KIND_HTTP) {
-		t.method = c->req.method;
-		t.path = c->req.path;
-	}
+	if (c->kind == CONN_KIND_HTTP)
+		conn_http_target(c, &t);
 	c->naddrs = 0;
 	for (i = 0; i < res->naddrs; i++) {
 		t.addr = &res->addrs[i];

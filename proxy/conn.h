@@ -184,6 +184,8 @@ void	conn_set_deadline(struct conn *c, unsigned ms);
  * failure path (http_deny / socks5_deny).
  */
 void	conn_route(struct conn *c);
+/* Sets t's method, path and req (POLICY_REQ_*) from c's HTTP request. */
+void	conn_http_target(const struct conn *c, struct policy_target *t);
 /* Client bytes that arrive while a route is worked out wait in the
  * buffer; past this many, reading stops until they are wanted. */
 #define CONN_HOLD_MAX_BYTES	(256u << 10)

@@ -298,8 +298,7 @@ http_handle_request(struct conn *c)
 		    c->target.name : NULL;
 		t.addr = &c->up_addr;
 		t.port = c->port;
-		t.method = req->method;
-		t.path = req->path;
+		conn_http_target(c, &t);
 		if (!io_eof(c->uio) && c->port == c->up_port &&
 		    util_now_ms() - c->up_idle_since <
 		    c->cfg->timeouts.idle_upstream_ms &&
@@ -600,6 +599,13 @@ http_reason_text(enum policy_reason r)
 		return "the rule for this host must see inside the tunnel";
 	case POLICY_R_AUTH:
 		return "this proxy needs authentication";
+	case POLICY_R_METHOD_OVERRIDE:
+		return "the rule for this host checks methods, and the "
+		    "request asks for another one (X-HTTP-Method-Override "
+		    "or a similar field, or a _method parameter)";
+	case POLICY_R_BODY_ON_GET:
+		return "the rule for this host checks methods, and a GET or "
+		    "HEAD request may not carry a body";
 	case POLICY_R_NEEDS_TLS:
 		return "the rule for this host injects a secret, which moat "
 		    "only sends over TLS: use https://";

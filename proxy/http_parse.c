@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 
 #include "proxy/http_parse.h"
@@ -1194,6 +1195,42 @@ http_header_find(const struct http_header *hv, size_t n, size_t from,
 		if (hv[i].name_len == len && ieq(hv[i].name, name, len))
 			return (int)i;
 	return -1;
+}
+
+/* Field names that ask a backend to take another method than the
+ * request line's. */
+static const char *const	http_override_fields[] = {
+	"x-http-method-override", "x-http-method", "x-method-override",
+};
+
+bool
+http_request_has_override(const struct http_request_head *req)
+{
+	const struct http_header	*h;
+	const char			*want;
+	size_t				 i, j, k;
+	char				 a, b;
+
+	for (i = 0; i < req->nheaders; i++) {
+		h = &req->headers[i];
+		for (j = 0; j < sizeof(http_override_fields) /
+		    sizeof(http_override_fields[0]); j++) {
+			want = http_override_fields[j];
+			if (h->name_len != strlen(want))
+				continue;
+			/* "_" for "-" too: CGI-style servers read both as
+			 * the same variable. */
+			for (k = 0; k < h->name_len; k++) {
+				a = (char)tolower((unsigned char)h->name[k]);
+				b = want[k];
+				if (a != b && !(a == '_' && b == '-'))
+					break;
+			}
+			if (k == h->name_len)
+				return true;
+		}
+	}
+	return false;
 }
 
 bool

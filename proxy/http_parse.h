@@ -216,6 +216,13 @@ int	http_header_find(const struct http_header *hv, size_t n, size_t from,
 	    const char *name);
 
 /*
+ * True if the request has a field asking for another method:
+ * X-HTTP-Method-Override, X-HTTP-Method or X-Method-Override, in any case,
+ * "_" standing for "-" as well.
+ */
+bool	http_request_has_override(const struct http_request_head *req);
+
+/*
  * True if the comma-separated list in value (e.g. a Connection field)
  * contains token, case-insensitively, ignoring OWS.
  */

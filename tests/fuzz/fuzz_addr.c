@@ -9,6 +9,9 @@
  *  - normalising a canonical form gives the same form (idempotence);
  *  - a normalised path starts with "/", is no longer than its input, has
  *    no "//", "." or ".." segment, and is its own normal form;
+ *  - the wide form of a normalised path (deny rules) starts with "/", is
+ *    no longer, has no upper-case letter, "\\", ";", "//" or dot
+ *    segment, and is its own wide form;
  *  - a parsed CIDR has no host bits and reparses to itself;
  *  - a decision on a denied name or address is a deny.
  */
@@ -17,6 +20,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +33,7 @@ int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void	fuzz_check_host(const struct policy_host *h);
 static void	fuzz_host(const char *s, size_t n);
 static void	fuzz_path(const char *s, size_t n);
+static void	fuzz_wide(const char *s, size_t n);
 static void	fuzz_cidr(const char *s, size_t n);
 static void	fuzz_decide(const char *s, size_t n, const char *z);
 static const struct moat_config	*fuzz_config(void);
@@ -155,9 +160,41 @@ fuzz_path(const char *s, size_t n)
 			abort();
 		if (!path_match("/*", out, olen))
 			abort();
+		fuzz_wide(out, olen);
 	}
  out:
 	free(out);
+	free(again);
+}
+
+static void
+fuzz_wide(const char *s, size_t n)
+{
+	char		*w, *again;
+	const char	*err;
+	size_t		 wlen, alen, i;
+	bool		 hidden;
+
+	w = malloc(n + 1);
+	again = malloc(n + 1);
+	if (w == NULL || again == NULL)
+		goto out;
+	if (path_wide(s, n, w, &wlen, &hidden, &err) == -1)
+		goto out;
+	if (wlen == 0 || wlen > n || w[0] != '/' || strlen(w) != wlen ||
+	    strstr(w, "//") != NULL || strchr(w, '\\') != NULL ||
+	    strchr(w, ';') != NULL)
+		abort();
+	for (i = 0; i < wlen; i++)
+		if ((w[i] >= 'A' && w[i] <= 'Z') || (w[i] == '/' &&
+		    w[i + 1] == '.' && (w[i + 2] == '/' || w[i + 2] == '\0' ||
+		    (w[i + 2] == '.' && (w[i + 3] == '/' || w[i + 3] == '\0')))))
+			abort();
+	if (path_wide(w, wlen, again, &alen, &hidden, &err) == -1 ||
+	    hidden || alen != wlen || memcmp(w, again, wlen) != 0)
+		abort();
+ out:
+	free(w);
 	free(again);
 }
 

@@ -94,6 +94,7 @@ static void	check_request_ok(size_t, const struct req_vec *,
 		    const struct http_request_head *);
 static void	test_request_limits(void);
 static void	test_request_trailing_bytes(void);
+static void	test_request_override(void);
 static void	test_response(void);
 static void	test_header_find(void);
 static void	test_list_has_token(void);
@@ -1275,6 +1276,39 @@ test_chunked_api(void)
 	CU_ASSERT_EQUAL(http_chunked_data_left(&c), 0);
 }
 
+/* Fields that ask for another method (strict_methods). */
+static void
+test_request_override(void)
+{
+	static const struct {
+		const char	*field;
+		bool		 want;
+	} v[] = {
+		{ "X-HTTP-Method-Override: DELETE", true },
+		{ "x-http-method-override: delete", true },
+		{ "X-HTTP-Method: PUT", true },
+		{ "X-Method-Override: PATCH", true },
+		{ "X_HTTP_Method_Override: DELETE", true },
+		{ "X-HTTP-Method-Overrides: DELETE", false },
+		{ "X-Method: DELETE", false },
+		{ "Accept: */*", false },
+	};
+	struct http_request_head	h;
+	const char			*err;
+	char				 head[256];
+	size_t				 i;
+	int				 n;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		n = snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: a\r\n"
+		    "%s\r\n\r\n", v[i].field);
+		CU_ASSERT_EQUAL_FATAL(http_request_head_parse(head, (size_t)n,
+		    NULL, &h, &err), HTTP_OK);
+		CU_ASSERT_EQUAL(http_request_has_override(&h), v[i].want);
+		http_request_head_free(&h);
+	}
+}
+
 void
 test_http_parse_register(void)
 {
@@ -1287,6 +1321,7 @@ test_http_parse_register(void)
 	CU_add_test(s, "request vectors", test_request);
 	CU_add_test(s, "request limits", test_request_limits);
 	CU_add_test(s, "request trailing bytes", test_request_trailing_bytes);
+	CU_add_test(s, "method-override fields", test_request_override);
 	CU_add_test(s, "response vectors", test_response);
 	CU_add_test(s, "header find", test_header_find);
 	CU_add_test(s, "list has token", test_list_has_token);

@@ -49,6 +49,12 @@ static void	test_policy_precedence(void);
 static void	test_policy_reasons(void);
 static void	test_policy_paths(void);
 static void	test_policy_pending(void);
+static void	test_policy_wide(void);
+static void	test_policy_deny_dodges(void);
+static void	test_policy_strict_methods(void);
+static void	pol_expect_req(const struct moat_config *c, const char *method,
+		    const char *path, unsigned req, enum policy_verdict v,
+		    enum policy_reason r, const char *rule);
 static void	test_policy_reason_strings(void);
 static void	test_policy_explain(void);
 static void	test_policy_bound(void);
@@ -693,6 +699,318 @@ test_policy_paths(void)
 	policy_config_unref(c);
 }
 
+/* The wide form: in is a path as path_normalise() returns it. */
+static const struct path_vec	wide_vectors[] = {
+	{ "/", "/" },
+	{ "/admin", "/admin" },
+	{ "/ADMIN", "/admin" },
+	{ "/Admin/X", "/admin/x" },
+	{ "/admin;jsessionid=1", "/admin" },
+	{ "/admin;jsessionid=1/x;y", "/admin/x" },
+	{ "/;x/admin", "/admin" },
+	{ "/admin.", "/admin" },
+	{ "/admin...", "/admin" },
+	{ "/admin%20", "/admin" },		/* trailing space */
+	{ "/admin./x", "/admin/x" },
+	{ "/...", "/..." },			/* all dots: kept */
+	{ "/%2561dmin", "/admin" },		/* double encoding */
+	{ "/%252561dmin", "/admin" },		/* triple */
+	{ "/%2Fadmin", "/admin" },		/* %2F separates */
+	{ "/a%5Cadmin", "/a/admin" },		/* so does %5C */
+	{ "/%EF%BD%81dmin", "/admin" },		/* full-width a */
+	{ "/%EF%BC%A1DMIN", "/admin" },		/* full-width A */
+	{ "/%C1%A1dmin", "/admin" },		/* overlong a, 2 bytes */
+	{ "/%E0%81%A1dmin", "/admin" },		/* 3 bytes */
+	{ "/%F0%80%81%A1dmin", "/admin" },	/* 4 bytes */
+	{ "/%F8%80%80%81%A1dmin", "/admin" },	/* 5 bytes */
+	{ "/%FC%80%80%80%81%A1dmin", "/admin" },	/* 6 bytes */
+	{ "/%25C1%25A1dmin", "/admin" },	/* encoded twice */
+	{ "/%E2%93%90dmin", "/admin" },		/* circled a */
+	{ "/%F0%9D%90%9Admin", "/admin" },	/* mathematical bold a */
+	{ "/%F0%9D%90%80DMIN", "/admin" },	/* mathematical bold A */
+	{ "/v%F0%9D%9F%8F", "/v1" },		/* mathematical bold 1 */
+	{ "/adm%C4%B1n", "/admin" },		/* dotless i */
+	{ "/%C5%BFecret", "/secret" },		/* long s */
+	{ "/%E2%84%AAey", "/key" },		/* Kelvin sign */
+	{ "/%EF%AC%81le", "/file" },		/* ligature fi */
+	{ "/admin%3Fx", "/admin" },		/* decoded "?" ends it */
+	{ "/admin%23x", "/admin" },		/* and "#" */
+	{ "/%E2%82%AC", "/\xe2\x82\xac" },	/* not a look-alike: kept */
+	{ "/%C3%A9t%C3%A9", "/\xc3\xa9t\xc3\xa9" },
+	{ "/%FF%FE", "/\xff\xfe" },		/* not UTF-8: kept */
+	{ "/%C1", "/\xc1" },			/* truncated */
+	{ "/%C1%41", "/\xc1" "a" },		/* bad continuation */
+	{ "/administrator", "/administrator" },
+	{ "/a/", "/a/" },
+	{ "/a;b/", "/a/" },
+	{ "/%252500", NULL },			/* NUL once decoded */
+	{ "/%C0%80", NULL },			/* overlong NUL */
+	{ "/%2525252525252541", NULL },		/* too many rounds */
+	{ "admin", NULL },			/* no "/" */
+};
+
+/* Dot segments the strict form did not see: removed, and flagged. */
+static const struct path_vec	wide_hidden[] = {
+	{ "/v1/..;/admin", "/admin" },
+	{ "/v1/.;/admin", "/v1/admin" },
+	{ "/v1/%252e%252e/admin", "/admin" },
+	{ "/v1/%C0%AE%C0%AE/admin", "/admin" },
+	{ "/v1/%EF%BC%8E%EF%BC%8E/admin", "/admin" },
+	{ "/v1/..%255c/admin", "/admin" },
+	{ "/v1/%252e%252e%252fadmin", "/admin" },
+	{ "/v1/.. /admin", "/admin" },
+};
+
+static void
+test_policy_wide(void)
+{
+	const struct path_vec	*v;
+	const char		*err;
+	char			 in[256], out[256], exp[256], again[256];
+	size_t			 i, n, m;
+	bool			 hidden;
+	int			 rc;
+
+	for (i = 0; i < sizeof(wide_vectors) / sizeof(*v); i++) {
+		v = &wide_vectors[i];
+		if (v->out != NULL)
+			snprintf(exp, sizeof(exp), "%s", v->out);
+		snprintf(in, sizeof(in), "%s", v->in);
+		err = NULL;
+		rc = path_wide(in, strlen(in), out, &n, &hidden, &err);
+		if ((rc == 0) != (v->out != NULL) || (rc == 0 &&
+		    strcmp(out, exp) != 0) || hidden)
+			fprintf(stderr, "\n  wide %s: rc %d out %s err %s\n",
+			    v->in, rc, rc == 0 ? out : "-", err);
+		CU_ASSERT_FALSE(hidden);
+		if (v->out == NULL) {
+			CU_ASSERT_EQUAL(rc, -1);
+			CU_ASSERT_PTR_NOT_NULL(err);
+			continue;
+		}
+		CU_ASSERT_EQUAL_FATAL(rc, 0);
+		CU_ASSERT_STRING_EQUAL(out, exp);
+		CU_ASSERT_EQUAL(n, strlen(exp));
+		/* Idempotent. */
+		CU_ASSERT_EQUAL(path_wide(out, n, again, &m, &hidden, &err),
+		    0);
+		CU_ASSERT_STRING_EQUAL(again, exp);
+	}
+	for (i = 0; i < sizeof(wide_hidden) / sizeof(*v); i++) {
+		v = &wide_hidden[i];
+		rc = path_wide(v->in, strlen(v->in), out, &n, &hidden, &err);
+		if (rc != 0 || !hidden || strcmp(out, v->out) != 0)
+			fprintf(stderr, "\n  wide %s: rc %d hidden %d out %s\n",
+			    v->in, rc, hidden, rc == 0 ? out : "-");
+		CU_ASSERT_EQUAL(rc, 0);
+		CU_ASSERT_TRUE(hidden);
+		CU_ASSERT_STRING_EQUAL(out, v->out);
+	}
+	/* Query parameter names, for "_method". */
+	CU_ASSERT_TRUE(path_query_has("_method=DELETE", 14, "_method"));
+	CU_ASSERT_TRUE(path_query_has("a=1&_METHOD=x", 13, "_method"));
+	CU_ASSERT_TRUE(path_query_has("a=1;%5Fmethod=x", 15, "_method"));
+	CU_ASSERT_TRUE(path_query_has("%255Fmethod", 11, "_method"));
+	CU_ASSERT_TRUE(path_query_has("_method", 7, "_method"));
+	CU_ASSERT_FALSE(path_query_has("x=_method", 9, "_method"));
+	CU_ASSERT_FALSE(path_query_has("_methods=1", 10, "_method"));
+	CU_ASSERT_FALSE(path_query_has("", 0, "_method"));
+}
+
+/* Issue item 10: each spelling that got past a deny rule on "/admin" or
+ * "DELETE". */
+static void
+test_policy_deny_dodges(void)
+{
+	static const char *const	denied[] = {
+		"/admin", "/ADMIN", "/Admin/users", "/admin;jsessionid=1",
+		"/admin.", "/admin./", "/%2561dmin", "/%2Fadmin",
+		"/%EF%BD%81dmin", "/%EF%BC%A1DMIN", "/%C1%A1dmin",
+		"/%E0%81%A1dmin", "/x/..;/admin", "/x/%252e%252e/admin",
+		"//admin", "/admin%3Fx=1", "/adm%C4%B1n", "/%252561dmin",
+		"/admin%2F", "/;/admin", "/x/%C0%AE%C0%AE/admin",
+	};
+	static const char *const	allowed[] = {
+		"/administrator", "/admins", "/x/admin", "/adminx",
+		"/%E2%82%ACadmin", "/ad/min", "/public", "/admin-panel",
+	};
+	struct moat_config	*c;
+	size_t			 i;
+
+	c = pol_load("{" LISTEN ", \"policy\": {\"rules\": [\n"
+	    "{\"name\": \"all\", \"action\": \"allow\", \"hosts\": "
+	    "[\"api.example.com\"]},\n"
+	    "{\"name\": \"noadmin\", \"action\": \"deny\", \"hosts\": "
+	    "[\"api.example.com\"], \"paths\": [\"/admin\"]},\n"
+	    "{\"name\": \"nodelete\", \"action\": \"deny\", \"hosts\": "
+	    "[\"api.example.com\"], \"methods\": [\"DELETE\"]},\n"
+	    "{\"name\": \"nodebug\", \"action\": \"deny\", \"hosts\": "
+	    "[\"api.example.com\"], \"paths\": [\"/API/Debug\", "
+	    "\"/files/*.BAK\", \"/q*y\"]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (i = 0; i < sizeof(denied) / sizeof(*denied); i++)
+		pol_expect(c, "api.example.com", NULL, 443, "GET", denied[i],
+		    POLICY_DENY, POLICY_R_DENIED_BY_RULE, "noadmin");
+	for (i = 0; i < sizeof(allowed) / sizeof(*allowed); i++)
+		pol_expect(c, "api.example.com", NULL, 443, "GET", allowed[i],
+		    POLICY_ALLOW, OK, "all");
+	/* Methods in any case. */
+	pol_expect(c, "api.example.com", NULL, 443, "DELETE", "/x",
+	    POLICY_DENY, POLICY_R_DENIED_BY_RULE, "nodelete");
+	pol_expect(c, "api.example.com", NULL, 443, "delete", "/x",
+	    POLICY_DENY, POLICY_R_DENIED_BY_RULE, "nodelete");
+	pol_expect(c, "api.example.com", NULL, 443, "Delete", "/x",
+	    POLICY_DENY, POLICY_R_DENIED_BY_RULE, "nodelete");
+	pol_expect(c, "api.example.com", NULL, 443, "DELETES", "/x",
+	    POLICY_ALLOW, OK, "all");
+	/* The patterns are folded too. */
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/api/debug/x",
+	    POLICY_DENY, POLICY_R_DENIED_BY_RULE, "nodebug");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/files/a.bak",
+	    POLICY_DENY, POLICY_R_DENIED_BY_RULE, "nodebug");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/files/a.Bak;x",
+	    POLICY_DENY, POLICY_R_DENIED_BY_RULE, "nodebug");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/files/a.bakx",
+	    POLICY_ALLOW, OK, "all");
+	/* The strict form still counts: the wide one cuts at "%3F". */
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/q%3Fy",
+	    POLICY_DENY, POLICY_R_DENIED_BY_RULE, "nodebug");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/q%3Fz",
+	    POLICY_ALLOW, OK, "all");
+	policy_config_unref(c);
+
+	/* Allow rules stay exact; a hidden dot segment is unsafe. */
+	c = pol_load("{" LISTEN ", \"policy\": {\"rules\": [\n"
+	    "{\"name\": \"pub\", \"action\": \"allow\", \"hosts\": "
+	    "[\"api.example.com\"], \"methods\": [\"GET\"], "
+	    "\"paths\": [\"/public\"]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/public/x",
+	    POLICY_ALLOW, OK, "pub");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/PUBLIC",
+	    POLICY_DENY, POLICY_R_PATH, "pub");
+	pol_expect(c, "api.example.com", NULL, 443, "get", "/public",
+	    POLICY_DENY, POLICY_R_METHOD, "pub");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/public;x",
+	    POLICY_DENY, POLICY_R_PATH, "pub");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/public/..;/admin",
+	    POLICY_DENY, POLICY_R_PATH, "pub");
+	pol_expect(c, "api.example.com", NULL, 443, "GET",
+	    "/public/%252e%252e/admin", POLICY_DENY, POLICY_R_PATH, "pub");
+	pol_expect(c, "api.example.com", NULL, 443, "GET",
+	    "/public/%C0%AE%C0%AE/admin", POLICY_DENY, POLICY_R_PATH, "pub");
+	pol_expect(c, "api.example.com", NULL, 443, "GET", "/public/a%252Fb",
+	    POLICY_ALLOW, OK, "pub");
+	policy_config_unref(c);
+}
+
+static void
+pol_expect_req(const struct moat_config *c, const char *method,
+    const char *path, unsigned req, enum policy_verdict v,
+    enum policy_reason r, const char *rule)
+{
+	struct policy_target	t;
+	struct policy_decision	d;
+
+	memset(&t, 0, sizeof(t));
+	t.name = "api.example.com";
+	t.port = 443;
+	t.method = method;
+	t.path = path;
+	t.req = req;
+	policy_decide(c->policy, &t, &d);
+	if (d.verdict != v || d.reason != r || (d.rule_name == NULL) !=
+	    (rule == NULL) || (rule != NULL && strcmp(d.rule_name, rule)))
+		fprintf(stderr, "\n  %s %s req %u: got %s %s, want %s\n",
+		    method, path, req, policy_reason_str(d.reason),
+		    d.rule_name ? d.rule_name : "-", policy_reason_str(r));
+	CU_ASSERT_EQUAL(d.verdict, v);
+	CU_ASSERT_EQUAL(d.reason, r);
+	if (rule != NULL && d.rule_name != NULL) {
+		CU_ASSERT_STRING_EQUAL(d.rule_name, rule);
+	} else {
+		CU_ASSERT_PTR_EQUAL(d.rule_name, rule);
+	}
+}
+
+static void
+test_policy_strict_methods(void)
+{
+	struct moat_config	*c;
+	struct policy_diags	 d;
+	static const char *const	bad[] = {
+		"{\"name\": \"x\", \"action\": \"allow\", \"hosts\": "
+		"[\"a.example\"], \"strict_methods\": true}",
+		"{\"name\": \"x\", \"action\": \"allow\", \"hosts\": "
+		"[\"a.example\"], \"methods\": [\"GET\"], "
+		"\"strict_methods\": 1}",
+	};
+	char			 buf[1024], line[POL_LINE_MAX];
+	size_t			 i;
+
+	c = pol_load("{" LISTEN ", \"policy\": {\"rules\": [\n"
+	    "{\"name\": \"ro\", \"action\": \"allow\", \"hosts\": "
+	    "[\"api.example.com\"], \"methods\": [\"GET\", \"HEAD\"], "
+	    "\"paths\": [\"/v1\"], \"strict_methods\": true},\n"
+	    "{\"name\": \"nodel\", \"action\": \"deny\", \"hosts\": "
+	    "[\"api.example.com\"], \"methods\": [\"DELETE\"], "
+	    "\"paths\": [\"/v2\"], \"strict_methods\": true},\n"
+	    "{\"name\": \"v2\", \"action\": \"allow\", \"hosts\": "
+	    "[\"api.example.com\"], \"paths\": [\"/v2\", \"/v3\"]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	/* The allow rule. */
+	pol_expect_req(c, "GET", "/v1/x", 0, POLICY_ALLOW, OK, "ro");
+	pol_expect_req(c, "POST", "/v1/x", POLICY_REQ_BODY, POLICY_DENY,
+	    POLICY_R_METHOD, "ro");
+	pol_expect_req(c, "GET", "/v1/x", POLICY_REQ_BODY, POLICY_DENY,
+	    POLICY_R_BODY_ON_GET, "ro");
+	pol_expect_req(c, "HEAD", "/v1/x", POLICY_REQ_BODY, POLICY_DENY,
+	    POLICY_R_BODY_ON_GET, "ro");
+	pol_expect_req(c, "GET", "/v1/x", POLICY_REQ_OVERRIDE, POLICY_DENY,
+	    POLICY_R_METHOD_OVERRIDE, "ro");
+	pol_expect_req(c, "GET", "/v1/x?_method=DELETE", 0, POLICY_DENY,
+	    POLICY_R_METHOD_OVERRIDE, "ro");
+	pol_expect_req(c, "GET", "/v1/x?a=1&%5FMethod=PUT", 0, POLICY_DENY,
+	    POLICY_R_METHOD_OVERRIDE, "ro");
+	pol_expect_req(c, "GET", "/v1/x?method=1&x=_method", 0, POLICY_ALLOW,
+	    OK, "ro");
+	/* The deny rule: whatever the method, where its paths match. */
+	pol_expect_req(c, "POST", "/v2/x", 0, POLICY_ALLOW, OK, "v2");
+	pol_expect_req(c, "delete", "/v2/x", 0, POLICY_DENY,
+	    POLICY_R_DENIED_BY_RULE, "nodel");
+	pol_expect_req(c, "POST", "/v2/x", POLICY_REQ_OVERRIDE, POLICY_DENY,
+	    POLICY_R_METHOD_OVERRIDE, "nodel");
+	pol_expect_req(c, "POST", "/V2/x?_method=delete", 0, POLICY_DENY,
+	    POLICY_R_METHOD_OVERRIDE, "nodel");
+	pol_expect_req(c, "GET", "/v2/x", POLICY_REQ_BODY, POLICY_DENY,
+	    POLICY_R_BODY_ON_GET, "nodel");
+	pol_expect_req(c, "POST", "/v2/x", POLICY_REQ_BODY, POLICY_ALLOW, OK,
+	    "v2");
+	pol_expect_req(c, "POST", "/v3/x", POLICY_REQ_OVERRIDE, POLICY_ALLOW,
+	    OK, "v2");
+	/* A tunnel: decided per request. */
+	pol_expect_req(c, NULL, NULL, 0, POLICY_ALLOW, OK, "ro");
+	policy_config_unref(c);
+
+	/* Misuse is an error at the key. */
+	for (i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		snprintf(buf, sizeof(buf), "{" LISTEN ", \"policy\": "
+		    "{\"rules\": [\n%s]}}", bad[i]);
+		policy_diags_init(&d);
+		c = policy_config_load("p.json", buf, strlen(buf), &d);
+		CU_ASSERT_PTR_NULL(c);
+		policy_config_unref(c);
+		CU_ASSERT_EQUAL(d.nerrors, 1);
+		if (d.n > 0) {
+			policy_diag_format(&d, 0, line, sizeof(line));
+			CU_ASSERT_PTR_NOT_NULL(strstr(line, "p.json:2:"));
+			CU_ASSERT_PTR_NOT_NULL(strstr(line,
+			    i == 0 ? "has none" : "expected a boolean"));
+		}
+		policy_diags_clear(&d);
+	}
+}
+
 /* addr == NULL: a name not yet resolved. */
 static void
 test_policy_pending(void)
@@ -765,6 +1083,7 @@ test_policy_reason_strings(void)
 		"dns-failure", "upstream-unreachable", "timeout", "limit",
 		"needs-inspection", "auth", "dns-denied", "secret-leak", "tls",
 		"rate", "shutdown", "internal", "needs-tls", "dns-budget",
+		"method-override", "body-on-get",
 	};
 	struct policy_target		t;
 	struct policy_decision		d;
@@ -1499,6 +1818,10 @@ test_policy_register(void)
 		CU_add_test(s, "port, method, path reasons",
 		    test_policy_reasons);
 		CU_add_test(s, "path normalisation", test_policy_paths);
+		CU_add_test(s, "wide form of paths", test_policy_wide);
+		CU_add_test(s, "deny rules are not dodged",
+		    test_policy_deny_dodges);
+		CU_add_test(s, "strict_methods", test_policy_strict_methods);
 		CU_add_test(s, "addr == NULL: pending", test_policy_pending);
 		CU_add_test(s, "reason strings", test_policy_reason_strings);
 		CU_add_test(s, "explain targets", test_policy_explain);
