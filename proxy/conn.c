@@ -33,6 +33,7 @@
 #include "proxy/inject.h"
 #include "proxy/resolver.h"
 #include "proxy/sandbox.h"
+#include "proxy/secrets.h"
 #include "proxy/tls.h"
 #include "proxy/tunnel.h"
 #include "proxy/upstream.h"
@@ -269,6 +270,7 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 {
 	struct audit_rec	r;
 	struct policy_geo	g;
+	struct secrets_view	sv;
 
 	audit_rec_init(&r);
 	r.event = event;
@@ -299,7 +301,9 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 		r.duration_ms = (int64_t)(util_now_ms() - c->t_start);
 	}
 	r.detail = detail;
+	secrets_audit_redact(c->sb, c->w->secrets, &sv, &r);
 	audit_emit(&r);
+	secrets_view_done(&sv);
 }
 
 /*
@@ -647,6 +651,7 @@ static void
 conn_audit_tunnel_close(struct conn *c, enum policy_reason reason)
 {
 	struct audit_rec	r;
+	struct secrets_view	sv;
 	uint64_t		in = c->tun_in0, out = c->tun_out0;
 
 	if (c->cio != NULL)
@@ -673,7 +678,9 @@ conn_audit_tunnel_close(struct conn *c, enum policy_reason reason)
 	    reason == POLICY_R_INTERNAL ? TUNNEL_END_INTERNAL :
 	    TUNNEL_END_RESET);
 	r.detail = "inspected";
+	secrets_audit_redact(c->sb, c->w->secrets, &sv, &r);
 	audit_emit(&r);
+	secrets_view_done(&sv);
 }
 
 void

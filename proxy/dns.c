@@ -31,6 +31,7 @@
 #include "proxy/log.h"
 #include "proxy/resolver.h"
 #include "proxy/sandbox.h"
+#include "proxy/secrets.h"
 #include "proxy/util.h"
 #include "proxy/worker.h"
 
@@ -435,6 +436,7 @@ dns_audit(struct dns_pending *p, enum policy_verdict v,
     const char *detail)
 {
 	struct audit_rec	r;
+	struct secrets_view	sv;
 	char			qt[16];
 
 	audit_rec_init(&r);
@@ -451,7 +453,9 @@ dns_audit(struct dns_pending *p, enum policy_verdict v,
 	    sizeof(qt)) : NULL;
 	r.answer = answer;
 	r.detail = detail;
+	secrets_audit_redact(p->sb, p->w->secrets, &sv, &r);
 	audit_emit(&r);
+	secrets_view_done(&sv);
 }
 
 /* ------------------------------------------------------------------ */

@@ -24,6 +24,7 @@
 #include "proxy/sandbox.h"
 #include "proxy/secret.h"
 #include "proxy/secrets.h"
+#include "proxy/audit.h"
 #include "proxy/secretscan.h"
 
 struct secrets {
@@ -284,6 +285,34 @@ secrets_sandbox_reload(struct sandbox *sb, char *err, size_t errlen)
 	/* A worker may still hold prev through its view: refcounted. */
 	secrets_unref(prev);
 	return 0;
+}
+
+/* secrets_name() for secretscan_redact(). */
+static const char *
+secrets_name_cb(const void *arg, uint32_t i)
+{
+	const struct secrets	*s = arg;
+
+	return i < secrets_count(s) ? secrets_name(s, i) : NULL;
+}
+
+void
+secrets_audit_redact(struct sandbox *sb, struct secrets *daemon,
+    struct secrets_view *v, struct audit_rec *r)
+{
+	if (sb == NULL) {
+		memset(v, 0, sizeof(*v));
+		return;
+	}
+	if (secrets_view(sb, daemon, v) == -1) {
+		r->redact_fail = 1;
+		return;
+	}
+	if (v->vals == NULL || v->scan == NULL)
+		return;
+	r->redact = v->scan;
+	r->redact_name = secrets_name_cb;
+	r->redact_arg = v->vals;
 }
 
 void

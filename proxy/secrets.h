@@ -24,6 +24,7 @@
 #include "policy/policy.h"
 #include "proxy/secretscan.h"
 
+struct audit_rec;
 struct secrets;
 struct sandbox;
 
@@ -77,6 +78,14 @@ int	secrets_view(struct sandbox *sb, struct secrets *daemon,
  * the old values stay and err says why.  Returns 0 or -1.
  */
 int	secrets_sandbox_reload(struct sandbox *sb, char *err, size_t errlen);
+/*
+ * Sets audit record r to redact, with sandbox sb's scanner, the fields
+ * that repeat what its client sent (no secrets: nothing to do; the view
+ * failing: those fields are written "[redacted]").  *v holds the scanner:
+ * release it with secrets_view_done() after audit_emit().
+ */
+void	secrets_audit_redact(struct sandbox *sb, struct secrets *daemon,
+	    struct secrets_view *v, struct audit_rec *r);
 /* Releases what secrets_view() took.  Safe on a zeroed view. */
 void	secrets_view_done(struct secrets_view *v);
 /* Frees the set a sandbox keeps (sandbox teardown).  NULL ok. */

@@ -222,6 +222,19 @@ int	 secretscan_rewrite(const struct secretscan *s,
 	    const struct secretscan_rules *r, const uint8_t *in, size_t len,
 	    uint8_t **out, size_t *outlen, uint32_t *leak_secret);
 
+/*
+ * For the audit log: returns a copy of the NUL-terminated string in where
+ * every byte inside a match of any pattern of s (a value or a placeholder,
+ * whatever the rules) is gone, each run of such bytes written as
+ * "[secret:NAME]" with NAME from name(arg, secret) of the match that
+ * covers the run's first byte (a new run starts where that secret
+ * changes).  Returns NULL with errno 0 when in holds no match (in may be
+ * used as it is), the copy (free it with free(): it holds no secret), or
+ * NULL with errno ENOMEM.
+ */
+char	*secretscan_redact(const struct secretscan *s, const char *in,
+	    const char *(*name)(const void *, uint32_t), const void *arg);
+
 /* Wipes len bytes of out and frees it.  NULL is ok. */
 void	 secretscan_out_free(uint8_t *out, size_t len);
 

@@ -84,6 +84,7 @@ static void	test_stream_identity(void);
 static void	test_stream_states(void);
 static void	test_random_reference(void);
 static void	test_placeholder(void);
+static void	test_redact(void);
 
 /* The fixed set: secret i has value VAL[i] and placeholder PH[i]. */
 static const char *const VAL[NSEC] = {
@@ -1571,6 +1572,48 @@ test_placeholder(void)
 	CU_ASSERT_EQUAL(secretscan_placeholder(NULL, 64), -1);
 }
 
+static const char *const RNAME[NSEC] = { "A", "GH", "SLACK", "AWS" };
+
+static const char *
+redact_name(const void *arg, uint32_t i)
+{
+	(void)arg;
+	return i < NSEC ? RNAME[i] : NULL;
+}
+
+/* Every value and placeholder, whatever overlaps, becomes its name. */
+static void
+test_redact(void)
+{
+	struct secretscan	*s = fixed_set();
+	char			 in[512];
+	char			*got;
+
+	/* No match: NULL with errno 0, the input stands. */
+	got = secretscan_redact(s, "/v1/models?x=1", redact_name, NULL);
+	CU_ASSERT_PTR_NULL(got);
+	CU_ASSERT_EQUAL(errno, 0);
+	CU_ASSERT_PTR_NULL(secretscan_redact(s, "", redact_name, NULL));
+	/* Values and placeholders, at the ends and in the middle. */
+	snprintf(in, sizeof(in), "%s/p/%s?q=%s&r=%sx", PH[0], VAL[0], PH[1],
+	    VAL[3]);
+	got = secretscan_redact(s, in, redact_name, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+	CU_ASSERT_STRING_EQUAL(got,
+	    "[secret:A]/p/[secret:A]?q=[secret:GH]&r=[secret:AWS]x");
+	free(got);
+	/* Two adjacent matches of one secret merge; of two, they do not. */
+	snprintf(in, sizeof(in), "%s%s-%s%s", PH[0], VAL[0], VAL[1], PH[2]);
+	got = secretscan_redact(s, in, redact_name, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+	CU_ASSERT_STRING_EQUAL(got, "[secret:A]-[secret:GH][secret:SLACK]");
+	free(got);
+	/* A value cut short is no match: only whole ones are known. */
+	snprintf(in, sizeof(in), "%.10s", VAL[1]);
+	CU_ASSERT_PTR_NULL(secretscan_redact(s, in, redact_name, NULL));
+	secretscan_free(s);
+}
+
 void
 test_secretscan_register(void)
 {
@@ -1605,4 +1648,5 @@ test_secretscan_register(void)
 	CU_add_test(s, "stream: after finish", test_stream_states);
 	CU_add_test(s, "random vs reference", test_random_reference);
 	CU_add_test(s, "placeholder", test_placeholder);
+	CU_add_test(s, "redact (audit)", test_redact);
 }

@@ -1,0 +1,135 @@
+#!/bin/bash
+# t_secret_exposure.sh - where a secret could still show: the audit
+# log's copies of what the sandbox sent, injected values that would
+# break a request's framing, and values an upstream reflects back (the
+# status line, Range reads of a stored object), through `moat run`.
+#
+#   moat namespace: moat run + its private moatd (CA from `moat ca init`,
+#   secrets K (one line) and PEM (several lines) from 0600 files)
+#   +------------------------------------------------------------+
+#   | sandbox: K=moat-ph-..., PEM=moat-ph-...; the real K in a   |
+#   |  file it can read (a value that reached it some other way) |
+#   +------------------------------------------------------------+
+#        | intercepted TLS (moatd's leaf), re-originated and verified
+#        v
+#   net: origin.py 203.0.113.10:443 (origin.test: K and PEM bound)
+#        origin.py 203.0.113.12:443 (other.test: allowed, not bound)
+#
+# Checks:
+#  audit: the value or the placeholder in the path, the query, the
+#    method, or a name (DNS, CONNECT) shows as [secret:K] in every audit
+#    line, to an unbound host (denied) and to a bound one (allowed); the
+#    audit log holds neither.
+
+. "$(dirname "$0")/lib.sh"
+
+mt_init
+mt_run_need curl openssl
+mt_world
+
+K_REAL=sk-REAL-exposure-7c41d09e2b5a8f36
+"$MOAT" ca init "$MT_T/ca" >/dev/null || mt_error "moat ca init failed"
+mkdir -p "$MT_T/keys" && chmod 700 "$MT_T/keys"
+printf '%s\n' "$K_REAL" > "$MT_T/keys/k.key"
+chmod 600 "$MT_T/keys/k.key"
+# The value as the sandbox might have it by another way: not the secret
+# file (moat run hides that one), a copy.
+printf '%s' "$K_REAL" > "$MT_T/k-copy"
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -keyout "$MT_T/other.key" -out "$MT_T/other.crt" -days 2 \
+    -subj /CN=other.test -addext "subjectAltName=DNS:other.test" \
+    >/dev/null 2>&1 ||
+    mt_error "openssl could not make other.test's certificate"
+touch "$MT_T/other.log"
+mt_bg other net "$MT_PY" "$MT_HELPERS/origin.py" --name other \
+    --log "$MT_T/other.log" --lifetime "$MT_LIFETIME" --ready-fd 3 \
+    --cert "$MT_T/other.crt" --key "$MT_T/other.key" \
+    --tls-listen 203.0.113.12:443 || mt_error "other.test did not start"
+
+cat > "$MT_T/policy.json" <<EOF
+{
+  "policy": {
+    "default": "deny",
+    "allow_private": ["203.0.113.0/24"],
+    "rules": [
+      {"name": "api", "action": "allow", "hosts": ["origin.test"],
+       "ports": [443], "inject": [{"placeholders": ["K"]}]},
+      {"name": "other", "action": "allow", "hosts": ["other.test"],
+       "ports": [443], "intercept": true}
+    ]
+  },
+  "secrets": {
+    "K": {"file": "$MT_T/keys/k.key"}
+  },
+  "tls": {"ca_cert": "$MT_T/ca/ca.crt", "ca_key": "$MT_T/ca/ca.key",
+          "upstream_ca_files": ["$MT_T/origin.crt", "$MT_T/other.crt"]}
+}
+EOF
+
+# --- the workload: KEY=VALUE lines -------------------------------------------
+cat > "$MT_T/work.sh" <<EOF
+#!/bin/bash
+real=\$(cat $MT_T/k-copy)
+echo "ph=\$K"
+c() { curl -sS -m 8 -o /dev/null "\$@"; }
+# audit: a value or a placeholder in what the sandbox sends
+c -w 'a_ph_other=%{http_code}\n' "https://other.test/p/\$K?q=\$K"
+c -w 'a_real_other=%{http_code}\n' "https://other.test/v/\$real?q=\$real"
+c -w 'a_ph_bound=%{http_code}\n' "https://origin.test/b/\$K?q=\$K"
+c -w 'a_real_bound=%{http_code}\n' "https://origin.test/r/\$real"
+c -w 'a_method=%{http_code}\n' -X "\$K" https://other.test/m
+c -w 'a_name=%{http_code}\n' "https://\$K.origin.test/n"
+getent hosts "\$K.origin.test" >/dev/null
+exit 0
+EOF
+chmod 755 "$MT_T/work.sh"
+
+mkdir -p "$MT_T/w"
+A=$MT_T/audit-x.log
+mt_moat_run root s --policy "$MT_T/policy.json" $MT_RUN_WORLD \
+    --name sbx-x --audit "$A" -v -- "$MT_T/work.sh" "$MT_T/w"
+mt_eq "moat run exits 0" 0 "$MT_RUN_RC" "$MT_T/s.err"
+out=$MT_T/s.out
+ph=$(mt_out s ph)
+case $ph in
+moat-ph-*) mt_pass "the sandbox holds a placeholder" ;;
+*) mt_error "K in the sandbox: '$ph'" ;;
+esac
+
+# --- audit: [secret:K] for values and placeholders -----------------------------
+mt_eq "the placeholder to an unbound host: 403" 403 "$(mt_out s a_ph_other)" "$out"
+mt_eq "...audit: path and query show [secret:K]" \
+    "/p/[secret:K]?q=[secret:K]" \
+    "$(mt_jl "$A" get path reason=secret-leak host=other.test 'path~^/p/')"
+mt_eq "the value to an unbound host: 403" 403 "$(mt_out s a_real_other)" "$out"
+mt_eq "...audit: path and query show [secret:K]" \
+    "/v/[secret:K]?q=[secret:K]" \
+    "$(mt_jl "$A" get path reason=secret-leak host=other.test 'path~^/v/')"
+mt_eq "the placeholder to the bound host: 200" 200 "$(mt_out s a_ph_bound)" "$out"
+mt_eq "...audit: the path as sent, with [secret:K]" \
+    "/b/[secret:K]?q=[secret:K]" \
+    "$(mt_jl "$A" get path verdict=allow host=origin.test 'path~^/b/')"
+mt_eq "...and the origin got the value" "/b/$K_REAL?q=$K_REAL" \
+    "$(mt_jl "$MT_T/origin.log" get target 'path~^/b/')"
+mt_eq "audit: the value sent to the bound host shows [secret:K]" \
+    "/r/[secret:K]" \
+    "$(mt_jl "$A" get path host=origin.test 'path~^/r/')"
+mt_eq "audit: a placeholder as the method shows [secret:K]" 1 \
+    "$(mt_jl "$A" count host=other.test 'method=[secret:K]' path=/m)"
+mt_eq "audit: a placeholder in a CONNECT's name shows [secret:K]" 1 \
+    "$(mt_jl "$A" count event=open 'host=[secret:K].origin.test')"
+mt_eq "audit: ...and in a name asked by DNS" 1 \
+    "$(mt_jl "$A" count event=dns 'host=[secret:K].origin.test' qtype=A)"
+if grep -qaF -e "$K_REAL" -e "$ph" "$A"; then
+	mt_fail "the value or the placeholder is in the audit log" "$A"
+else
+	mt_pass "neither the value nor the placeholder is in the audit log"
+fi
+if grep -qaF -e "$K_REAL" "$MT_T/s.err"; then
+	mt_fail "the value is in moat's messages" "$MT_T/s.err"
+else
+	mt_pass "the value is not in moat run's / moatd's messages"
+fi
+
+mt_finish
