@@ -605,6 +605,9 @@ http_reason_text(enum policy_reason r)
 	case POLICY_R_SECRET_LEAK:
 		return "the request carries a secret to a host it is not "
 		    "bound to";
+	case POLICY_R_SECRET_UNSAFE:
+		return "a secret's value would break the request's framing "
+		    "where it was to go";
 	case POLICY_R_RATE:
 		return "the rule's rate limit is exhausted";
 	case POLICY_R_SHUTDOWN:
@@ -878,12 +881,25 @@ http_is_hop_by_hop(const char *name, size_t len)
 	return 0;
 }
 
-/* A request that would carry a secret where it is not bound. */
+/*
+ * A request that would carry a secret where it is not bound, or a bound
+ * secret's value where it would change the request's framing.
+ */
 static void
 http_leak(struct conn *c)
 {
-	char	d[200];
+	char		 d[400];
+	const char	*why;
 
+	if ((why = inject_unsafe(c)) != NULL) {
+		snprintf(d, sizeof(d), "secret %s not sent: %s",
+		    inject_leak_name(c), why);
+		log_info("conn=%llu secret-unsafe: %s to %s:%u refused",
+		    (unsigned long long)c->id, inject_leak_name(c), c->host,
+		    c->port);
+		http_denied(c, POLICY_R_SECRET_UNSAFE, d);
+		return;
+	}
 	snprintf(d, sizeof(d), "the request carries the secret %s (its value "
 	    "or the sandbox's placeholder), which is not bound to this host",
 	    inject_leak_name(c));
@@ -910,7 +926,7 @@ http_send_request(struct conn *c)
 	c->reqb.xform = inject_scans_body(c) ? CONN_XFORM_REQUEST :
 	    CONN_XFORM_NONE;
 	c->reqb.out_chunked = false;
-	if (inject_request_bytes(c, req->path, strlen(req->path), &path,
+	if (inject_request_target(c, req->path, strlen(req->path), &path,
 	    &plen) == -1) {
 		http_leak(c);
 		return;
@@ -937,8 +953,8 @@ http_send_request(struct conn *c)
 				    "out of memory");
 				return;
 			}
-			if (inject_request_bytes(c, raw, (size_t)cl, &nb,
-			    &nl) == -1) {
+			if (inject_request_body_bytes(c, raw, (size_t)cl,
+			    &nb, &nl) == -1) {
 				evbuffer_free(body);
 				http_leak(c);
 				return;
@@ -968,7 +984,7 @@ http_send_request(struct conn *c)
 		if (body != NULL)
 			evbuffer_free(body);
 		if (detail != NULL)
-			http_denied(c, POLICY_R_INTERNAL, detail);
+			http_denied(c, POLICY_R_SECRET_UNSAFE, detail);
 		else
 			http_leak(c);
 		return;

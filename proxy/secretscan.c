@@ -573,7 +573,7 @@ secretscan_rules_check(const struct secretscan *s,
 	for (i = 0; i < s->npats; i++) {
 		p = &s->pats[i];
 		a = (unsigned int)r->action[p->secret];
-		if (a > SECRETSCAN_ACT_VALUE_TO_PH) {
+		if (a > SECRETSCAN_ACT_KEEP) {
 			snprintf(err, errlen, "secret %u: unknown action %u",
 			    p->secret, a);
 			return -1;

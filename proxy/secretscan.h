@@ -23,7 +23,8 @@
  *     - SECRETSCAN_ACT_PH_TO_VALUE: a placeholder match is a candidate,
  *       replaced with the secret's value; a value match is left as it is;
  *     - SECRETSCAN_ACT_VALUE_TO_PH: a value match is a candidate, replaced
- *       with the secret's placeholder; a placeholder match is left alone.
+ *       with the secret's placeholder; a placeholder match is left alone;
+ *     - SECRETSCAN_ACT_KEEP: every match is left alone.
  *     "The secret's value" is the secret's first SECRETSCAN_VALUE pattern
  *     in the order given to secretscan_new() (its "counterpart"), likewise
  *     for the placeholder.
@@ -98,7 +99,9 @@ struct secretscan_hit {
 enum secretscan_action {
 	SECRETSCAN_ACT_LEAK = 0,	/* request to a host not bound to it */
 	SECRETSCAN_ACT_PH_TO_VALUE,	/* request to a host bound to it */
-	SECRETSCAN_ACT_VALUE_TO_PH	/* response */
+	SECRETSCAN_ACT_VALUE_TO_PH,	/* response */
+	SECRETSCAN_ACT_KEEP		/* neither replaced nor a leak (a bound
+					   secret where moatd does not swap) */
 };
 
 /*

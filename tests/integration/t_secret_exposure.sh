@@ -20,6 +20,12 @@
 #    method, or a name (DNS, CONNECT) shows as [secret:K] in every audit
 #    line, to an unbound host (denied) and to a bound one (allowed); the
 #    audit log holds neither.
+#  framing: PEM's placeholder in a header field or the target, and PEM
+#    injected by a header template, are refused (secret-unsafe) and the
+#    origin receives nothing; with "encode": "percent" the origin gets
+#    the value percent-encoded in the query.
+#  body: without "body": true a placeholder in a body to the bound host
+#    is forwarded as it is.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -35,6 +41,10 @@ chmod 600 "$MT_T/keys/k.key"
 # The value as the sandbox might have it by another way: not the secret
 # file (moat run hides that one), a copy.
 printf '%s' "$K_REAL" > "$MT_T/k-copy"
+# A PEM-like value: LF, SP, "+", "/", "=".
+PEM_REAL=$(printf -- '-----BEGIN TEST KEY-----\nMIIBVQIBADANBgkqhkiG9w0BAQEFAASC+/x=\nq7BFUl2 zz09==\n-----END TEST KEY-----')
+printf '%s\n' "$PEM_REAL" > "$MT_T/keys/pem.key"
+chmod 600 "$MT_T/keys/pem.key"
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
     -keyout "$MT_T/other.key" -out "$MT_T/other.crt" -days 2 \
@@ -54,13 +64,19 @@ cat > "$MT_T/policy.json" <<EOF
     "allow_private": ["203.0.113.0/24"],
     "rules": [
       {"name": "api", "action": "allow", "hosts": ["origin.test"],
-       "ports": [443], "inject": [{"placeholders": ["K"]}]},
+       "ports": [443], "inject": [{"placeholders": ["K", "PEM"]}]},
+      {"name": "enc", "action": "allow", "hosts": ["enc.wild.test"],
+       "ports": [443],
+       "inject": [{"placeholders": ["PEM"], "encode": "percent"}]},
+      {"name": "hdr", "action": "allow", "hosts": ["hdr.wild.test"],
+       "ports": [443], "inject": [{"header": "X-Pem", "value": "\${PEM}"}]},
       {"name": "other", "action": "allow", "hosts": ["other.test"],
        "ports": [443], "intercept": true}
     ]
   },
   "secrets": {
-    "K": {"file": "$MT_T/keys/k.key"}
+    "K": {"file": "$MT_T/keys/k.key"},
+    "PEM": {"file": "$MT_T/keys/pem.key"}
   },
   "tls": {"ca_cert": "$MT_T/ca/ca.crt", "ca_key": "$MT_T/ca/ca.key",
           "upstream_ca_files": ["$MT_T/origin.crt", "$MT_T/other.crt"]}
@@ -70,6 +86,7 @@ EOF
 # --- the workload: KEY=VALUE lines -------------------------------------------
 cat > "$MT_T/work.sh" <<EOF
 #!/bin/bash
+d=\$1
 real=\$(cat $MT_T/k-copy)
 echo "ph=\$K"
 c() { curl -sS -m 8 -o /dev/null "\$@"; }
@@ -81,6 +98,14 @@ c -w 'a_real_bound=%{http_code}\n' "https://origin.test/r/\$real"
 c -w 'a_method=%{http_code}\n' -X "\$K" https://other.test/m
 c -w 'a_name=%{http_code}\n' "https://\$K.origin.test/n"
 getent hosts "\$K.origin.test" >/dev/null
+# framing: a value with LF and SP
+c -D "\$d/bh.hdr" -w 'b_hdr=%{http_code}\n' -H "X-Key: \$PEM" https://origin.test/bh
+c -D "\$d/bt.hdr" -w 'b_tgt=%{http_code}\n' "https://origin.test/bt?k=\$PEM"
+c -D "\$d/bi.hdr" -w 'b_inj=%{http_code}\n' https://hdr.wild.test/bi
+c -w 'b_enc=%{http_code}\n' "https://enc.wild.test/be?k=\$PEM&x=1"
+c -w 'b_enc_hdr=%{http_code}\n' -H "X-Key: \$PEM" https://enc.wild.test/beh
+# body: forwarded as written without "body": true
+c -w 'c_body=%{http_code}\n' -d "key=\$K" https://origin.test/cb
 exit 0
 EOF
 chmod 755 "$MT_T/work.sh"
@@ -131,5 +156,39 @@ if grep -qaF -e "$K_REAL" "$MT_T/s.err"; then
 else
 	mt_pass "the value is not in moat run's / moatd's messages"
 fi
+
+# --- framing: a value that would break the request is never sent ------------------
+O=$MT_T/origin.log
+mt_eq "PEM's placeholder in a header field: 403" 403 "$(mt_out s b_hdr)" "$out"
+mt_eq "...X-Moat-Reason: secret-unsafe" "X-Moat-Reason: secret-unsafe" \
+    "$(grep -i '^X-Moat-Reason:' "$MT_T/w/bh.hdr" | tr -d '\r')"
+mt_eq "...the origin received nothing" 0 "$(mt_jl "$O" count path=/bh)"
+mt_eq "...audit: secret-unsafe, naming PEM" 1 \
+    "$(mt_jl "$A" count reason=secret-unsafe path=/bh 'detail~PEM')"
+mt_eq "PEM's placeholder in the query: 403" 403 "$(mt_out s b_tgt)" "$out"
+mt_eq "...X-Moat-Reason: secret-unsafe" "X-Moat-Reason: secret-unsafe" \
+    "$(grep -i '^X-Moat-Reason:' "$MT_T/w/bt.hdr" | tr -d '\r')"
+mt_eq "...the origin received nothing" 0 "$(mt_jl "$O" count path=/bt)"
+mt_eq "PEM injected by a header template: 403" 403 "$(mt_out s b_inj)" "$out"
+mt_eq "...X-Moat-Reason: secret-unsafe" "X-Moat-Reason: secret-unsafe" \
+    "$(grep -i '^X-Moat-Reason:' "$MT_T/w/bi.hdr" | tr -d '\r')"
+mt_eq "...the origin received nothing" 0 "$(mt_jl "$O" count path=/bi)"
+mt_eq "with \"encode\": \"percent\": allowed" 200 "$(mt_out s b_enc)" "$out"
+mt_eq "...the origin got the value percent-encoded in the query" \
+    "k=$("$MT_PY" -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$PEM_REAL")&x=1" \
+    "$(mt_jl "$O" get query path=/be)"
+mt_eq "...but not in a header field: 403" 403 "$(mt_out s b_enc_hdr)" "$out"
+mt_eq "...the origin received nothing" 0 "$(mt_jl "$O" count path=/beh)"
+if grep -qaF "BEGIN TEST KEY" "$O" "$A" "$MT_T/s.err"; then
+	mt_fail "PEM's value, unencoded, reached the origin or a log" "$O"
+else
+	mt_pass "PEM's value never went out unencoded, nor into a log"
+fi
+
+# --- body: swapped only on request ------------------------------------------------
+mt_eq "a placeholder in a body to the bound host: allowed" 200 \
+    "$(mt_out s c_body)" "$out"
+mt_eq "...forwarded as written (no \"body\": true)" "key=$ph" \
+    "$(mt_jl "$O" get body path=/cb)"
 
 mt_finish
