@@ -76,6 +76,7 @@ static int	http_move_body(struct conn *c, struct conn_body *b,
 		    struct evbuffer *in, struct evbuffer *out, uint64_t *count,
 		    const char **err);
 static int	http_is_hop_by_hop(const char *name, size_t len);
+static bool	http_is_range(const char *name, size_t len);
 static int	http_add_fields(struct conn *c, int dir, struct evbuffer *out,
 		    const struct http_header *hv, size_t n);
 static struct http_status_info http_status_for(enum policy_reason r);
@@ -845,6 +846,9 @@ http_add_fields(struct conn *c, int dir, struct evbuffer *out,
 				if (inject_overrides(c, hv[i].name,
 				    hv[i].name_len))
 					continue;
+				if (inject_strips_range(c) &&
+				    http_is_range(hv[i].name, hv[i].name_len))
+					continue;
 				rc = inject_request_bytes(c, hv[i].value,
 				    hv[i].value_len, &v, &vlen);
 			} else
@@ -859,6 +863,14 @@ http_add_fields(struct conn *c, int dir, struct evbuffer *out,
 		evbuffer_add(out, "\r\n", 2);
 	}
 	return 0;
+}
+
+/* Range and If-Range (RFC 9110 §14.2, §13.1.5). */
+static bool
+http_is_range(const char *name, size_t len)
+{
+	return (len == 5 && strncasecmp(name, "range", 5) == 0) ||
+	    (len == 8 && strncasecmp(name, "if-range", 8) == 0);
 }
 
 /*
@@ -1344,6 +1356,8 @@ http_write_response_head(struct conn *c)
 {
 	struct http_response_head	*r = &c->resp;
 	struct evbuffer			*out = io_out(c->cio);
+	const char			*reason;
+	size_t				 rlen;
 
 	c->resp_head_done = true;
 	c->status = r->status;
@@ -1375,11 +1389,19 @@ http_write_response_head(struct conn *c)
 		}
 	}
 
+	/* The reason phrase is the upstream's text too: scrubbed alike. */
+	reason = r->reason;
+	rlen = strlen(reason);
+	if (c->inj != NULL && inject_response_bytes(c, r->reason, rlen,
+	    &reason, &rlen) == -1) {
+		http_abort(c, POLICY_R_INTERNAL, "out of memory");
+		return -1;
+	}
 	evbuffer_expand(out, r->head_len + 64);
 	evbuffer_add(out, "HTTP/1.1 ", 9);
 	eb_u64(out, (uint64_t)r->status);
 	evbuffer_add(out, " ", 1);
-	eb_str(out, r->reason);
+	evbuffer_add(out, reason, rlen);
 	evbuffer_add(out, "\r\n", 2);
 	if (http_add_fields(c, CONN_XFORM_RESPONSE, out, r->headers,
 	    r->nheaders) == -1) {

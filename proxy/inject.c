@@ -59,6 +59,7 @@ struct inject {
 	bool				*encode;	/* per secret: target
 							   gets %XX */
 	bool				 any_encode;
+	bool				 any_bound;
 	bool				 body_grows;	/* a body swap */
 	bool				 scan_body;
 	bool				 unsafe;	/* the leak is a bound
@@ -181,6 +182,7 @@ inject_actions(struct conn *c, struct inject *in, size_t i)
 	    c->target.kind == POLICY_HOST_NAME ? c->target.name : NULL,
 	    &c->up_addr, c->port);
 	in->resp_act[i] = SECRETSCAN_ACT_VALUE_TO_PH;
+	in->any_bound |= in->bound[i];
 	if (!in->bound[i]) {
 		in->req_act[INJECT_IN_HEADER][i] = SECRETSCAN_ACT_LEAK;
 		in->req_act[INJECT_IN_TARGET][i] = SECRETSCAN_ACT_LEAK;
@@ -577,6 +579,19 @@ bool
 inject_scans_body(const struct conn *c)
 {
 	return c->inj != NULL && c->inj->n > 0 && c->inj->scan_body;
+}
+
+bool
+inject_strips_range(const struct conn *c)
+{
+	/*
+	 * A host a secret is bound to may hold the value (a body it stored,
+	 * a key it echoes).  A Range read of such an object can return a
+	 * piece of the value shorter than the value, which the response
+	 * scanner cannot recognise; without Range the whole representation
+	 * comes back and every whole value in it is scrubbed.
+	 */
+	return c->inj != NULL && c->inj->any_bound;
 }
 
 bool

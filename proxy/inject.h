@@ -9,7 +9,9 @@
  * audited with the secret's name); the rule's header and basic
  * injections are added, replacing what the client sent.  Per response,
  * values an upstream echoes back become placeholders again, in the head
- * and anywhere in the body (streamed, never buffered whole).
+ * (reason phrase included) and anywhere in the body (streamed, never
+ * buffered whole); Range is dropped to bound targets so that values come
+ * back whole.
  */
 #ifndef MOAT_INJECT_H
 #define MOAT_INJECT_H
@@ -86,6 +88,12 @@ int	inject_add_headers(struct conn *c, struct evbuffer *out,
  * says "body": true.
  */
 bool	inject_scans_body(const struct conn *c);
+/*
+ * Whether the request's Range and If-Range fields are dropped: its target
+ * is bound to a secret, and a piece of a value the host stored would get
+ * past the response scanner.
+ */
+bool	inject_strips_range(const struct conn *c);
 /* Whether a body may change size (placeholders swapped: "body": true). */
 bool	inject_body_may_grow(const struct conn *c);
 /*

@@ -26,6 +26,10 @@
 #    the value percent-encoded in the query.
 #  body: without "body": true a placeholder in a body to the bound host
 #    is forwarded as it is.
+#  reflected: a key the origin puts in its status line's reason phrase
+#    comes back as the placeholder; an object stored with "body": true
+#    (the value in it) read back with Range: moatd drops the Range, the
+#    whole object comes back scrubbed, never a piece of the value.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -68,6 +72,8 @@ cat > "$MT_T/policy.json" <<EOF
       {"name": "enc", "action": "allow", "hosts": ["enc.wild.test"],
        "ports": [443],
        "inject": [{"placeholders": ["PEM"], "encode": "percent"}]},
+      {"name": "store", "action": "allow", "hosts": ["store.wild.test"],
+       "ports": [443], "inject": [{"placeholders": ["K"], "body": true}]},
       {"name": "hdr", "action": "allow", "hosts": ["hdr.wild.test"],
        "ports": [443], "inject": [{"header": "X-Pem", "value": "\${PEM}"}]},
       {"name": "other", "action": "allow", "hosts": ["other.test"],
@@ -106,6 +112,17 @@ c -w 'b_enc=%{http_code}\n' "https://enc.wild.test/be?k=\$PEM&x=1"
 c -w 'b_enc_hdr=%{http_code}\n' -H "X-Key: \$PEM" https://enc.wild.test/beh
 # body: forwarded as written without "body": true
 c -w 'c_body=%{http_code}\n' -d "key=\$K" https://origin.test/cb
+# reflected: the reason phrase; a stored object read with Range
+c -D "\$d/reason.hdr" -w 'c_reason=%{http_code}\n' \
+    -H "Authorization: Bearer \$K" https://origin.test/reason
+c -w 'c_put=%{http_code}\n' -X PUT --data-binary "xx\${K}yy" \
+    https://store.wild.test/store/obj
+curl -sS -m 8 -o "\$d/range.body" -w 'c_range=%{http_code}\n' \
+    -H 'Range: bytes=5-12' https://store.wild.test/store/obj
+curl -sS -m 8 -o "\$d/range2.body" -w 'c_range2=%{http_code}\n' \
+    -H 'Range: bytes=2-10' -H 'If-Range: x' https://store.wild.test/store/obj
+curl -sS -m 8 -o "\$d/full.body" -w 'c_full=%{http_code}\n' \
+    https://store.wild.test/store/obj
 exit 0
 EOF
 chmod 755 "$MT_T/work.sh"
@@ -190,5 +207,32 @@ mt_eq "a placeholder in a body to the bound host: allowed" 200 \
     "$(mt_out s c_body)" "$out"
 mt_eq "...forwarded as written (no \"body\": true)" "key=$ph" \
     "$(mt_jl "$O" get body path=/cb)"
+
+# --- reflected values --------------------------------------------------------------
+mt_eq "a key in the reason phrase: 401 passed on" 401 "$(mt_out s c_reason)" "$out"
+mt_eq "...the status line shows the placeholder, not the key" \
+    "HTTP/1.1 401 Invalid API key Bearer $ph" \
+    "$(grep '^HTTP/1.1 401' "$MT_T/w/reason.hdr" | tr -d '\r')"
+mt_eq "...the origin had received the key" "Bearer $K_REAL" \
+    "$(mt_jl "$O" get headers path=/reason | "$MT_PY" -c '
+import json, sys
+print(",".join(v for n, v in json.loads(sys.stdin.read()) if n.lower() == "authorization"))')"
+mt_eq "an object stored with the value (\"body\": true)" 201 "$(mt_out s c_put)" "$out"
+mt_eq "...the origin stored the value" "xx${K_REAL}yy" \
+    "$(mt_jl "$O" get body path=/store/obj method=PUT)"
+mt_eq "a Range read of a piece of the value: the whole object (200)" 200 \
+    "$(mt_out s c_range)" "$out"
+mt_eq "...scrubbed: the placeholder, no piece of the value" "xx${ph}yy" \
+    "$(cat "$MT_T/w/range.body")"
+mt_eq "...the same with If-Range and a range at the value's start" \
+    "200 xx${ph}yy" "$(mt_out s c_range2) $(cat "$MT_T/w/range2.body")"
+mt_eq "...the origin never saw Range or If-Range" 0 \
+    "$(mt_jl "$O" count path=/store/obj 'headers~(?i)"(if-)?range"')"
+mt_eq "a plain read: the placeholder" "xx${ph}yy" "$(cat "$MT_T/w/full.body")"
+if grep -rqaF -e "${K_REAL:3:8}" -e "${K_REAL:0:9}" "$MT_T/w" "$out"; then
+	mt_fail "a piece of the value reached the sandbox" "$out"
+else
+	mt_pass "no piece of the value in the sandbox's files or output"
+fi
 
 mt_finish
