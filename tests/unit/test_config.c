@@ -1159,7 +1159,7 @@ test_config_inject(void)
 	    sizeof(buf)), "header Authorization: Bearer ${A}");
 	CU_ASSERT_STRING_EQUAL(policy_explain_inject(c, &in[2], buf,
 	    sizeof(buf)), "placeholders of C, A swapped for their values in "
-	    "header values, query and body");
+	    "header values and the target (percent-encoded) and the body");
 
 	/* gh: basic, git, plain_http. */
 	in = policy_rule_injects(gh, &n);
