@@ -32,6 +32,7 @@
 #include "proxy/worker.h"
 
 #define INJECT_HEADER_MAX_BYTES	16384	/* longest injected header value */
+#define INJECT_TARGET_MAX_BYTES	65536	/* longest target with encoded values */
 
 struct inject_copy {
 	uint8_t			*p;
@@ -65,6 +66,8 @@ struct inject {
 	bool				 unsafe;	/* the leak is a bound
 							   value that breaks
 							   framing */
+	bool				 too_long;	/* ... or makes the
+							   target too long */
 	enum inject_where		 leak_where;
 	struct secretscan_stream	*req_st;
 	struct secretscan_stream	*resp_st;
@@ -373,7 +376,7 @@ inject_encode(struct inject *in, const char *t, size_t len,
 	const char	*ph, *at;
 	const uint8_t	*v;
 	uint8_t		*o;
-	size_t		 i, vl, pl, n, cap;
+	size_t		 i, vl, pl, n, cap, k;
 
 	*out = t;
 	*outlen = len;
@@ -382,10 +385,22 @@ inject_encode(struct inject *in, const char *t, size_t len,
 			continue;
 		ph = in->sv.ph[i];
 		pl = strlen(ph);
-		if (memmem(*out, *outlen, ph, pl) == NULL)
+		for (k = 0, t = *out, len = *outlen;
+		    (at = memmem(t, len, ph, pl)) != NULL; k++) {
+			len -= (size_t)(at - t) + pl;
+			t = at + pl;
+		}
+		if (k == 0)
 			continue;
 		v = secrets_value(in->sv.vals, i, &vl);
-		cap = *outlen / pl * vl * 3 + *outlen + 1;
+		/* Each placeholder (pl > 0 bytes) becomes at most 3 vl. */
+		if (vl > INJECT_TARGET_MAX_BYTES || k > INJECT_TARGET_MAX_BYTES ||
+		    (cap = *outlen + k * vl * 3 + 1) > INJECT_TARGET_MAX_BYTES) {
+			in->leak = (uint32_t)i;
+			in->unsafe = in->too_long = true;
+			in->leak_where = INJECT_IN_TARGET;
+			return -1;
+		}
 		if ((o = malloc(cap)) == NULL)
 			return -1;
 		for (n = 0, t = *out, len = *outlen; len > 0; ) {
@@ -440,6 +455,9 @@ inject_unsafe(const struct conn *c)
 {
 	if (c->inj == NULL || !c->inj->unsafe)
 		return NULL;
+	if (c->inj->too_long)
+		return "the request target with the secret's value "
+		    "percent-encoded would be longer than 64 KiB";
 	return c->inj->leak_where == INJECT_IN_TARGET ?
 	    "the value of a secret holds a space or control bytes, which "
 	    "would break the request line (set \"encode\": \"percent\" on "
