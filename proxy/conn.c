@@ -264,6 +264,31 @@ conn_geo(const struct conn *c, struct policy_geo *g)
 	return g->country[0] != '\0' || g->asn != 0;
 }
 
+const char *
+conn_log_redact(struct conn *c, const char *s, char *buf, size_t len)
+{
+	struct secrets_view	 sv;
+	char			*r;
+
+	if (s == NULL || len == 0)
+		return s;
+	if (secrets_view(c->sb, c->w->secrets, &sv) == -1) {
+		snprintf(buf, len, "[redacted]");
+		return buf;
+	}
+	if (sv.vals == NULL || sv.scan == NULL) {
+		secrets_view_done(&sv);
+		return s;
+	}
+	r = secretscan_redact(sv.scan, s, secrets_name_of, sv.vals);
+	secrets_view_done(&sv);
+	if (r == NULL && errno == 0)
+		return s;
+	snprintf(buf, len, "%s", r != NULL ? r : "[redacted]");
+	free(r);
+	return buf;
+}
+
 void
 conn_audit(struct conn *c, const char *event, enum policy_verdict v,
     enum policy_reason reason, const char *detail)

@@ -703,6 +703,7 @@ static void
 http_denied_code(struct conn *c, int code, enum policy_reason reason,
     const char *detail)
 {
+	char	hbuf[320], dbuf[512];
 	int	keep;
 
 	conn_set_deadline(c, 0);
@@ -712,11 +713,14 @@ http_denied_code(struct conn *c, int code, enum policy_reason reason,
 		    POLICY_DENY, reason, detail);
 	if (reason != POLICY_R_BAD_REQUEST && reason != POLICY_R_LIMIT)
 		log_debug("conn=%llu %s %s:%u denied: %s",
-		    (unsigned long long)c->id, conn_proto(c), c->host, c->port,
+		    (unsigned long long)c->id, conn_proto(c),
+		    conn_log_redact(c, c->host, hbuf, sizeof(hbuf)), c->port,
 		    policy_reason_str(reason));
 	else {
 		char esc[256];
 
+		if (detail != NULL)
+			detail = conn_log_redact(c, detail, dbuf, sizeof(dbuf));
 		log_info("conn=%llu from %s: %s: %s", (unsigned long long)c->id,
 		    c->client, policy_reason_str(reason), detail ?
 		    log_escape(detail, strlen(detail), esc, sizeof(esc)) : "-");
@@ -900,15 +904,15 @@ http_is_hop_by_hop(const char *name, size_t len)
 static void
 http_leak(struct conn *c)
 {
-	char		 d[400];
+	char		 d[400], hbuf[320];
 	const char	*why;
 
 	if ((why = inject_unsafe(c)) != NULL) {
 		snprintf(d, sizeof(d), "secret %s not sent: %s",
 		    inject_leak_name(c), why);
 		log_info("conn=%llu secret-unsafe: %s to %s:%u refused",
-		    (unsigned long long)c->id, inject_leak_name(c), c->host,
-		    c->port);
+		    (unsigned long long)c->id, inject_leak_name(c),
+		    conn_log_redact(c, c->host, hbuf, sizeof(hbuf)), c->port);
 		http_denied(c, POLICY_R_SECRET_UNSAFE, d);
 		return;
 	}
@@ -916,7 +920,8 @@ http_leak(struct conn *c)
 	    "or the sandbox's placeholder), which is not bound to this host",
 	    inject_leak_name(c));
 	log_info("conn=%llu secret-leak: %s to %s:%u refused",
-	    (unsigned long long)c->id, inject_leak_name(c), c->host, c->port);
+	    (unsigned long long)c->id, inject_leak_name(c),
+	    conn_log_redact(c, c->host, hbuf, sizeof(hbuf)), c->port);
 	http_denied(c, POLICY_R_SECRET_LEAK, d);
 }
 
@@ -939,7 +944,8 @@ http_send_request(struct conn *c)
 	    CONN_XFORM_NONE;
 	c->reqb.out_chunked = false;
 	if (inject_request_target(c, req->path, strlen(req->path), &path,
-	    &plen) == -1) {
+	    &plen) == -1 || inject_request_host(c, req->authority ?
+	    req->authority : req->host_header) == -1) {
 		http_leak(c);
 		return;
 	}

@@ -364,6 +364,22 @@ inject_request_bytes(struct conn *c, const char *in, size_t len,
 	return inject_request_in(c, INJECT_IN_HEADER, in, len, out, outlen);
 }
 
+int
+inject_request_host(struct conn *c, const char *host)
+{
+	const char	*out;
+	size_t		 outlen;
+
+	/*
+	 * moatd writes Host itself, never rewritten: only a leak counts
+	 * (a placeholder of a bound secret in the name stays as it is).
+	 */
+	if (host == NULL)
+		return 0;
+	return inject_request_in(c, INJECT_IN_HEADER, host, strlen(host),
+	    &out, &outlen);
+}
+
 /*
  * The placeholders of secrets with "encode": "percent" in t[0..len)
  * become their values, percent-encoded.  0 (*out, *outlen: the result,

@@ -56,6 +56,11 @@ void	inject_end(struct conn *c);
 int	inject_request_bytes(struct conn *c, const char *in, size_t len,
 	    const char **out, size_t *outlen);
 /*
+ * Checks the Host moatd sends (it is never rewritten): 0, or -1 if it
+ * holds a value or placeholder of a secret not bound to the target.
+ */
+int	inject_request_host(struct conn *c, const char *host);
+/*
  * The same for the request target (placeholders of secrets whose
  * placeholders entry says "encode": "percent" become percent-encoded
  * values) and for a whole body (placeholders swapped only for secrets

@@ -287,9 +287,8 @@ secrets_sandbox_reload(struct sandbox *sb, char *err, size_t errlen)
 	return 0;
 }
 
-/* secrets_name() for secretscan_redact(). */
-static const char *
-secrets_name_cb(const void *arg, uint32_t i)
+const char *
+secrets_name_of(const void *arg, uint32_t i)
 {
 	const struct secrets	*s = arg;
 
@@ -311,7 +310,7 @@ secrets_audit_redact(struct sandbox *sb, struct secrets *daemon,
 	if (v->vals == NULL || v->scan == NULL)
 		return;
 	r->redact = v->scan;
-	r->redact_name = secrets_name_cb;
+	r->redact_name = secrets_name_of;
 	r->redact_arg = v->vals;
 }
 

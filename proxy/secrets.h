@@ -45,6 +45,8 @@ void		 secrets_unref(struct secrets *s);
 size_t		 secrets_count(const struct secrets *s);
 /* The secret's name (borrowed from the config); never a value. */
 const char	*secrets_name(const struct secrets *s, size_t i);
+/* secrets_name() as secretscan_redact() calls it (arg: a secrets). */
+const char	*secrets_name_of(const void *arg, uint32_t i);
 /* The value (borrowed: valid while the reference is held). */
 const uint8_t	*secrets_value(const struct secrets *s, size_t i, size_t *len);
 /* The variable the sandbox gets the placeholder in ("sandbox_env"). */

@@ -19,7 +19,8 @@
 #  audit: the value or the placeholder in the path, the query, the
 #    method, or a name (DNS, CONNECT) shows as [secret:K] in every audit
 #    line, to an unbound host (denied) and to a bound one (allowed); the
-#    audit log holds neither.
+#    audit log holds neither, nor do moatd's messages; a placeholder in
+#    the name of an allowed, unbound host (its Host) is a leak (403).
 #  framing: PEM's placeholder in a header field or the target, and PEM
 #    injected by a header template, are refused (secret-unsafe) and the
 #    origin receives nothing; with "encode": "percent" the origin gets
@@ -52,7 +53,7 @@ chmod 600 "$MT_T/keys/pem.key"
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
     -keyout "$MT_T/other.key" -out "$MT_T/other.crt" -days 2 \
-    -subj /CN=other.test -addext "subjectAltName=DNS:other.test" \
+    -subj /CN=other.test -addext "subjectAltName=DNS:other.test,DNS:*.w2.test" \
     >/dev/null 2>&1 ||
     mt_error "openssl could not make other.test's certificate"
 touch "$MT_T/other.log"
@@ -76,7 +77,7 @@ cat > "$MT_T/policy.json" <<EOF
        "ports": [443], "inject": [{"placeholders": ["K"], "body": true}]},
       {"name": "hdr", "action": "allow", "hosts": ["hdr.wild.test"],
        "ports": [443], "inject": [{"header": "X-Pem", "value": "\${PEM}"}]},
-      {"name": "other", "action": "allow", "hosts": ["other.test"],
+      {"name": "other", "action": "allow", "hosts": ["other.test", "*.w2.test"],
        "ports": [443], "intercept": true}
     ]
   },
@@ -103,6 +104,7 @@ c -w 'a_ph_bound=%{http_code}\n' "https://origin.test/b/\$K?q=\$K"
 c -w 'a_real_bound=%{http_code}\n' "https://origin.test/r/\$real"
 c -w 'a_method=%{http_code}\n' -X "\$K" https://other.test/m
 c -w 'a_name=%{http_code}\n' "https://\$K.origin.test/n"
+c -w 'a_vname=%{http_code}\n' "https://\$K.w2.test/vn"
 getent hosts "\$K.origin.test" >/dev/null
 # framing: a value with LF and SP
 c -D "\$d/bh.hdr" -w 'b_hdr=%{http_code}\n' -H "X-Key: \$PEM" https://origin.test/bh
@@ -161,6 +163,9 @@ mt_eq "audit: a placeholder as the method shows [secret:K]" 1 \
     "$(mt_jl "$A" count host=other.test 'method=[secret:K]' path=/m)"
 mt_eq "audit: a placeholder in a CONNECT's name shows [secret:K]" 1 \
     "$(mt_jl "$A" count event=open 'host=[secret:K].origin.test')"
+mt_eq "the placeholder in an allowed name (unbound): 403" 403 "$(mt_out s a_vname)" "$out"
+mt_eq "...audit: host shows [secret:K]" 1 \
+    "$(mt_jl "$A" count reason=secret-leak 'host=[secret:K].w2.test' path=/vn)"
 mt_eq "audit: ...and in a name asked by DNS" 1 \
     "$(mt_jl "$A" count event=dns 'host=[secret:K].origin.test' qtype=A)"
 if grep -qaF -e "$K_REAL" -e "$ph" "$A"; then
@@ -168,10 +173,10 @@ if grep -qaF -e "$K_REAL" -e "$ph" "$A"; then
 else
 	mt_pass "neither the value nor the placeholder is in the audit log"
 fi
-if grep -qaF -e "$K_REAL" "$MT_T/s.err"; then
-	mt_fail "the value is in moat's messages" "$MT_T/s.err"
+if grep -qaF -e "$K_REAL" -e "$ph" "$MT_T/s.err"; then
+	mt_fail "the value or the placeholder is in moat's messages" "$MT_T/s.err"
 else
-	mt_pass "the value is not in moat run's / moatd's messages"
+	mt_pass "neither is in moat run's / moatd's messages"
 fi
 
 # --- framing: a value that would break the request is never sent ------------------
