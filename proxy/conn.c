@@ -332,6 +332,47 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 }
 
 /*
+ * Refuses c (true) if the name it targets holds a value or placeholder of
+ * a secret not bound to it: the name would go to the resolver and to the
+ * upstream (SNI, Host), and in an opaque tunnel nothing else is read.
+ */
+static bool
+conn_name_leaks(struct conn *c)
+{
+	struct secrets_view	 sv;
+	struct secretscan_hit	 h[8];
+	const char		*name = c->target.name;
+	char			 d[200];
+	size_t			 i, n;
+
+	if (c->target.kind != POLICY_HOST_NAME || name == NULL)
+		return false;
+	if (secrets_view(c->sb, c->w->secrets, &sv) == -1) {
+		conn_fail(c, POLICY_R_INTERNAL, "out of memory");
+		return true;
+	}
+	if (sv.vals == NULL || sv.scan == NULL) {
+		secrets_view_done(&sv);
+		return false;
+	}
+	n = secretscan_find(sv.scan, (const uint8_t *)name, strlen(name), h,
+	    sizeof(h) / sizeof(h[0]));
+	for (i = 0; i < n; i++) {
+		if (policy_secret_bound(conn_policy(c), h[i].secret, name,
+		    NULL, c->port))
+			continue;
+		snprintf(d, sizeof(d), "the name carries the secret %s (its "
+		    "value or the sandbox's placeholder), which is not bound "
+		    "to this host", secrets_name(sv.vals, h[i].secret));
+		secrets_view_done(&sv);
+		conn_fail(c, POLICY_R_SECRET_LEAK, d);
+		return true;
+	}
+	secrets_view_done(&sv);
+	return false;
+}
+
+/*
  * Routing, in the order DESIGN.md invariants 2 and 3 demand: judge the
  * name (a denied name is never resolved), resolve it ourselves, judge
  * every address of that one answer, and dial only addresses that passed.
@@ -361,6 +402,9 @@ conn_route(struct conn *c)
 		conn_fail(c, c->dec.reason, NULL);
 		return;
 	}
+	/* Before it is resolved: the name must not carry a secret out. */
+	if (conn_name_leaks(c))
+		return;
 	if (c->kind == CONN_KIND_HTTP) {
 		enum policy_reason	 why;
 		const char		*detail;

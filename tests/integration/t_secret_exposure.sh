@@ -20,7 +20,8 @@
 #    method, or a name (DNS, CONNECT) shows as [secret:K] in every audit
 #    line, to an unbound host (denied) and to a bound one (allowed); the
 #    audit log holds neither, nor do moatd's messages; a placeholder in
-#    the name of an allowed, unbound host (its Host) is a leak (403).
+#    the name of an allowed, unbound host is a leak (CONNECT 403), never
+#    resolved.
 #  framing: PEM's placeholder in a header field or the target, and PEM
 #    injected by a header template, are refused (secret-unsafe) and the
 #    origin receives nothing; with "encode": "percent" the origin gets
@@ -104,7 +105,7 @@ c -w 'a_ph_bound=%{http_code}\n' "https://origin.test/b/\$K?q=\$K"
 c -w 'a_real_bound=%{http_code}\n' "https://origin.test/r/\$real"
 c -w 'a_method=%{http_code}\n' -X "\$K" https://other.test/m
 c -w 'a_name=%{http_code}\n' "https://\$K.origin.test/n"
-c -w 'a_vname=%{http_code}\n' "https://\$K.w2.test/vn"
+c -w 'a_vname=%{http_connect}\n' "https://\$K.w2.test/vn"
 getent hosts "\$K.origin.test" >/dev/null
 # framing: a value with LF and SP
 c -D "\$d/bh.hdr" -w 'b_hdr=%{http_code}\n' -H "X-Key: \$PEM" https://origin.test/bh
@@ -163,9 +164,12 @@ mt_eq "audit: a placeholder as the method shows [secret:K]" 1 \
     "$(mt_jl "$A" count host=other.test 'method=[secret:K]' path=/m)"
 mt_eq "audit: a placeholder in a CONNECT's name shows [secret:K]" 1 \
     "$(mt_jl "$A" count event=open 'host=[secret:K].origin.test')"
-mt_eq "the placeholder in an allowed name (unbound): 403" 403 "$(mt_out s a_vname)" "$out"
-mt_eq "...audit: host shows [secret:K]" 1 \
-    "$(mt_jl "$A" count reason=secret-leak 'host=[secret:K].w2.test' path=/vn)"
+mt_eq "the placeholder in an allowed name (unbound): CONNECT 403" 403 \
+    "$(mt_out s a_vname)" "$out"
+mt_eq "...audit: secret-leak, host shows [secret:K]" 1 \
+    "$(mt_jl "$A" count event=open reason=secret-leak 'host=[secret:K].w2.test' 'detail~secret K')"
+mt_eq "...the name was never resolved nor sent" "0 0" \
+    "$(grep -c 'moat-ph-' "$MT_T/dns.log") $(mt_jl "$MT_T/other.log" count 'host~w2')"
 mt_eq "audit: ...and in a name asked by DNS" 1 \
     "$(mt_jl "$A" count event=dns 'host=[secret:K].origin.test' qtype=A)"
 if grep -qaF -e "$K_REAL" -e "$ph" "$A"; then
