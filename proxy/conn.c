@@ -339,37 +339,22 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 static bool
 conn_name_leaks(struct conn *c)
 {
-	struct secrets_view	 sv;
-	struct secretscan_hit	 h[8];
-	const char		*name = c->target.name;
-	char			 d[200];
-	size_t			 i, n;
+	char	who[POLICY_NAME_MAX + 1], d[POLICY_NAME_MAX + 128];
+	int	rc;
 
-	if (c->target.kind != POLICY_HOST_NAME || name == NULL)
+	if (c->target.kind != POLICY_HOST_NAME)
 		return false;
-	if (secrets_view(c->sb, c->w->secrets, &sv) == -1) {
+	rc = secrets_name_leak(c->sb, c->w->secrets, conn_policy(c),
+	    c->target.name, c->port, who, sizeof(who));
+	if (rc == -1)
 		conn_fail(c, POLICY_R_INTERNAL, "out of memory");
-		return true;
-	}
-	if (sv.vals == NULL || sv.scan == NULL) {
-		secrets_view_done(&sv);
-		return false;
-	}
-	n = secretscan_find(sv.scan, (const uint8_t *)name, strlen(name), h,
-	    sizeof(h) / sizeof(h[0]));
-	for (i = 0; i < n; i++) {
-		if (policy_secret_bound(conn_policy(c), h[i].secret, name,
-		    NULL, c->port))
-			continue;
+	else if (rc == 1) {
 		snprintf(d, sizeof(d), "the name carries the secret %s (its "
 		    "value or the sandbox's placeholder), which is not bound "
-		    "to this host", secrets_name(sv.vals, h[i].secret));
-		secrets_view_done(&sv);
+		    "to this host", who);
 		conn_fail(c, POLICY_R_SECRET_LEAK, d);
-		return true;
 	}
-	secrets_view_done(&sv);
-	return false;
+	return rc != 0;
 }
 
 /*

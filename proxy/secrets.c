@@ -295,6 +295,36 @@ secrets_name_of(const void *arg, uint32_t i)
 	return i < secrets_count(s) ? secrets_name(s, i) : NULL;
 }
 
+int
+secrets_name_leak(struct sandbox *sb, struct secrets *daemon,
+    const struct policy *p, const char *name, uint16_t port, char *who,
+    size_t len)
+{
+	struct secrets_view	 v;
+	struct secretscan_hit	 h[8];
+	size_t			 i, n;
+	int			 rc = 0;
+
+	if (name == NULL)
+		return 0;
+	if (secrets_view(sb, daemon, &v) == -1)
+		return -1;
+	if (v.vals == NULL || v.scan == NULL) {
+		secrets_view_done(&v);
+		return 0;
+	}
+	n = secretscan_find(v.scan, (const uint8_t *)name, strlen(name), h,
+	    sizeof(h) / sizeof(h[0]));
+	for (i = 0; i < n && rc == 0; i++) {
+		if (policy_secret_bound(p, h[i].secret, name, NULL, port))
+			continue;
+		snprintf(who, len, "%s", secrets_name(v.vals, h[i].secret));
+		rc = 1;
+	}
+	secrets_view_done(&v);
+	return rc;
+}
+
 void
 secrets_audit_redact(struct sandbox *sb, struct secrets *daemon,
     struct secrets_view *v, struct audit_rec *r)

@@ -81,6 +81,15 @@ int	secrets_view(struct sandbox *sb, struct secrets *daemon,
  */
 int	secrets_sandbox_reload(struct sandbox *sb, char *err, size_t errlen);
 /*
+ * Whether name (a target's canonical name, port 0 for any) holds a value
+ * or placeholder of one of sb's secrets that policy p does not bind to
+ * it.  Returns 1 (the secret's name, never a value, in who), 0, or -1
+ * (memory: fail closed).
+ */
+int	secrets_name_leak(struct sandbox *sb, struct secrets *daemon,
+	    const struct policy *p, const char *name, uint16_t port,
+	    char *who, size_t len);
+/*
  * Sets audit record r to redact, with sandbox sb's scanner, the fields
  * that repeat what its client sent (no secrets: nothing to do; the view
  * failing: those fields are written "[redacted]").  *v holds the scanner:

@@ -106,6 +106,7 @@ c -w 'a_real_bound=%{http_code}\n' "https://origin.test/r/\$real"
 c -w 'a_method=%{http_code}\n' -X "\$K" https://other.test/m
 c -w 'a_name=%{http_code}\n' "https://\$K.origin.test/n"
 c -w 'a_vname=%{http_connect}\n' "https://\$K.w2.test/vn"
+getent hosts "\$K.w2.test" >/dev/null
 getent hosts "\$K.origin.test" >/dev/null
 # framing: a value with LF and SP
 c -D "\$d/bh.hdr" -w 'b_hdr=%{http_code}\n' -H "X-Key: \$PEM" https://origin.test/bh
@@ -168,6 +169,8 @@ mt_eq "the placeholder in an allowed name (unbound): CONNECT 403" 403 \
     "$(mt_out s a_vname)" "$out"
 mt_eq "...audit: secret-leak, host shows [secret:K]" 1 \
     "$(mt_jl "$A" count event=open reason=secret-leak 'host=[secret:K].w2.test' 'detail~secret K')"
+mt_eq "...asked by DNS (allowed wildcard): dns-denied, secret-leak" 1 \
+    "$(mt_jl "$A" count event=dns 'host=[secret:K].w2.test' reason=dns-denied qtype=A 'detail~^secret-leak')"
 mt_eq "...the name was never resolved nor sent" "0 0" \
     "$(grep -c 'moat-ph-' "$MT_T/dns.log") $(mt_jl "$MT_T/other.log" count 'host~w2')"
 mt_eq "audit: ...and in a name asked by DNS" 1 \
