@@ -12,8 +12,11 @@
 #   +------------------------------------------------------------+
 #        | intercepted TLS (moatd's leaf), re-originated and verified
 #        v
-#   net: origin.py 203.0.113.10:443 (origin.test: K and PEM bound)
-#        origin.py 203.0.113.12:443 (other.test: allowed, not bound)
+#   net: origin.py 203.0.113.10:443 (origin.test: K and PEM bound;
+#          enc.wild.test: PEM, "encode": "percent"; hdr.wild.test: PEM
+#          in a header template; store.wild.test: K, "body": true)
+#        origin.py 203.0.113.12:443 (other.test, *.w2.test: allowed,
+#          not bound)
 #
 # Checks:
 #  audit: the value or the placeholder in the path, the query, the
