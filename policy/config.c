@@ -291,6 +291,8 @@ static bool	config_inject_basic(struct config_ctx *x, json_t *v,
 static bool	config_inject_placeholders(struct config_ctx *x, json_t *v,
 		    size_t pos, struct policy_rule *r,
 		    struct policy_inject *in);
+static bool	config_inject_options(struct config_ctx *x,
+		    const struct config_field *f, struct policy_inject *in);
 static bool	config_inject_unique(struct config_ctx *x, size_t pos,
 		    const struct policy_rule *r,
 		    const struct policy_inject *in);
@@ -2177,7 +2179,8 @@ config_injects(struct config_ctx *x, json_t *v, size_t pos,
 }
 
 enum {
-	INJ_HEADER = 0, INJ_VALUE, INJ_BASIC, INJ_PLACEHOLDERS, INJ__COUNT
+	INJ_HEADER = 0, INJ_VALUE, INJ_BASIC, INJ_PLACEHOLDERS, INJ_ENCODE,
+	INJ_BODY, INJ__COUNT
 };
 
 /* One entry of "inject".  On failure *in is left empty. */
@@ -2190,6 +2193,8 @@ config_inject(struct config_ctx *x, json_t *v, size_t pos,
 		[INJ_VALUE] = { "value", NULL, 0 },
 		[INJ_BASIC] = { "basic", NULL, 0 },
 		[INJ_PLACEHOLDERS] = { "placeholders", NULL, 0 },
+		[INJ_ENCODE] = { "encode", NULL, 0 },
+		[INJ_BODY] = { "body", NULL, 0 },
 	};
 	size_t			old, kpos = pos;
 	int			kinds;
@@ -2209,6 +2214,16 @@ config_inject(struct config_ctx *x, json_t *v, size_t pos,
 		    "[SECRET, ...]}");
 		return false;
 	}
+	if (f[INJ_PLACEHOLDERS].v == NULL) {
+		if (f[INJ_ENCODE].v != NULL)
+			config_err(x, f[INJ_ENCODE].pos, "\"encode\" goes with "
+			    "{\"placeholders\": [...]} only");
+		if (f[INJ_BODY].v != NULL)
+			config_err(x, f[INJ_BODY].pos, "\"body\" goes with "
+			    "{\"placeholders\": [...]} only");
+		if (f[INJ_ENCODE].v != NULL || f[INJ_BODY].v != NULL)
+			return false;
+	}
 	if (f[INJ_BASIC].v != NULL) {
 		kpos = f[INJ_BASIC].pos;
 		old = config_push_key(x, "basic");
@@ -2219,6 +2234,7 @@ config_inject(struct config_ctx *x, json_t *v, size_t pos,
 		ok = config_inject_placeholders(x, f[INJ_PLACEHOLDERS].v,
 		    f[INJ_PLACEHOLDERS].pos, r, in);
 		config_pop(x, old);
+		ok &= config_inject_options(x, f, in);
 	} else {
 		if (f[INJ_HEADER].v == NULL)
 			config_err(x, pos, "missing \"header\" (the field "
@@ -2366,6 +2382,45 @@ config_inject_placeholders(struct config_ctx *x, json_t *v, size_t pos,
 			else
 				idx[in->nsecrets++] = k;
 		}
+		config_pop(x, old);
+	}
+	return ok;
+}
+
+/*
+ * "encode": "percent" (placeholders in the request target become the
+ * percent-encoded value) and "body": true (placeholders in the body are
+ * replaced too), on a placeholders entry.
+ */
+static bool
+config_inject_options(struct config_ctx *x, const struct config_field *f,
+    struct policy_inject *in)
+{
+	json_t		*e = f[INJ_ENCODE].v, *b = f[INJ_BODY].v;
+	size_t		 old;
+	bool		 ok = true;
+
+	if (e != NULL) {
+		old = config_push_key(x, "encode");
+		if (!json_is_string(e) ||
+		    strcmp(json_string_value(e), "percent") != 0) {
+			config_err(x, f[INJ_ENCODE].pos, "expected \"percent\" "
+			    "(the only encoding), got %s", json_is_string(e) ?
+			    config_q(x, json_string_value(e),
+			    json_string_length(e)) : config_typename(e));
+			ok = false;
+		} else
+			in->encode = POLICY_ENCODE_PERCENT;
+		config_pop(x, old);
+	}
+	if (b != NULL) {
+		old = config_push_key(x, "body");
+		if (!json_is_boolean(b)) {
+			config_err(x, f[INJ_BODY].pos, "expected a boolean, "
+			    "got %s", config_typename(b));
+			ok = false;
+		} else
+			in->body = json_is_true(b);
 		config_pop(x, old);
 	}
 	return ok;

@@ -306,7 +306,11 @@ policy_explain_inject(const struct moat_config *c,
 			    c->secrets[in->secrets[i]].name : "?");
 		}
 		explain_append(buf, len, &at, " swapped for their values in "
-		    "header values, query and body");
+		    "header values and the target");
+		if (in->encode == POLICY_ENCODE_PERCENT)
+			explain_append(buf, len, &at, " (percent-encoded)");
+		if (in->body)
+			explain_append(buf, len, &at, " and the body");
 		break;
 	}
 	return buf;

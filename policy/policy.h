@@ -186,6 +186,10 @@ enum policy_reason {
 	POLICY_R_BODY_ON_GET,		/* "body-on-get": a rule with
 					   "strict_methods" and a GET or HEAD
 					   request with a body */
+	POLICY_R_SECRET_UNSAFE,		/* "secret-unsafe": a secret's value
+					   would change the request's framing
+					   (control bytes in a header field,
+					   SP or control bytes in the target) */
 	POLICY_R__COUNT
 };
 
@@ -491,9 +495,16 @@ enum policy_inject_kind {
 	POLICY_INJECT_PLACEHOLDERS	/* {"placeholders": [SECRET, ...]}:
 					   the sandbox's placeholder of each
 					   secret is replaced by its value in
-					   the request's header values, query
-					   and body */
+					   the request's header values and
+					   target, and in the body with
+					   "body": true */
 };
+
+/* How a placeholders entry writes a value into the request target. */
+#define POLICY_ENCODE_NONE	0	/* as it is (refused if it holds SP
+					   or a control byte) */
+#define POLICY_ENCODE_PERCENT	1	/* "encode": "percent": every byte
+					   but ALPHA DIGIT - . _ ~ as %XX */
 
 #define POLICY_TPL_LITERAL	SIZE_MAX	/* .secret of a literal part */
 
@@ -528,11 +539,16 @@ struct policy_template {
  *    literal at its start or end has no leading or trailing SP/HTAB.
  *  BASIC: header is "Authorization"; user and password are templates
  *    (user's literals hold no ":"); at least one of them has a secret.
- *  PLACEHOLDERS: secrets[0..nsecrets) (at least one, no repeats).
+ *  PLACEHOLDERS: secrets[0..nsecrets) (at least one, no repeats);
+ *    encode (POLICY_ENCODE_*) for the request target, body true if the
+ *    entry says "body": true (placeholders in the body are replaced;
+ *    by default a body is forwarded as the sandbox wrote it).
  * A rule never has two entries that set the same header (BASIC counts as
- * Authorization).  The proxy must refuse (not send) a request whose
- * injected header value would hold CR, LF or NUL (a secret value with one
- * of them), and a BASIC user whose secret value holds ":".
+ * Authorization).  The proxy must refuse (not send, POLICY_R_SECRET_UNSAFE)
+ * a request whose header field would hold a control byte other than HTAB
+ * (a secret value with one of them), whose target would hold SP or a
+ * control byte without "encode", and a BASIC user whose secret value
+ * holds ":".
  * line and column locate the entry in the config.
  */
 struct policy_inject {
@@ -543,6 +559,8 @@ struct policy_inject {
 	struct policy_template		 password;
 	const size_t			*secrets;
 	size_t				 nsecrets;
+	int				 encode;
+	bool				 body;
 	int				 line, column;
 };
 

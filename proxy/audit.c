@@ -17,6 +17,7 @@
 
 #include "proxy/audit.h"
 #include "proxy/log.h"
+#include "proxy/secretscan.h"
 #include "proxy/util.h"
 
 #define AUDIT_LINE_STACK_BYTES	2048
@@ -377,13 +378,55 @@ jw_ts(struct jw *w)
 	jw_raw(w, "\"", 1);
 }
 
+/*
+ * The fields that repeat what the client sent, with every secret value or
+ * placeholder in them written "[secret:NAME]" (before the path is cut, so
+ * that no piece of a value survives the cut).  f[i] is what to write;
+ * own[i] what to free.  A field that could not be redacted (memory)
+ * is written "[redacted]".
+ */
+#define AUDIT_CLIENT_FIELDS	4
+
+static void
+audit_redact(const struct audit_rec *r, const char *f[AUDIT_CLIENT_FIELDS],
+    char *own[AUDIT_CLIENT_FIELDS])
+{
+	size_t	i;
+
+	f[0] = r->host;
+	f[1] = r->method;
+	f[2] = r->path;
+	f[3] = r->detail;
+	for (i = 0; i < AUDIT_CLIENT_FIELDS; i++) {
+		own[i] = NULL;
+		if (f[i] == NULL)
+			continue;
+		if (r->redact_fail) {
+			f[i] = "[redacted]";
+			continue;
+		}
+		if (r->redact == NULL)
+			continue;
+		own[i] = secretscan_redact(r->redact, f[i], r->redact_name,
+		    r->redact_arg);
+		if (own[i] != NULL)
+			f[i] = own[i];
+		else if (errno != 0)
+			f[i] = "[redacted]";	/* fail closed */
+	}
+}
+
 /* Formats r as one line (with "\n") into buf; returns its length or 0. */
 static size_t
 audit_format(const struct audit_rec *r, char *buf, size_t cap)
 {
 	struct jw	w = { buf, 0, cap, 0, 0 };
 	char		path[AUDIT_PATH_MAX_BYTES + 4];
+	const char	*f[AUDIT_CLIENT_FIELDS];
+	char		*own[AUDIT_CLIENT_FIELDS];
 	size_t		i;
+
+	audit_redact(r, f, own);
 
 	jw_raw(&w, "{", 1);
 	jw_ts(&w);
@@ -392,7 +435,7 @@ audit_format(const struct audit_rec *r, char *buf, size_t cap)
 	jw_kstr(&w, "sandbox", r->sandbox);
 	jw_kstr(&w, "proto", r->proto);
 	jw_kstr(&w, "client", r->client);
-	jw_kstr(&w, "host", r->host);
+	jw_kstr(&w, "host", f[0]);
 	jw_kint(&w, "port", r->port);
 	jw_key(&w, "ip");
 	if (r->ip != NULL)
@@ -408,14 +451,14 @@ audit_format(const struct audit_rec *r, char *buf, size_t cap)
 		jw_str(&w, r->rule);
 	else
 		jw_raw(&w, "null", 4);
-	jw_kstr(&w, "method", r->method);
-	if (r->path != NULL) {
-		if (strlen(r->path) > AUDIT_PATH_MAX_BYTES) {
-			memcpy(path, r->path, AUDIT_PATH_MAX_BYTES);
+	jw_kstr(&w, "method", f[1]);
+	if (f[2] != NULL) {
+		if (strlen(f[2]) > AUDIT_PATH_MAX_BYTES) {
+			memcpy(path, f[2], AUDIT_PATH_MAX_BYTES);
 			memcpy(path + AUDIT_PATH_MAX_BYTES, "...", 4);
 			jw_kstr(&w, "path", path);
 		} else
-			jw_kstr(&w, "path", r->path);
+			jw_kstr(&w, "path", f[2]);
 	}
 	if (r->status > 0)
 		jw_kint(&w, "status", r->status);
@@ -435,8 +478,10 @@ audit_format(const struct audit_rec *r, char *buf, size_t cap)
 	jw_kstr(&w, "qtype", r->qtype);
 	jw_kstr(&w, "answer", r->answer);
 	jw_kstr(&w, "end", r->end);
-	jw_kstr(&w, "detail", r->detail);
+	jw_kstr(&w, "detail", f[3]);
 	jw_raw(&w, "}\n", 2);
+	for (i = 0; i < AUDIT_CLIENT_FIELDS; i++)
+		free(own[i]);
 	return w.overflow ? 0 : w.len;
 }
 

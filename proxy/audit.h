@@ -12,7 +12,8 @@
  * rule, and where known method, path, status, bytes_up, bytes_down,
  * duration_ms, injected (secret NAMES only).  moat adds event, id (the
  * connection), client, detail and end.  No secret value ever reaches a
- * record: callers pass names only.
+ * record: callers pass names only, and the fields that repeat what the
+ * client sent are redacted with the sandbox's scanner (redact).
  */
 #ifndef MOAT_AUDIT_H
 #define MOAT_AUDIT_H
@@ -20,6 +21,8 @@
 #include <stdint.h>
 
 #include "policy/policy.h"
+
+struct secretscan;
 
 #define AUDIT_QUEUE_MAX_BYTES	(8u << 20)
 #define AUDIT_PATH_MAX_BYTES	1024	/* longer paths are cut, with "..." */
@@ -49,6 +52,16 @@ struct audit_rec {
 	const char		*qtype;		/* dns events: "A", "AAAA", ... */
 	const char		*answer;	/* dns events: addresses answered */
 	const char *const	*injected;	/* NULL-terminated secret names */
+	/*
+	 * The sandbox's secrets scanner, or NULL: the fields that repeat
+	 * what the client sent (host, method, path, detail) show
+	 * "[secret:NAME]" for any value or placeholder in them.  redact_fail
+	 * (the scanner could not be had) writes those fields as "[redacted]".
+	 */
+	const struct secretscan	*redact;
+	const char		*(*redact_name)(const void *, uint32_t);
+	const void		*redact_arg;
+	int			 redact_fail;
 };
 
 /* Fills *r with "absent" values (port, bytes, duration -1). */

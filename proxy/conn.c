@@ -33,6 +33,7 @@
 #include "proxy/inject.h"
 #include "proxy/resolver.h"
 #include "proxy/sandbox.h"
+#include "proxy/secrets.h"
 #include "proxy/tls.h"
 #include "proxy/tunnel.h"
 #include "proxy/upstream.h"
@@ -263,12 +264,38 @@ conn_geo(const struct conn *c, struct policy_geo *g)
 	return g->country[0] != '\0' || g->asn != 0;
 }
 
+const char *
+conn_log_redact(struct conn *c, const char *s, char *buf, size_t len)
+{
+	struct secrets_view	 sv;
+	char			*r;
+
+	if (s == NULL || len == 0)
+		return s;
+	if (secrets_view(c->sb, c->w->secrets, &sv) == -1) {
+		snprintf(buf, len, "[redacted]");
+		return buf;
+	}
+	if (sv.vals == NULL || sv.scan == NULL) {
+		secrets_view_done(&sv);
+		return s;
+	}
+	r = secretscan_redact(sv.scan, s, secrets_name_of, sv.vals);
+	secrets_view_done(&sv);
+	if (r == NULL && errno == 0)
+		return s;
+	snprintf(buf, len, "%s", r != NULL ? r : "[redacted]");
+	free(r);
+	return buf;
+}
+
 void
 conn_audit(struct conn *c, const char *event, enum policy_verdict v,
     enum policy_reason reason, const char *detail)
 {
 	struct audit_rec	r;
 	struct policy_geo	g;
+	struct secrets_view	sv;
 
 	audit_rec_init(&r);
 	r.event = event;
@@ -299,7 +326,35 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 		r.duration_ms = (int64_t)(util_now_ms() - c->t_start);
 	}
 	r.detail = detail;
+	secrets_audit_redact(c->sb, c->w->secrets, &sv, &r);
 	audit_emit(&r);
+	secrets_view_done(&sv);
+}
+
+/*
+ * Refuses c (true) if the name it targets holds a value or placeholder of
+ * a secret not bound to it: the name would go to the resolver and to the
+ * upstream (SNI, Host), and in an opaque tunnel nothing else is read.
+ */
+static bool
+conn_name_leaks(struct conn *c)
+{
+	char	who[POLICY_NAME_MAX + 1], d[POLICY_NAME_MAX + 128];
+	int	rc;
+
+	if (c->target.kind != POLICY_HOST_NAME)
+		return false;
+	rc = secrets_name_leak(c->sb, c->w->secrets, conn_policy(c),
+	    c->target.name, c->port, who, sizeof(who));
+	if (rc == -1)
+		conn_fail(c, POLICY_R_INTERNAL, "out of memory");
+	else if (rc == 1) {
+		snprintf(d, sizeof(d), "the name carries the secret %s (its "
+		    "value or the sandbox's placeholder), which is not bound "
+		    "to this host", who);
+		conn_fail(c, POLICY_R_SECRET_LEAK, d);
+	}
+	return rc != 0;
 }
 
 void
@@ -346,6 +401,9 @@ conn_route(struct conn *c)
 		conn_fail(c, c->dec.reason, NULL);
 		return;
 	}
+	/* Before it is resolved: the name must not carry a secret out. */
+	if (conn_name_leaks(c))
+		return;
 	if (c->kind == CONN_KIND_HTTP) {
 		enum policy_reason	 why;
 		const char		*detail;
@@ -667,6 +725,7 @@ static void
 conn_audit_tunnel_close(struct conn *c, enum policy_reason reason)
 {
 	struct audit_rec	r;
+	struct secrets_view	sv;
 	uint64_t		in = c->tun_in0, out = c->tun_out0;
 
 	if (c->cio != NULL)
@@ -693,7 +752,9 @@ conn_audit_tunnel_close(struct conn *c, enum policy_reason reason)
 	    reason == POLICY_R_INTERNAL ? TUNNEL_END_INTERNAL :
 	    TUNNEL_END_RESET);
 	r.detail = "inspected";
+	secrets_audit_redact(c->sb, c->w->secrets, &sv, &r);
 	audit_emit(&r);
+	secrets_view_done(&sv);
 }
 
 void

@@ -199,6 +199,14 @@ void	conn_dial(struct conn *c, const struct policy_addr *addrs, size_t n);
 /* Makes sure c->cfg is the worker's current config (between requests). */
 void	conn_refresh_config(struct conn *c);
 /* Writes an audit record for the current request/tunnel. */
+/*
+ * s (a string the client sent, such as c->host) for a log line: every
+ * value or placeholder of the sandbox's secrets in it written
+ * "[secret:NAME]", in buf (len bytes; cut to fit), or s itself when it
+ * holds none.
+ */
+const char *conn_log_redact(struct conn *c, const char *s, char *buf,
+	    size_t len);
 void	conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 	    enum policy_reason reason, const char *detail);
 /* Proto name for audit: "http", "connect", "socks5". */

@@ -32,6 +32,7 @@
 #include "proxy/log.h"
 #include "proxy/resolver.h"
 #include "proxy/sandbox.h"
+#include "proxy/secrets.h"
 #include "proxy/util.h"
 #include "proxy/worker.h"
 
@@ -68,6 +69,8 @@ static void	dns_error(struct dns_pending *p, uint16_t rcode);
 static void	dns_audit(struct dns_pending *p, enum policy_verdict v,
 		    enum policy_reason reason, const char *rule,
 		    const char *answer, const char *detail);
+static bool	dns_name_leaks(struct dns_pending *p, const char *name,
+		    const char *rule);
 static const char *dns_qtype_str(uint16_t t, char *buf, size_t len);
 static void	dns_tcp_event(struct io *io, int ev, void *arg);
 static void	dns_tcp_read(struct conn *c);
@@ -276,6 +279,8 @@ dns_query_in(struct dns_pending *p, const uint8_t *msg, size_t len)
 		dns_pending_free(p);
 		return;
 	}
+	if (dns_name_leaks(p, host.name, d.rule_name))
+		return;
 	if (q->qtype != DNS_TYPE_A && q->qtype != DNS_TYPE_AAAA &&
 	    q->qtype != DNS_TYPE_ANY) {
 		/* MX, TXT, HTTPS, ...: nothing to dial, nothing to say. */
@@ -441,12 +446,37 @@ dns_reply(struct dns_pending *p, const uint8_t *buf, size_t n)
 		io_read(c->cio, 1);
 }
 
+/*
+ * Refuses the query (true) if its name carries a secret the policy does
+ * not bind to it: resolving would send it to the resolver.
+ */
+static bool
+dns_name_leaks(struct dns_pending *p, const char *name, const char *rule)
+{
+	char	who[POLICY_NAME_MAX + 1], d[POLICY_NAME_MAX + 64];
+	int	rc;
+
+	rc = secrets_name_leak(p->sb, p->w->secrets, sandbox_policy(p->sb,
+	    p->cfg), name, 0, who, sizeof(who));
+	if (rc == 0)
+		return false;
+	if (rc == 1)
+		snprintf(d, sizeof(d), "secret-leak: the name carries the "
+		    "secret %s", who);
+	dns_error(p, rc == 1 ? DNS_RCODE_NXDOMAIN : DNS_RCODE_SERVFAIL);
+	dns_audit(p, POLICY_DENY, rc == 1 ? POLICY_R_DNS_DENIED :
+	    POLICY_R_INTERNAL, rule, NULL, rc == 1 ? d : "out of memory");
+	dns_pending_free(p);
+	return true;
+}
+
 static void
 dns_audit(struct dns_pending *p, enum policy_verdict v,
     enum policy_reason reason, const char *rule, const char *answer,
     const char *detail)
 {
 	struct audit_rec	r;
+	struct secrets_view	sv;
 	char			qt[16];
 
 	audit_rec_init(&r);
@@ -463,7 +493,9 @@ dns_audit(struct dns_pending *p, enum policy_verdict v,
 	    sizeof(qt)) : NULL;
 	r.answer = answer;
 	r.detail = detail;
+	secrets_audit_redact(p->sb, p->w->secrets, &sv, &r);
 	audit_emit(&r);
+	secrets_view_done(&sv);
 }
 
 /* ------------------------------------------------------------------ */

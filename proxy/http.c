@@ -76,6 +76,7 @@ static int	http_move_body(struct conn *c, struct conn_body *b,
 		    struct evbuffer *in, struct evbuffer *out, uint64_t *count,
 		    const char **err);
 static int	http_is_hop_by_hop(const char *name, size_t len);
+static bool	http_is_range(const char *name, size_t len);
 static int	http_add_fields(struct conn *c, int dir, struct evbuffer *out,
 		    const struct http_header *hv, size_t n);
 static struct http_status_info http_status_for(enum policy_reason r);
@@ -612,6 +613,9 @@ http_reason_text(enum policy_reason r)
 	case POLICY_R_SECRET_LEAK:
 		return "the request carries a secret to a host it is not "
 		    "bound to";
+	case POLICY_R_SECRET_UNSAFE:
+		return "a secret's value would break the request's framing "
+		    "where it was to go";
 	case POLICY_R_RATE:
 		return "the rule's rate limit is exhausted";
 	case POLICY_R_DNS_BUDGET:
@@ -709,6 +713,7 @@ static void
 http_denied_code(struct conn *c, int code, enum policy_reason reason,
     const char *detail)
 {
+	char	hbuf[320], dbuf[512];
 	int	keep;
 
 	conn_set_deadline(c, 0);
@@ -718,11 +723,14 @@ http_denied_code(struct conn *c, int code, enum policy_reason reason,
 		    POLICY_DENY, reason, detail);
 	if (reason != POLICY_R_BAD_REQUEST && reason != POLICY_R_LIMIT)
 		log_debug("conn=%llu %s %s:%u denied: %s",
-		    (unsigned long long)c->id, conn_proto(c), c->host, c->port,
+		    (unsigned long long)c->id, conn_proto(c),
+		    conn_log_redact(c, c->host, hbuf, sizeof(hbuf)), c->port,
 		    policy_reason_str(reason));
 	else {
 		char esc[256];
 
+		if (detail != NULL)
+			detail = conn_log_redact(c, detail, dbuf, sizeof(dbuf));
 		log_info("conn=%llu from %s: %s: %s", (unsigned long long)c->id,
 		    c->client, policy_reason_str(reason), detail ?
 		    log_escape(detail, strlen(detail), esc, sizeof(esc)) : "-");
@@ -852,6 +860,9 @@ http_add_fields(struct conn *c, int dir, struct evbuffer *out,
 				if (inject_overrides(c, hv[i].name,
 				    hv[i].name_len))
 					continue;
+				if (inject_strips_range(c) &&
+				    http_is_range(hv[i].name, hv[i].name_len))
+					continue;
 				rc = inject_request_bytes(c, hv[i].value,
 				    hv[i].value_len, &v, &vlen);
 			} else
@@ -866,6 +877,14 @@ http_add_fields(struct conn *c, int dir, struct evbuffer *out,
 		evbuffer_add(out, "\r\n", 2);
 	}
 	return 0;
+}
+
+/* Range and If-Range (RFC 9110 §14.2, §13.1.5). */
+static bool
+http_is_range(const char *name, size_t len)
+{
+	return (len == 5 && strncasecmp(name, "range", 5) == 0) ||
+	    (len == 8 && strncasecmp(name, "if-range", 8) == 0);
 }
 
 /*
@@ -888,17 +907,31 @@ http_is_hop_by_hop(const char *name, size_t len)
 	return 0;
 }
 
-/* A request that would carry a secret where it is not bound. */
+/*
+ * A request that would carry a secret where it is not bound, or a bound
+ * secret's value where it would change the request's framing.
+ */
 static void
 http_leak(struct conn *c)
 {
-	char	d[200];
+	char		 d[400], hbuf[320];
+	const char	*why;
 
+	if ((why = inject_unsafe(c)) != NULL) {
+		snprintf(d, sizeof(d), "secret %s not sent: %s",
+		    inject_leak_name(c), why);
+		log_info("conn=%llu secret-unsafe: %s to %s:%u refused",
+		    (unsigned long long)c->id, inject_leak_name(c),
+		    conn_log_redact(c, c->host, hbuf, sizeof(hbuf)), c->port);
+		http_denied(c, POLICY_R_SECRET_UNSAFE, d);
+		return;
+	}
 	snprintf(d, sizeof(d), "the request carries the secret %s (its value "
 	    "or the sandbox's placeholder), which is not bound to this host",
 	    inject_leak_name(c));
 	log_info("conn=%llu secret-leak: %s to %s:%u refused",
-	    (unsigned long long)c->id, inject_leak_name(c), c->host, c->port);
+	    (unsigned long long)c->id, inject_leak_name(c),
+	    conn_log_redact(c, c->host, hbuf, sizeof(hbuf)), c->port);
 	http_denied(c, POLICY_R_SECRET_LEAK, d);
 }
 
@@ -920,8 +953,9 @@ http_send_request(struct conn *c)
 	c->reqb.xform = inject_scans_body(c) ? CONN_XFORM_REQUEST :
 	    CONN_XFORM_NONE;
 	c->reqb.out_chunked = false;
-	if (inject_request_bytes(c, req->path, strlen(req->path), &path,
-	    &plen) == -1) {
+	if (inject_request_target(c, req->path, strlen(req->path), &path,
+	    &plen) == -1 || inject_request_host(c, req->authority ?
+	    req->authority : req->host_header) == -1) {
 		http_leak(c);
 		return;
 	}
@@ -947,8 +981,8 @@ http_send_request(struct conn *c)
 				    "out of memory");
 				return;
 			}
-			if (inject_request_bytes(c, raw, (size_t)cl, &nb,
-			    &nl) == -1) {
+			if (inject_request_body_bytes(c, raw, (size_t)cl,
+			    &nb, &nl) == -1) {
 				evbuffer_free(body);
 				http_leak(c);
 				return;
@@ -978,7 +1012,7 @@ http_send_request(struct conn *c)
 		if (body != NULL)
 			evbuffer_free(body);
 		if (detail != NULL)
-			http_denied(c, POLICY_R_INTERNAL, detail);
+			http_denied(c, POLICY_R_SECRET_UNSAFE, detail);
 		else
 			http_leak(c);
 		return;
@@ -1338,6 +1372,8 @@ http_write_response_head(struct conn *c)
 {
 	struct http_response_head	*r = &c->resp;
 	struct evbuffer			*out = io_out(c->cio);
+	const char			*reason;
+	size_t				 rlen;
 
 	c->resp_head_done = true;
 	c->status = r->status;
@@ -1369,11 +1405,19 @@ http_write_response_head(struct conn *c)
 		}
 	}
 
+	/* The reason phrase is the upstream's text too: scrubbed alike. */
+	reason = r->reason;
+	rlen = strlen(reason);
+	if (c->inj != NULL && inject_response_bytes(c, r->reason, rlen,
+	    &reason, &rlen) == -1) {
+		http_abort(c, POLICY_R_INTERNAL, "out of memory");
+		return -1;
+	}
 	evbuffer_expand(out, r->head_len + 64);
 	evbuffer_add(out, "HTTP/1.1 ", 9);
 	eb_u64(out, (uint64_t)r->status);
 	evbuffer_add(out, " ", 1);
-	eb_str(out, r->reason);
+	evbuffer_add(out, reason, rlen);
 	evbuffer_add(out, "\r\n", 2);
 	if (http_add_fields(c, CONN_XFORM_RESPONSE, out, r->headers,
 	    r->nheaders) == -1) {

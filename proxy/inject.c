@@ -32,6 +32,7 @@
 #include "proxy/worker.h"
 
 #define INJECT_HEADER_MAX_BYTES	16384	/* longest injected header value */
+#define INJECT_TARGET_MAX_BYTES	65536	/* longest target with encoded values */
 
 struct inject_copy {
 	uint8_t			*p;
@@ -39,14 +40,35 @@ struct inject_copy {
 	struct inject_copy	*next;
 };
 
+/* Where in a request a rewrite happens (what may break there). */
+enum inject_where {
+	INJECT_IN_HEADER = 0,	/* a header field value */
+	INJECT_IN_TARGET,	/* the request target */
+	INJECT_IN_BODY,		/* the body */
+	INJECT_IN__COUNT
+};
+
 struct inject {
 	struct secrets_view		 sv;
 	size_t				 n;		/* secrets */
-	enum secretscan_action		*req_act;
+	/* Per place in the request, per secret: what a match does. */
+	enum secretscan_action		*req_act[INJECT_IN__COUNT];
 	enum secretscan_action		*resp_act;
-	struct secretscan_rules		 req_rules;
+	struct secretscan_rules		 req_rules[INJECT_IN__COUNT];
 	struct secretscan_rules		 resp_rules;
+	bool				*bound;		/* per secret */
+	bool				*encode;	/* per secret: target
+							   gets %XX */
+	bool				 any_encode;
 	bool				 any_bound;
+	bool				 body_grows;	/* a body swap */
+	bool				 scan_body;
+	bool				 unsafe;	/* the leak is a bound
+							   value that breaks
+							   framing */
+	bool				 too_long;	/* ... or makes the
+							   target too long */
+	enum inject_where		 leak_where;
 	struct secretscan_stream	*req_st;
 	struct secretscan_stream	*resp_st;
 	uint32_t			 leak;
@@ -80,6 +102,115 @@ inject_precheck(struct conn *c, enum policy_reason *reason,
 	return 0;
 }
 
+/* Whether v holds a byte a header field value may not: CTL but HTAB. */
+static bool
+inject_breaks_field(const uint8_t *v, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < len; i++)
+		if ((v[i] < 0x20 && v[i] != '\t') || v[i] == 0x7f)
+			return true;
+	return false;
+}
+
+/* Whether v holds a byte a request target may not: SP, CTL, non-ASCII. */
+static bool
+inject_breaks_target(const uint8_t *v, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < len; i++)
+		if (v[i] <= 0x20 || v[i] >= 0x7f)
+			return true;
+	return false;
+}
+
+/*
+ * The options the rule's placeholders entries give secret i: "encode"
+ * (the target) and "body".
+ */
+static void
+inject_opts(const struct policy_inject *injs, size_t ninj, size_t i,
+    bool *encode, bool *body)
+{
+	size_t	k, j;
+
+	*encode = *body = false;
+	for (k = 0; k < ninj; k++) {
+		if (injs[k].kind != POLICY_INJECT_PLACEHOLDERS)
+			continue;
+		for (j = 0; j < injs[k].nsecrets; j++) {
+			if (injs[k].secrets[j] != i)
+				continue;
+			*encode |= injs[k].encode == POLICY_ENCODE_PERCENT;
+			*body |= injs[k].body;
+		}
+	}
+}
+
+static void
+inject_free(struct inject *in)
+{
+	int	w;
+
+	if (in == NULL)
+		return;
+	secrets_view_done(&in->sv);
+	for (w = 0; w < INJECT_IN__COUNT; w++)
+		free(in->req_act[w]);
+	free(in->resp_act);
+	free(in->bound);
+	free(in->encode);
+	free(in);
+}
+
+/*
+ * Sets what each secret's matches do in each place of the request.  A
+ * secret not bound to the target is a leak anywhere.  A bound one: its
+ * placeholder becomes its value in header fields unless the value holds
+ * control bytes, in the target unless it holds SP or control bytes (or
+ * percent-encoded with "encode"), and in the body only with "body": a
+ * value that would change the request's framing is never swapped in
+ * (the match counts as a leak, reported as unsafe).
+ */
+static void
+inject_actions(struct conn *c, struct inject *in, size_t i)
+{
+	const uint8_t	*v;
+	size_t		 vl;
+	bool		 enc, body;
+
+	in->bound[i] = policy_secret_bound(conn_policy(c), i,
+	    c->target.kind == POLICY_HOST_NAME ? c->target.name : NULL,
+	    &c->up_addr, c->port);
+	in->resp_act[i] = SECRETSCAN_ACT_VALUE_TO_PH;
+	in->any_bound |= in->bound[i];
+	if (!in->bound[i]) {
+		in->req_act[INJECT_IN_HEADER][i] = SECRETSCAN_ACT_LEAK;
+		in->req_act[INJECT_IN_TARGET][i] = SECRETSCAN_ACT_LEAK;
+		in->req_act[INJECT_IN_BODY][i] = SECRETSCAN_ACT_LEAK;
+		in->scan_body = true;
+		return;
+	}
+	inject_opts(in->injs, in->ninjs, i, &enc, &body);
+	v = secrets_value(in->sv.vals, i, &vl);
+	in->req_act[INJECT_IN_HEADER][i] = inject_breaks_field(v, vl) ?
+	    SECRETSCAN_ACT_LEAK : SECRETSCAN_ACT_PH_TO_VALUE;
+	if (enc) {
+		/* Swapped by inject_encode(), after the rewriter. */
+		in->req_act[INJECT_IN_TARGET][i] = SECRETSCAN_ACT_KEEP;
+		in->encode[i] = in->any_encode = true;
+	} else
+		in->req_act[INJECT_IN_TARGET][i] =
+		    inject_breaks_target(v, vl) ? SECRETSCAN_ACT_LEAK :
+		    SECRETSCAN_ACT_PH_TO_VALUE;
+	in->req_act[INJECT_IN_BODY][i] = body ? SECRETSCAN_ACT_PH_TO_VALUE :
+	    SECRETSCAN_ACT_KEEP;
+	if (body)
+		in->scan_body = in->body_grows = true;
+}
+
 int
 inject_begin(struct conn *c, enum policy_reason *reason, const char **detail)
 {
@@ -89,6 +220,7 @@ inject_begin(struct conn *c, enum policy_reason *reason, const char **detail)
 	size_t				 i, k, ninj = 0;
 	const struct policy_inject	*injs = NULL;
 	struct secrets_view		 sv;
+	int				 w;
 
 	inject_end(c);
 	if (inject_precheck(c, reason, detail) == -1)
@@ -108,23 +240,22 @@ inject_begin(struct conn *c, enum policy_reason *reason, const char **detail)
 	in->ninjs = ninj;
 	in->n = secrets_count(in->sv.vals);
 	if (in->n > 0) {
-		in->req_act = calloc(in->n, sizeof(*in->req_act));
+		for (w = 0; w < INJECT_IN__COUNT; w++)
+			if ((in->req_act[w] = calloc(in->n,
+			    sizeof(*in->req_act[w]))) == NULL)
+				goto nomem;
 		in->resp_act = calloc(in->n, sizeof(*in->resp_act));
-		if (in->req_act == NULL || in->resp_act == NULL)
+		in->bound = calloc(in->n, sizeof(*in->bound));
+		in->encode = calloc(in->n, sizeof(*in->encode));
+		if (in->resp_act == NULL || in->bound == NULL ||
+		    in->encode == NULL)
 			goto nomem;
-		for (i = 0; i < in->n; i++) {
-			bool bound = policy_secret_bound(conn_policy(c), i,
-			    c->target.kind == POLICY_HOST_NAME ?
-			    c->target.name : NULL, &c->up_addr, c->port);
-
-			in->req_act[i] = bound ? SECRETSCAN_ACT_PH_TO_VALUE :
-			    SECRETSCAN_ACT_LEAK;
-			in->resp_act[i] = SECRETSCAN_ACT_VALUE_TO_PH;
-			if (bound)
-				in->any_bound = true;
+		for (i = 0; i < in->n; i++)
+			inject_actions(c, in, i);
+		for (w = 0; w < INJECT_IN__COUNT; w++) {
+			in->req_rules[w].action = in->req_act[w];
+			in->req_rules[w].nsecrets = in->n;
 		}
-		in->req_rules.action = in->req_act;
-		in->req_rules.nsecrets = in->n;
 		in->resp_rules.action = in->resp_act;
 		in->resp_rules.nsecrets = in->n;
 	}
@@ -136,12 +267,7 @@ inject_begin(struct conn *c, enum policy_reason *reason, const char **detail)
 	c->inj = in;
 	return 0;
  nomem:
-	if (in != NULL) {
-		secrets_view_done(&in->sv);
-		free(in->req_act);
-		free(in->resp_act);
-		free(in);
-	}
+	inject_free(in);
 	*reason = POLICY_R_INTERNAL;
 	*detail = "out of memory";
 	return -1;
@@ -162,10 +288,7 @@ inject_end(struct conn *c)
 	}
 	secretscan_stream_free(in->req_st);
 	secretscan_stream_free(in->resp_st);
-	secrets_view_done(&in->sv);
-	free(in->req_act);
-	free(in->resp_act);
-	free(in);
+	inject_free(in);
 	c->inj = NULL;
 }
 
@@ -211,12 +334,128 @@ inject_rewrite(struct inject *in, const struct secretscan_rules *rules,
 	return 0;
 }
 
+/* A request rewrite in place w; a leak of a bound secret is "unsafe". */
+static int
+inject_request_in(struct conn *c, enum inject_where w, const char *src,
+    size_t len, const char **out, size_t *outlen)
+{
+	struct inject	*in = c->inj;
+
+	if (in == NULL) {
+		*out = src;
+		*outlen = len;
+		return 0;
+	}
+	in->leak = UINT32_MAX;
+	if (inject_rewrite(in, &in->req_rules[w], src, len, out,
+	    outlen) == 0)
+		return 0;
+	if (in->leak < in->n && in->bound[in->leak]) {
+		in->unsafe = true;
+		in->leak_where = w;
+	}
+	return -1;
+}
+
 int
 inject_request_bytes(struct conn *c, const char *in, size_t len,
     const char **out, size_t *outlen)
 {
-	return inject_rewrite(c->inj, c->inj ? &c->inj->req_rules : NULL, in,
-	    len, out, outlen);
+	return inject_request_in(c, INJECT_IN_HEADER, in, len, out, outlen);
+}
+
+int
+inject_request_host(struct conn *c, const char *host)
+{
+	const char	*out;
+	size_t		 outlen;
+
+	/*
+	 * moatd writes Host itself, never rewritten: only a leak counts
+	 * (a placeholder of a bound secret in the name stays as it is).
+	 */
+	if (host == NULL)
+		return 0;
+	return inject_request_in(c, INJECT_IN_HEADER, host, strlen(host),
+	    &out, &outlen);
+}
+
+/*
+ * The placeholders of secrets with "encode": "percent" in t[0..len)
+ * become their values, percent-encoded.  0 (*out, *outlen: the result,
+ * t itself when none was found), or -1 (memory).
+ */
+static int
+inject_encode(struct inject *in, const char *t, size_t len,
+    const char **out, size_t *outlen)
+{
+	const char	*ph, *at;
+	const uint8_t	*v;
+	uint8_t		*o;
+	size_t		 i, vl, pl, n, cap, k;
+
+	*out = t;
+	*outlen = len;
+	for (i = 0; i < in->n; i++) {
+		if (!in->encode[i] || in->sv.ph == NULL)
+			continue;
+		ph = in->sv.ph[i];
+		pl = strlen(ph);
+		for (k = 0, t = *out, len = *outlen;
+		    (at = memmem(t, len, ph, pl)) != NULL; k++) {
+			len -= (size_t)(at - t) + pl;
+			t = at + pl;
+		}
+		if (k == 0)
+			continue;
+		v = secrets_value(in->sv.vals, i, &vl);
+		/* Each placeholder (pl > 0 bytes) becomes at most 3 vl. */
+		if (vl > INJECT_TARGET_MAX_BYTES || k > INJECT_TARGET_MAX_BYTES ||
+		    (cap = *outlen + k * vl * 3 + 1) > INJECT_TARGET_MAX_BYTES) {
+			in->leak = (uint32_t)i;
+			in->unsafe = in->too_long = true;
+			in->leak_where = INJECT_IN_TARGET;
+			return -1;
+		}
+		if ((o = malloc(cap)) == NULL)
+			return -1;
+		for (n = 0, t = *out, len = *outlen; len > 0; ) {
+			if ((at = memmem(t, len, ph, pl)) == NULL) {
+				memcpy(o + n, t, len);
+				n += len;
+				break;
+			}
+			memcpy(o + n, t, (size_t)(at - t));
+			n += (size_t)(at - t);
+			n += util_pct_encode(v, vl, (char *)o + n);
+			len -= (size_t)(at - t) + pl;
+			t = at + pl;
+		}
+		if (inject_keep(in, o, cap) == -1)
+			return -1;
+		*out = (const char *)o;
+		*outlen = n;
+	}
+	return 0;
+}
+
+int
+inject_request_target(struct conn *c, const char *in, size_t len,
+    const char **out, size_t *outlen)
+{
+	if (inject_request_in(c, INJECT_IN_TARGET, in, len, out,
+	    outlen) == -1)
+		return -1;
+	if (c->inj == NULL || !c->inj->any_encode)
+		return 0;
+	return inject_encode(c->inj, *out, *outlen, out, outlen);
+}
+
+int
+inject_request_body_bytes(struct conn *c, const char *in, size_t len,
+    const char **out, size_t *outlen)
+{
+	return inject_request_in(c, INJECT_IN_BODY, in, len, out, outlen);
 }
 
 int
@@ -225,6 +464,22 @@ inject_response_bytes(struct conn *c, const char *in, size_t len,
 {
 	return inject_rewrite(c->inj, c->inj ? &c->inj->resp_rules : NULL, in,
 	    len, out, outlen);
+}
+
+const char *
+inject_unsafe(const struct conn *c)
+{
+	if (c->inj == NULL || !c->inj->unsafe)
+		return NULL;
+	if (c->inj->too_long)
+		return "the request target with the secret's value "
+		    "percent-encoded would be longer than 64 KiB";
+	return c->inj->leak_where == INJECT_IN_TARGET ?
+	    "the value of a secret holds a space or control bytes, which "
+	    "would break the request line (set \"encode\": \"percent\" on "
+	    "the rule's placeholders entry to send it percent-encoded)" :
+	    "the value of a secret holds control bytes (CR, LF, NUL, ...), "
+	    "which would break the header field it was to go in";
 }
 
 const char *
@@ -284,12 +539,7 @@ inject_template(struct inject *in, const struct policy_template *t,
 static bool
 inject_header_safe(const char *v, size_t len)
 {
-	size_t	i;
-
-	for (i = 0; i < len; i++)
-		if (v[i] == '\r' || v[i] == '\n' || v[i] == '\0')
-			return false;
-	return true;
+	return !inject_breaks_field((const uint8_t *)v, len);
 }
 
 int
@@ -318,7 +568,8 @@ inject_add_headers(struct conn *c, struct evbuffer *out, const char **detail)
 			vmax = vl > vmax ? vl : vmax;
 			if (tr == -1 || !inject_header_safe(v, vl)) {
 				*detail = "an injected header value would hold "
-				    "CR, LF or NUL, or is too long";
+				    "control bytes (CR, LF, NUL, ...), or is too "
+				    "long";
 				rc = -1;
 				break;
 			}
@@ -361,13 +612,26 @@ inject_add_headers(struct conn *c, struct evbuffer *out, const char **detail)
 bool
 inject_scans_body(const struct conn *c)
 {
-	return c->inj != NULL && c->inj->n > 0;
+	return c->inj != NULL && c->inj->n > 0 && c->inj->scan_body;
+}
+
+bool
+inject_strips_range(const struct conn *c)
+{
+	/*
+	 * A host a secret is bound to may hold the value (a body it stored,
+	 * a key it echoes).  A Range read of such an object can return a
+	 * piece of the value shorter than the value, which the response
+	 * scanner cannot recognise; without Range the whole representation
+	 * comes back and every whole value in it is scrubbed.
+	 */
+	return c->inj != NULL && c->inj->any_bound;
 }
 
 bool
 inject_body_may_grow(const struct conn *c)
 {
-	return c->inj != NULL && c->inj->any_bound;
+	return c->inj != NULL && c->inj->body_grows;
 }
 
 /* Moves n bytes of in through st (made on first use). */
@@ -407,8 +671,8 @@ inject_body(struct conn *c, struct evbuffer *src, size_t n, bool last,
 {
 	struct inject	*in = c->inj;
 
-	return inject_stream(in, &in->req_st, &in->req_rules, src, n, last,
-	    emit, arg);
+	return inject_stream(in, &in->req_st, &in->req_rules[INJECT_IN_BODY],
+	    src, n, last, emit, arg);
 }
 
 bool

@@ -9,7 +9,9 @@
  * audited with the secret's name); the rule's header and basic
  * injections are added, replacing what the client sent.  Per response,
  * values an upstream echoes back become placeholders again, in the head
- * and anywhere in the body (streamed, never buffered whole).
+ * (reason phrase included) and anywhere in the body (streamed, never
+ * buffered whole); Range is dropped to bound targets so that values come
+ * back whole.
  */
 #ifndef MOAT_INJECT_H
 #define MOAT_INJECT_H
@@ -53,18 +55,51 @@ void	inject_end(struct conn *c);
  */
 int	inject_request_bytes(struct conn *c, const char *in, size_t len,
 	    const char **out, size_t *outlen);
+/*
+ * Checks the Host moatd sends (it is never rewritten): 0, or -1 if it
+ * holds a value or placeholder of a secret not bound to the target.
+ */
+int	inject_request_host(struct conn *c, const char *host);
+/*
+ * The same for the request target (placeholders of secrets whose
+ * placeholders entry says "encode": "percent" become percent-encoded
+ * values) and for a whole body (placeholders swapped only for secrets
+ * with "body": true).
+ */
+int	inject_request_target(struct conn *c, const char *in, size_t len,
+	    const char **out, size_t *outlen);
+int	inject_request_body_bytes(struct conn *c, const char *in, size_t len,
+	    const char **out, size_t *outlen);
+/*
+ * After a -1 of the request rewriters: NULL for a leak (an unbound
+ * secret), or why a bound secret's value was not swapped in: it would
+ * change the request's framing there (refuse with secret-unsafe).  Names
+ * no value.
+ */
+const char *inject_unsafe(const struct conn *c);
 /* True if the rule's injections set this header (the client's goes). */
 bool	inject_overrides(const struct conn *c, const char *name, size_t len);
 /*
  * Appends the rule's header and basic injections ("Name: value\r\n").
- * Returns 0, or -1 if a value would hold CR, LF or NUL, or a basic user a
- * ":" (the request must not be sent; *detail says why, names only).
+ * Returns 0, or -1 if a value would hold a control byte but HTAB, or a
+ * basic user a ":" (the request must not be sent: secret-unsafe; *detail
+ * says why, names only).
  */
 int	inject_add_headers(struct conn *c, struct evbuffer *out,
 	    const char **detail);
-/* Whether request bodies must go through inject_body() (any secret). */
+/*
+ * Whether request bodies must go through inject_body(): a secret not
+ * bound to the target (a leak to find), or one whose placeholders entry
+ * says "body": true.
+ */
 bool	inject_scans_body(const struct conn *c);
-/* Whether a body may change size (placeholders swapped for values). */
+/*
+ * Whether the request's Range and If-Range fields are dropped: its target
+ * is bound to a secret, and a piece of a value the host stored would get
+ * past the response scanner.
+ */
+bool	inject_strips_range(const struct conn *c);
+/* Whether a body may change size (placeholders swapped: "body": true). */
 bool	inject_body_may_grow(const struct conn *c);
 /*
  * Moves n bytes of body from in through the request rewriter; the

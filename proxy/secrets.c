@@ -24,6 +24,7 @@
 #include "proxy/sandbox.h"
 #include "proxy/secret.h"
 #include "proxy/secrets.h"
+#include "proxy/audit.h"
 #include "proxy/secretscan.h"
 
 struct secrets {
@@ -284,6 +285,63 @@ secrets_sandbox_reload(struct sandbox *sb, char *err, size_t errlen)
 	/* A worker may still hold prev through its view: refcounted. */
 	secrets_unref(prev);
 	return 0;
+}
+
+const char *
+secrets_name_of(const void *arg, uint32_t i)
+{
+	const struct secrets	*s = arg;
+
+	return i < secrets_count(s) ? secrets_name(s, i) : NULL;
+}
+
+int
+secrets_name_leak(struct sandbox *sb, struct secrets *daemon,
+    const struct policy *p, const char *name, uint16_t port, char *who,
+    size_t len)
+{
+	struct secrets_view	 v;
+	struct secretscan_hit	 h[8];
+	size_t			 i, n;
+	int			 rc = 0;
+
+	if (name == NULL)
+		return 0;
+	if (secrets_view(sb, daemon, &v) == -1)
+		return -1;
+	if (v.vals == NULL || v.scan == NULL) {
+		secrets_view_done(&v);
+		return 0;
+	}
+	n = secretscan_find(v.scan, (const uint8_t *)name, strlen(name), h,
+	    sizeof(h) / sizeof(h[0]));
+	for (i = 0; i < n && rc == 0; i++) {
+		if (policy_secret_bound(p, h[i].secret, name, NULL, port))
+			continue;
+		snprintf(who, len, "%s", secrets_name(v.vals, h[i].secret));
+		rc = 1;
+	}
+	secrets_view_done(&v);
+	return rc;
+}
+
+void
+secrets_audit_redact(struct sandbox *sb, struct secrets *daemon,
+    struct secrets_view *v, struct audit_rec *r)
+{
+	if (sb == NULL) {
+		memset(v, 0, sizeof(*v));
+		return;
+	}
+	if (secrets_view(sb, daemon, v) == -1) {
+		r->redact_fail = 1;
+		return;
+	}
+	if (v->vals == NULL || v->scan == NULL)
+		return;
+	r->redact = v->scan;
+	r->redact_name = secrets_name_of;
+	r->redact_arg = v->vals;
 }
 
 void

@@ -24,6 +24,7 @@
 #include "policy/policy.h"
 #include "proxy/secretscan.h"
 
+struct audit_rec;
 struct secrets;
 struct sandbox;
 
@@ -44,6 +45,8 @@ void		 secrets_unref(struct secrets *s);
 size_t		 secrets_count(const struct secrets *s);
 /* The secret's name (borrowed from the config); never a value. */
 const char	*secrets_name(const struct secrets *s, size_t i);
+/* secrets_name() as secretscan_redact() calls it (arg: a secrets). */
+const char	*secrets_name_of(const void *arg, uint32_t i);
 /* The value (borrowed: valid while the reference is held). */
 const uint8_t	*secrets_value(const struct secrets *s, size_t i, size_t *len);
 /* The variable the sandbox gets the placeholder in ("sandbox_env"). */
@@ -77,6 +80,23 @@ int	secrets_view(struct sandbox *sb, struct secrets *daemon,
  * the old values stay and err says why.  Returns 0 or -1.
  */
 int	secrets_sandbox_reload(struct sandbox *sb, char *err, size_t errlen);
+/*
+ * Whether name (a target's canonical name, port 0 for any) holds a value
+ * or placeholder of one of sb's secrets that policy p does not bind to
+ * it.  Returns 1 (the secret's name, never a value, in who), 0, or -1
+ * (memory: fail closed).
+ */
+int	secrets_name_leak(struct sandbox *sb, struct secrets *daemon,
+	    const struct policy *p, const char *name, uint16_t port,
+	    char *who, size_t len);
+/*
+ * Sets audit record r to redact, with sandbox sb's scanner, the fields
+ * that repeat what its client sent (no secrets: nothing to do; the view
+ * failing: those fields are written "[redacted]").  *v holds the scanner:
+ * release it with secrets_view_done() after audit_emit().
+ */
+void	secrets_audit_redact(struct sandbox *sb, struct secrets *daemon,
+	    struct secrets_view *v, struct audit_rec *r);
 /* Releases what secrets_view() took.  Safe on a zeroed view. */
 void	secrets_view_done(struct secrets_view *v);
 /* Frees the set a sandbox keeps (sandbox teardown).  NULL ok. */

@@ -573,7 +573,7 @@ secretscan_rules_check(const struct secretscan *s,
 	for (i = 0; i < s->npats; i++) {
 		p = &s->pats[i];
 		a = (unsigned int)r->action[p->secret];
-		if (a > SECRETSCAN_ACT_VALUE_TO_PH) {
+		if (a > SECRETSCAN_ACT_KEEP) {
 			snprintf(err, errlen, "secret %u: unknown action %u",
 			    p->secret, a);
 			return -1;
@@ -1003,6 +1003,80 @@ secretscan_rewrite(const struct secretscan *s,
 	*out = o.buf;
 	*outlen = o.len;
 	return 0;
+}
+
+/* Marks, per byte of in, the secret (plus one) of a match covering it. */
+static uint32_t *
+ss_cover(const struct secretscan *s, const uint8_t *in, size_t len)
+{
+	const struct ss_pat	*p;
+	uint32_t		 st = 0, e, x, *cov = NULL;
+	size_t			 i, j;
+
+	for (i = 0; i < len; i++) {
+		e = s->delta[st + s->cls[in[i]]];
+		st = e & ~SS_HIT;
+		if ((e & SS_HIT) == 0)
+			continue;
+		if (cov == NULL && (cov = calloc(len, sizeof(*cov))) == NULL)
+			return NULL;
+		x = st / s->ncls;
+		if (s->out[x] == SS_NONE)
+			x = s->dict[x];
+		for (; x != SS_NONE; x = s->dict[x]) {
+			p = &s->pats[s->out[x]];
+			for (j = i + 1 - p->len; j <= i; j++)
+				if (cov[j] == 0)
+					cov[j] = p->secret + 1;
+		}
+	}
+	return cov;
+}
+
+char *
+secretscan_redact(const struct secretscan *s, const char *in,
+    const char *(*name)(const void *, uint32_t), const void *arg)
+{
+	const uint8_t	*b = (const uint8_t *)in;
+	uint32_t	*cov;
+	size_t		 len = strlen(in), i, n = 0, k;
+	char		*out, *o;
+	const char	*nm;
+	int		 pass;
+
+	errno = 0;
+	if ((cov = ss_cover(s, b, len)) == NULL)
+		return NULL;	/* no match, or errno ENOMEM */
+	/* Two passes: the size, then the bytes. */
+	for (pass = 0, out = NULL; pass < 2; pass++) {
+		o = out;
+		for (i = 0, k = 0; i < len; i++) {
+			if (cov[i] == 0) {
+				if (o != NULL)
+					*o++ = in[i];
+				k++;
+				continue;
+			}
+			if (i > 0 && cov[i - 1] == cov[i])
+				continue;
+			if ((nm = name(arg, cov[i] - 1)) == NULL)
+				nm = "?";
+			if (o != NULL)
+				o += sprintf(o, "[secret:%s]", nm);
+			k += strlen(nm) + 9;
+		}
+		if (pass == 0) {
+			n = k;
+			if ((out = malloc(n + 1)) == NULL) {
+				free(cov);
+				errno = ENOMEM;
+				return NULL;
+			}
+		} else
+			*o = '\0';
+	}
+	free(cov);
+	return out;
 }
 
 void

@@ -23,7 +23,8 @@
  *     - SECRETSCAN_ACT_PH_TO_VALUE: a placeholder match is a candidate,
  *       replaced with the secret's value; a value match is left as it is;
  *     - SECRETSCAN_ACT_VALUE_TO_PH: a value match is a candidate, replaced
- *       with the secret's placeholder; a placeholder match is left alone.
+ *       with the secret's placeholder; a placeholder match is left alone;
+ *     - SECRETSCAN_ACT_KEEP: every match is left alone.
  *     "The secret's value" is the secret's first SECRETSCAN_VALUE pattern
  *     in the order given to secretscan_new() (its "counterpart"), likewise
  *     for the placeholder.
@@ -98,7 +99,9 @@ struct secretscan_hit {
 enum secretscan_action {
 	SECRETSCAN_ACT_LEAK = 0,	/* request to a host not bound to it */
 	SECRETSCAN_ACT_PH_TO_VALUE,	/* request to a host bound to it */
-	SECRETSCAN_ACT_VALUE_TO_PH	/* response */
+	SECRETSCAN_ACT_VALUE_TO_PH,	/* response */
+	SECRETSCAN_ACT_KEEP		/* neither replaced nor a leak (a bound
+					   secret where moatd does not swap) */
 };
 
 /*
@@ -221,6 +224,19 @@ void	 secretscan_stream_free(struct secretscan_stream *st);
 int	 secretscan_rewrite(const struct secretscan *s,
 	    const struct secretscan_rules *r, const uint8_t *in, size_t len,
 	    uint8_t **out, size_t *outlen, uint32_t *leak_secret);
+
+/*
+ * For the audit log: returns a copy of the NUL-terminated string in where
+ * every byte inside a match of any pattern of s (a value or a placeholder,
+ * whatever the rules) is gone, each run of such bytes written as
+ * "[secret:NAME]" with NAME from name(arg, secret) of the match that
+ * covers the run's first byte (a new run starts where that secret
+ * changes).  Returns NULL with errno 0 when in holds no match (in may be
+ * used as it is), the copy (free it with free(): it holds no secret), or
+ * NULL with errno ENOMEM.
+ */
+char	*secretscan_redact(const struct secretscan *s, const char *in,
+	    const char *(*name)(const void *, uint32_t), const void *arg);
 
 /* Wipes len bytes of out and frees it.  NULL is ok. */
 void	 secretscan_out_free(uint8_t *out, size_t len);

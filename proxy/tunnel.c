@@ -38,6 +38,7 @@
 #include "proxy/audit.h"
 #include "proxy/log.h"
 #include "proxy/sandbox.h"
+#include "proxy/secrets.h"
 #include "proxy/tunnel.h"
 #include "proxy/util.h"
 #include "proxy/worker.h"
@@ -424,6 +425,7 @@ static void
 tunnel_close(struct tunnel *t, enum tunnel_end end)
 {
 	struct audit_rec	 r;
+	struct secrets_view	 sv;
 	struct worker		*w = t->w;
 
 	audit_rec_init(&r);
@@ -443,7 +445,9 @@ tunnel_close(struct tunnel *t, enum tunnel_end end)
 	r.bytes_down = (int64_t)t->down.bytes;
 	r.duration_ms = (int64_t)(util_now_ms() - t->t_start);
 	r.end = tunnel_end_name(end);
+	secrets_audit_redact(t->sb, w->secrets, &sv, &r);
 	audit_emit(&r);
+	secrets_view_done(&sv);
 
 	event_free(t->cev);
 	event_free(t->uev);

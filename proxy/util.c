@@ -131,3 +131,25 @@ util_base_new(int flags)
 	event_config_free(ec);
 	return b;
 }
+
+size_t
+util_pct_encode(const uint8_t *in, size_t len, char *out)
+{
+	static const char	hex[] = "0123456789ABCDEF";
+	size_t			i, n = 0;
+	uint8_t			b;
+
+	for (i = 0; i < len; i++) {
+		b = in[i];
+		if ((b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z') ||
+		    (b >= '0' && b <= '9') || b == '-' || b == '.' ||
+		    b == '_' || b == '~') {
+			out[n++] = (char)b;
+			continue;
+		}
+		out[n++] = '%';
+		out[n++] = hex[b >> 4];
+		out[n++] = hex[b & 0x0f];
+	}
+	return n;
+}

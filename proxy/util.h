@@ -37,6 +37,13 @@ char		*util_wallclock(char *buf, size_t len);
 
 /* Sets O_NONBLOCK / FD_CLOEXEC.  Return 0, or -1 with errno. */
 int		util_set_nonblock(int fd);
+/*
+ * Writes in[0..len) percent-encoded into out (room for 3 * len bytes, no
+ * NUL): every byte but ALPHA, DIGIT, "-", ".", "_" and "~" as "%XX"
+ * (upper-case hex), so the result is safe anywhere in a request target.
+ * Returns the length written.
+ */
+size_t		util_pct_encode(const uint8_t *in, size_t len, char *out);
 int		util_set_cloexec(int fd);
 /* Closes fd if it is >= 0, keeping errno.  Returns -1 for assignment. */
 int		util_close(int fd);

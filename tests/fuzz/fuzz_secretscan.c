@@ -5,7 +5,8 @@
  * The input is read as: a mode byte (bit 0: patterns and text over the
  * letters a-d, so that patterns nest and overlap; otherwise raw bytes),
  * a byte giving the number of patterns (1-8), per pattern a length byte
- * (8-24), a secret-and-kind byte and its bytes, an actions byte (two bits
+ * (8-24), a secret-and-kind byte and its bytes, an actions byte (two bits,
+ * LEAK, PH_TO_VALUE, VALUE_TO_PH or KEEP,
  * per secret, 4 secrets), FUZZ_NCUTS piece-size bytes, and the text.
  *
  * Properties, each an abort() when broken:
@@ -23,6 +24,7 @@
  *   emitted is a prefix of the leak-free rewrite and holds no raw byte
  *   from the leaking match on.
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,6 +56,7 @@ struct setup {
 	const uint8_t			*text;
 	size_t				 len;
 	size_t				 maxlen;
+	bool				 letters;
 };
 
 static void	ob_add(struct obuf *, const uint8_t *, size_t);
@@ -112,7 +115,7 @@ parse(const uint8_t *d, size_t n, struct setup *su, uint8_t *text)
 
 	if (n < 2)
 		return false;
-	letters = d[pos++] & 1;
+	letters = su->letters = d[pos++] & 1;
 	su->np = 1 + d[pos++] % FUZZ_MAXPAT;
 	su->maxlen = 0;
 	for (i = 0; i < su->np; i++) {
@@ -138,7 +141,7 @@ parse(const uint8_t *d, size_t n, struct setup *su, uint8_t *text)
 		return false;
 	a = d[pos++];
 	for (i = 0; i < FUZZ_NSEC; i++)
-		su->act[i] = (enum secretscan_action)(((a >> (2 * i)) & 3) % 3);
+		su->act[i] = (enum secretscan_action)((a >> (2 * i)) & 3);
 	for (i = 0; i < FUZZ_NCUTS; i++)
 		su->cuts[i] = d[pos++];
 	su->len = n - pos;
@@ -226,6 +229,42 @@ ref_rewrite(const struct setup *su, struct obuf *o, size_t *at)
 		i += su->p[best].len;
 	}
 	at[su->len] = o->len;
+}
+
+static const char *
+redact_name(const void *arg, uint32_t i)
+{
+	(void)arg;
+	(void)i;
+	return "N";
+}
+
+/*
+ * Over the letters a-d (no NUL, and "[secret:N]" holds none of them in a
+ * row), nothing the redactor leaves matches a pattern; without a match
+ * it returns NULL.
+ */
+static void
+check_redact(const struct secretscan *s, const struct setup *su)
+{
+	char	*in, *r;
+
+	if (!su->letters || (in = malloc(su->len + 1)) == NULL)
+		return;
+	memcpy(in, su->text, su->len);
+	in[su->len] = '\0';
+	r = secretscan_redact(s, in, redact_name, NULL);
+	if (r == NULL) {
+		struct secretscan_hit h;
+
+		FUZZ_CHECK(errno != 0 || secretscan_find(s, su->text, su->len,
+		    &h, 1) == 0);
+	} else
+		FUZZ_CHECK(secretscan_find(s, (const uint8_t *)r, strlen(r),
+		    &(struct secretscan_hit){ 0 }, 1) == 0 &&
+		    strstr(r, "[secret:N]") != NULL);
+	free(r);
+	free(in);
 }
 
 static void
@@ -356,6 +395,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	FUZZ_CHECK(secretscan_maxlen(s) == su.maxlen);
 	check_find(s, &su);
+	check_redact(s, &su);
 
 	r.action = su.act;
 	r.nsecrets = FUZZ_NSEC;

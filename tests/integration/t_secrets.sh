@@ -90,7 +90,7 @@ cat > "$MT_T/policy.json" <<EOF
     "rules": [
       {"name": "api", "action": "allow", "hosts": ["origin.test"],
        "ports": [443],
-       "inject": [{"placeholders": ["OPENAI_API_KEY"]},
+       "inject": [{"placeholders": ["OPENAI_API_KEY"], "body": true},
                   {"header": "X-Gh", "value": "token \${GH}"}],
        "rate": {"requests": 1000, "per_seconds": 60}},
       {"name": "pinned", "action": "allow", "hosts": ["p.wild.test"],

@@ -4,12 +4,14 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include <CUnit/CUnit.h>
 #include <jansson.h>
 
 #include "proxy/audit.h"
+#include "proxy/secretscan.h"
 #include "tests/unit/unit.h"
 
 /* Formats r and parses the line back; the caller json_decref()s. */
@@ -173,6 +175,69 @@ test_audit_long_path(void)
 	}
 }
 
+static const char *
+redact_name(const void *arg, uint32_t i)
+{
+	(void)arg;
+	return i == 0 ? "K" : NULL;
+}
+
+/* Fields that repeat what the client sent show names, never secrets. */
+static void
+test_audit_redact(void)
+{
+	static const char	 val[] = "sk-test-value-0123";
+	static const char	 ph[] = "moat-ph-00112233445566778899aabbccddeeff";
+	static char		 path[AUDIT_PATH_MAX_BYTES + 64];
+	struct secretscan_pattern p[2] = {
+		{ (const uint8_t *)val, sizeof(val) - 1, 0, SECRETSCAN_VALUE },
+		{ (const uint8_t *)ph, sizeof(ph) - 1, 0,
+		    SECRETSCAN_PLACEHOLDER },
+	};
+	struct secretscan	*s;
+	struct audit_rec	 r;
+	json_t			*o;
+	char			 err[128], host[128], detail[128];
+
+	s = secretscan_new(p, 2, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	audit_rec_init(&r);
+	r.event = "request";
+	snprintf(host, sizeof(host), "%s.example.com", ph);
+	snprintf(detail, sizeof(detail), "the request names %s", val);
+	r.host = host;
+	r.method = ph;
+	r.path = "/a/sk-test-value-0123?q=moat-ph-00112233445566778899aabbccddeeff";
+	r.detail = detail;
+	r.rule = "sk-test-value-0123";	/* the config's, not the client's */
+	r.redact = s;
+	r.redact_name = redact_name;
+	o = audit_roundtrip(&r);
+	CU_ASSERT_STRING_EQUAL(jstr(o, "host"), "[secret:K].example.com");
+	CU_ASSERT_STRING_EQUAL(jstr(o, "method"), "[secret:K]");
+	CU_ASSERT_STRING_EQUAL(jstr(o, "path"), "/a/[secret:K]?q=[secret:K]");
+	CU_ASSERT_STRING_EQUAL(jstr(o, "detail"),
+	    "the request names [secret:K]");
+	json_decref(o);
+	/* A value across the cut of a long path: redacted before the cut. */
+	memset(path, 'p', sizeof(path) - 1);
+	path[0] = '/';
+	memcpy(path + AUDIT_PATH_MAX_BYTES - 5, val, sizeof(val) - 1);
+	r.path = path;
+	o = audit_roundtrip(&r);
+	CU_ASSERT_PTR_NULL(strstr(jstr(o, "path"), "sk-test"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(jstr(o, "path"), "[secr..."));
+	json_decref(o);
+	/* No scanner to be had: the client's fields are not written. */
+	r.redact = NULL;
+	r.redact_fail = 1;
+	o = audit_roundtrip(&r);
+	CU_ASSERT_STRING_EQUAL(jstr(o, "path"), "[redacted]");
+	CU_ASSERT_STRING_EQUAL(jstr(o, "host"), "[redacted]");
+	json_decref(o);
+	secretscan_free(s);
+}
+
 void
 test_audit_register(void)
 {
@@ -182,4 +247,5 @@ test_audit_register(void)
 	CU_add_test(s, "absent values", test_audit_absent);
 	CU_add_test(s, "escaping of hostile bytes", test_audit_escaping);
 	CU_add_test(s, "long paths are cut", test_audit_long_path);
+	CU_add_test(s, "client fields redacted", test_audit_redact);
 }

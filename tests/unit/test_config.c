@@ -482,6 +482,28 @@ static const struct cfg_vec	cfg_vectors[] = {
 	      "\"X-Dup\" is already set by an earlier injection of this rule "
 	      "(line 14)" },
 	    } },
+	{ "inject: encode and body on placeholders only",
+	  "{\n  " LISTEN ", " TLS ",\n  " SECRETS ",\n  \"policy\": "
+	  "{\"rules\": "
+	  "[" RULE("s") "\"inject\": [\n"
+	  "    {\"placeholders\": [\"K\"], \"encode\": \"percent\", "
+	  "\"body\": true},\n"
+	  "    {\"placeholders\": [\"L\"], \"encode\": \"base64\", "
+	  "\"body\": 1},\n"
+	  "    {\"header\": \"X-A\", \"value\": \"${K}\", \"encode\": "
+	  "\"percent\"},\n"
+	  "    {\"basic\": {\"user\": \"u\", \"password\": \"${K}\"}, "
+	  "\"body\": true}\n"
+	  "  ]}]}\n}", 4, 0, {
+	    { 6, 39, "\"base64\"", "policy.rules[0].inject[1].encode: "
+	      "expected \"percent\" (the only encoding), got \"base64\"" },
+	    { 6, 57, "1", "policy.rules[0].inject[1].body: expected a "
+	      "boolean, got an integer" },
+	    { 7, 50, "\"percent\"", "policy.rules[0].inject[2]: \"encode\" "
+	      "goes with {\"placeholders\": [...]} only" },
+	    { 8, 58, "true", "policy.rules[0].inject[3]: \"body\" goes with "
+	      "{\"placeholders\": [...]} only" },
+	    } },
 	{ "inject, git, plain_http: rule keys",
 	  "{\n  " LISTEN ", " TLS ",\n  \"secrets\": {\"K\": {\"env\": \"A\"}, "
 	  "\"Q\": {\"env\": \"9x\"}},\n  \"policy\": {\"rules\": [\n"
@@ -1048,7 +1070,8 @@ test_config_inject(void)
 	    "      {\"header\": \"Authorization\", \"value\": "
 	    "\"Bearer ${A}\"},\n"
 	    "      {\"header\": \"X-Two\", \"value\": \"${B}:$${C}$$\"},\n"
-	    "      {\"placeholders\": [\"C\", \"A\"]}]},\n"
+	    "      {\"placeholders\": [\"C\", \"A\"], \"encode\": "
+	    "\"percent\", \"body\": true}]},\n"
 	    "    {\"name\": \"gh\", \"action\": \"allow\", \"hosts\": "
 	    "[\"*.github.example\"], \"git\": \"read-only\", "
 	    "\"plain_http\": true,\n"
@@ -1125,6 +1148,11 @@ test_config_inject(void)
 	CU_ASSERT_EQUAL(in[2].secrets[0], 2);
 	CU_ASSERT_EQUAL(in[2].secrets[1], 0);
 	CU_ASSERT_EQUAL(in[2].line, 8);
+	CU_ASSERT_EQUAL(in[2].encode, POLICY_ENCODE_PERCENT);
+	CU_ASSERT_TRUE(in[2].body);
+	/* By default: as it is, and no body. */
+	CU_ASSERT_EQUAL(in[0].encode, POLICY_ENCODE_NONE);
+	CU_ASSERT_FALSE(in[0].body);
 	/* Every secret once, in order of first use. */
 	CU_ASSERT_EQUAL_FATAL(policy_rule_secrets(api, &idx), 3);
 	CU_ASSERT_EQUAL(idx[0], 0);
@@ -1137,7 +1165,7 @@ test_config_inject(void)
 	    sizeof(buf)), "header Authorization: Bearer ${A}");
 	CU_ASSERT_STRING_EQUAL(policy_explain_inject(c, &in[2], buf,
 	    sizeof(buf)), "placeholders of C, A swapped for their values in "
-	    "header values, query and body");
+	    "header values and the target (percent-encoded) and the body");
 
 	/* gh: basic, git, plain_http. */
 	in = policy_rule_injects(gh, &n);

@@ -1083,7 +1083,7 @@ test_policy_reason_strings(void)
 		"dns-failure", "upstream-unreachable", "timeout", "limit",
 		"needs-inspection", "auth", "dns-denied", "secret-leak", "tls",
 		"rate", "shutdown", "internal", "needs-tls", "dns-budget",
-		"method-override", "body-on-get",
+		"method-override", "body-on-get", "secret-unsafe",
 	};
 	struct policy_target		t;
 	struct policy_decision		d;

@@ -17,6 +17,7 @@
 #include <CUnit/CUnit.h>
 
 #include "proxy/secretscan.h"
+#include "proxy/util.h"
 #include "tests/unit/unit.h"
 
 #define B(s)		(const uint8_t *)(s), (sizeof(s) - 1)
@@ -84,6 +85,9 @@ static void	test_stream_identity(void);
 static void	test_stream_states(void);
 static void	test_random_reference(void);
 static void	test_placeholder(void);
+static void	test_redact(void);
+static void	test_keep(void);
+static void	test_pct_encode(void);
 
 /* The fixed set: secret i has value VAL[i] and placeholder PH[i]. */
 static const char *const VAL[NSEC] = {
@@ -1571,6 +1575,101 @@ test_placeholder(void)
 	CU_ASSERT_EQUAL(secretscan_placeholder(NULL, 64), -1);
 }
 
+static const char *const RNAME[NSEC] = { "A", "GH", "SLACK", "AWS" };
+
+static const char *
+redact_name(const void *arg, uint32_t i)
+{
+	(void)arg;
+	return i < NSEC ? RNAME[i] : NULL;
+}
+
+/* Every value and placeholder, whatever overlaps, becomes its name. */
+static void
+test_redact(void)
+{
+	struct secretscan	*s = fixed_set();
+	char			 in[512];
+	char			*got;
+
+	/* No match: NULL with errno 0, the input stands. */
+	got = secretscan_redact(s, "/v1/models?x=1", redact_name, NULL);
+	CU_ASSERT_PTR_NULL(got);
+	CU_ASSERT_EQUAL(errno, 0);
+	CU_ASSERT_PTR_NULL(secretscan_redact(s, "", redact_name, NULL));
+	/* Values and placeholders, at the ends and in the middle. */
+	snprintf(in, sizeof(in), "%s/p/%s?q=%s&r=%sx", PH[0], VAL[0], PH[1],
+	    VAL[3]);
+	got = secretscan_redact(s, in, redact_name, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+	CU_ASSERT_STRING_EQUAL(got,
+	    "[secret:A]/p/[secret:A]?q=[secret:GH]&r=[secret:AWS]x");
+	free(got);
+	/* Two adjacent matches of one secret merge; of two, they do not. */
+	snprintf(in, sizeof(in), "%s%s-%s%s", PH[0], VAL[0], VAL[1], PH[2]);
+	got = secretscan_redact(s, in, redact_name, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+	CU_ASSERT_STRING_EQUAL(got, "[secret:A]-[secret:GH][secret:SLACK]");
+	free(got);
+	/* A value cut short is no match: only whole ones are known. */
+	snprintf(in, sizeof(in), "%.10s", VAL[1]);
+	CU_ASSERT_PTR_NULL(secretscan_redact(s, in, redact_name, NULL));
+	secretscan_free(s);
+}
+
+/* KEEP: a bound secret moatd does not swap here (a body by default). */
+static void
+test_keep(void)
+{
+	struct secretscan		*s = fixed_set();
+	enum secretscan_action		 act[NSEC] = { SECRETSCAN_ACT_KEEP,
+					    SECRETSCAN_ACT_PH_TO_VALUE,
+					    SECRETSCAN_ACT_KEEP,
+					    SECRETSCAN_ACT_KEEP };
+	struct secretscan_rules		 r = { act, NSEC };
+	char				 in[256], want[256];
+	uint8_t				*out;
+	size_t				 outlen;
+	uint32_t			 leak = 99;
+	char				 err[128];
+
+	CU_ASSERT_EQUAL(secretscan_rules_check(s, &r, err, sizeof(err)), 0);
+	/* Only KEEP matches: nothing to do, nothing allocated. */
+	snprintf(in, sizeof(in), "a=%s&b=%s", PH[0], VAL[2]);
+	CU_ASSERT_EQUAL(secretscan_rewrite(s, &r, (const uint8_t *)in,
+	    strlen(in), &out, &outlen, &leak), 0);
+	CU_ASSERT_PTR_NULL(out);
+	CU_ASSERT_EQUAL(leak, 99);
+	/* Beside a swap: the KEEP placeholder stays as it is. */
+	snprintf(in, sizeof(in), "a=%s&b=%s", PH[0], PH[1]);
+	snprintf(want, sizeof(want), "a=%s&b=%s", PH[0], VAL[1]);
+	CU_ASSERT_EQUAL(secretscan_rewrite(s, &r, (const uint8_t *)in,
+	    strlen(in), &out, &outlen, &leak), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+	CU_ASSERT_EQUAL(outlen, strlen(want));
+	CU_ASSERT(memcmp(out, want, outlen) == 0);
+	secretscan_out_free(out, outlen);
+	/* An action past KEEP is refused. */
+	act[0] = (enum secretscan_action)(SECRETSCAN_ACT_KEEP + 1);
+	CU_ASSERT_EQUAL(secretscan_rules_check(s, &r, err, sizeof(err)), -1);
+	secretscan_free(s);
+}
+
+/* Values go into a request target as %XX but for unreserved bytes. */
+static void
+test_pct_encode(void)
+{
+	static const uint8_t	 v[] = "-----BEGIN K-----\nAb+/9= x~._\r\t\x00\xff%";
+	char			 out[3 * sizeof(v)];
+	size_t			 n;
+
+	n = util_pct_encode(v, sizeof(v) - 1, out);
+	out[n] = '\0';
+	CU_ASSERT_STRING_EQUAL(out, "-----BEGIN%20K-----%0AAb%2B%2F9%3D%20"
+	    "x~._%0D%09%00%FF%25");
+	CU_ASSERT_EQUAL(util_pct_encode(v, 0, out), 0);
+}
+
 void
 test_secretscan_register(void)
 {
@@ -1605,4 +1704,7 @@ test_secretscan_register(void)
 	CU_add_test(s, "stream: after finish", test_stream_states);
 	CU_add_test(s, "random vs reference", test_random_reference);
 	CU_add_test(s, "placeholder", test_placeholder);
+	CU_add_test(s, "redact (audit)", test_redact);
+	CU_add_test(s, "keep: neither swapped nor a leak", test_keep);
+	CU_add_test(s, "percent-encoding of values", test_pct_encode);
 }

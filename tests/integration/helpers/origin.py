@@ -18,6 +18,12 @@ Endpoints (any method; HEAD gets no body):
   /reflect         the request's Authorization header back, in a header
                    (X-Reflect) and the body (then the request body): what
                    an upstream that echoes a credential does
+  /reason          401 with the request's Authorization in the status
+                   line's reason phrase ("Invalid API key ...")
+  /store/NAME      PUT or POST: keeps the body in memory under NAME (201);
+                   other methods: serves it (404 if none), honouring a
+                   single "Range: bytes=A-B" with 206: what a service that
+                   stores what it is given and serves it back does
   anything else    the echo: a JSON object describing the request (method,
                    target, headers, body length and SHA-256, connection id)
                    or, for "/" with --banner, that text.
@@ -58,8 +64,8 @@ SEND_BLOCK_BYTES = 65536  # /bytes/N is written in blocks of this size
 PATTERN = bytes(range(32, 127)) * 700  # printable, easy to check
 
 STATUS_TEXT = {
-    200: "OK", 204: "No Content", 301: "Moved Permanently",
-    400: "Bad Request", 403: "Forbidden", 404: "Not Found",
+    200: "OK", 201: "Created", 204: "No Content", 206: "Partial Content", 301: "Moved Permanently",
+    400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
     413: "Content Too Large", 500: "Internal Server Error",
     502: "Bad Gateway", 503: "Service Unavailable",
 }
@@ -229,6 +235,7 @@ class Origin:
         self.log = Log(args.log, args.name)
         self.conn_seq = 0
         self.lock = threading.Lock()
+        self.store = {}
         self.tls = None
         if args.tls_listen:
             if not args.cert or not args.key:
@@ -360,6 +367,13 @@ class Origin:
             self.respond(c, 200, body, close, head_only,
                 ctype="text/plain", extra=["X-Reflect: " + auth])
             return not close
+        if path == "/reason":
+            auth = ",".join(header(rec["headers"], "authorization"))
+            self.respond(c, 401, b"unauthorized\n", close, head_only,
+                reason="Invalid API key " + auth)
+            return not close
+        if len(parts) == 3 and parts[1] == "store" and parts[2]:
+            return self.stored(c, rec, parts[2], close, head_only)
         if path == "/" and self.args.banner:
             body = (self.args.banner + "\n").encode()
             self.respond(c, 200, body, close, head_only,
@@ -374,10 +388,36 @@ class Origin:
             ctype="application/json", conn=rec["conn"])
         return not close
 
+    def stored(self, c, rec, name, close, head_only):
+        if rec["method"] in ("PUT", "POST"):
+            with self.lock:
+                self.store[name] = rec["_body"]
+            self.respond(c, 201, b"stored\n", close, head_only)
+            return not close
+        with self.lock:
+            body = self.store.get(name)
+        if body is None:
+            self.respond(c, 404, b"no such object\n", close, head_only)
+            return not close
+        rng = ",".join(header(rec["headers"], "range")).strip()
+        a, _, b = rng[len("bytes="):].partition("-") if \
+            rng.startswith("bytes=") else ("", "", "")
+        if a.isdigit() and b.isdigit() and int(a) <= int(b) < len(body):
+            part = body[int(a):int(b) + 1]
+            self.respond(c, 206, part, close, head_only,
+                ctype="application/octet-stream", extra=[
+                "Content-Range: bytes %s-%s/%d" % (a, b, len(body))])
+            return not close
+        self.respond(c, 200, body, close, head_only,
+            ctype="application/octet-stream", extra=["Accept-Ranges: bytes"])
+        return not close
+
     def respond(self, c, status, body, close, head_only=False,
-        ctype="text/plain", conn=None, extra=()):
-        lines = ["HTTP/1.1 %d %s" % (status, STATUS_TEXT.get(status,
-            "Status")), "Server: moat-test-origin",
+        ctype="text/plain", conn=None, extra=(), reason=None):
+        if reason is None:
+            reason = STATUS_TEXT.get(status, "Status")
+        lines = ["HTTP/1.1 %d %s" % (status, reason),
+            "Server: moat-test-origin",
             "X-Origin-Name: %s" % self.args.name,
             "Content-Type: %s" % ctype,
             "Content-Length: %d" % len(body)]
