@@ -18,7 +18,8 @@
  *
  * What it is not: a filesystem sandbox.  The workload sees the host's
  * files with its user's rights (root's, under a root `moat run`); moat
- * only hides the admin socket it registers through.  Combine with a
+ * only hides moatd's admin sockets (the one it registers through and
+ * every one listed in MOAT_ADMIN_REGISTRY), its CA key and secret files.  Combine with a
  * filesystem sandbox (bubblewrap, a container) for that.
  *
  * The handshake (nsjail's initParent / runChild, in small steps): one
@@ -50,6 +51,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -67,6 +69,7 @@
 
 #include "certs/certs_paths.h"
 #include "netns-helper/moat_int.h"
+#include "proxy/admin_proto.h"
 
 #define SANDBOX_MSG_MAX		512	/* one handshake message */
 #define SANDBOX_RESOLV		"/etc/resolv.conf"
@@ -122,6 +125,7 @@ static void	sandbox_files(const char *nameserver, const char *bundle,
 static void	sandbox_mount_file(int mnt, const char *name,
 		    const char *target, int fd);
 static void	sandbox_mask(const char *path, int fd);
+static void	sandbox_mask_admins(int fd);
 static char	*sandbox_recv_extra(int fd, size_t *len);
 static char	**sandbox_env(const struct sandbox_net *net,
 		    const char *extra, size_t extralen, bool ca);
@@ -300,6 +304,47 @@ sandbox_mask(const char *path, int fd)
 	    MS_NOSUID | MS_NOEXEC, NULL) == -1)
 		sandbox_fail(fd, "cannot hide %s from the sandbox: %s", path,
 		    strerror(errno));
+}
+
+/*
+ * Hides every admin socket a moatd on this machine listed in the registry
+ * (MOAT_ADMIN_REGISTRY, admin_proto.h), not only the one moat run
+ * registers with: a workload that reached any admin socket could register
+ * a sandbox of its own there and leave through it.  An entry is one
+ * absolute path and a newline; paths that are not sockets (now) are
+ * skipped (a moatd that stopped, a stale entry).
+ */
+static void
+sandbox_mask_admins(int fd)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	char		 path[PATH_MAX + 1];
+	ssize_t		 n;
+	DIR		*d;
+	int		 f;
+
+	if ((d = opendir(MOAT_ADMIN_REGISTRY)) == NULL)
+		return;		/* no moatd has listed a socket */
+	while ((de = readdir(d)) != NULL) {
+		/* Names are hex digits; "NAME.PID" is an entry being made. */
+		if (de->d_name[0] == '.' || strchr(de->d_name, '.') != NULL)
+			continue;
+		if ((f = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW |
+		    O_NONBLOCK | O_CLOEXEC)) == -1)
+			continue;
+		n = -1;
+		if (fstat(f, &st) == 0 && S_ISREG(st.st_mode))
+			n = read(f, path, sizeof(path));
+		close(f);
+		if (n < 2 || path[0] != '/' || path[n - 1] != '\n' ||
+		    memchr(path, '\0', (size_t)n) != NULL)
+			continue;
+		path[n - 1] = '\0';
+		if (stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+			sandbox_mask(path, fd);
+	}
+	closedir(d);
 }
 
 /*
@@ -555,6 +600,7 @@ sandbox_init(const struct sandbox_spec *spec, int fd)
 	pemlen = extralen - (size_t)(pem - extra);
 	sandbox_files(go.net.nameserver, pemlen > 0 ? pem : NULL, pemlen, fd);
 	sandbox_mask(spec->mask, fd);
+	sandbox_mask_admins(fd);
 	for (pem = extra; pem < extra + extralen && *pem != '\0';
 	    pem += strlen(pem) + 1)
 		if (*pem == '/')

@@ -78,6 +78,7 @@ static const char *const	policy_reasons[POLICY_R__COUNT] = {
 	[POLICY_R_SHUTDOWN] = "shutdown",
 	[POLICY_R_INTERNAL] = "internal",
 	[POLICY_R_NEEDS_TLS] = "needs-tls",
+	[POLICY_R_SANDBOX_REFUSED] = "sandbox-refused",
 };
 
 static void	policy_rule_clear(struct policy_rule *r);

@@ -176,6 +176,9 @@ enum policy_reason {
 	POLICY_R_NEEDS_TLS,		/* "needs-tls": a rule that injects
 					   allowed a plain HTTP request but
 					   has no "plain_http": true */
+	POLICY_R_SANDBOX_REFUSED,	/* "sandbox-refused": a register from
+					   inside a sandbox's network
+					   namespace, or with a name taken */
 	POLICY_R__COUNT
 };
 

@@ -763,7 +763,7 @@ test_policy_reason_strings(void)
 		"path", "private-address", "metadata", "bad-request",
 		"dns-failure", "upstream-unreachable", "timeout", "limit",
 		"needs-inspection", "auth", "dns-denied", "secret-leak", "tls",
-		"rate", "shutdown", "internal", "needs-tls",
+		"rate", "shutdown", "internal", "needs-tls", "sandbox-refused",
 	};
 	struct policy_target		t;
 	struct policy_decision		d;
