@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -107,6 +108,7 @@ static const char *admin_guarded(uint64_t cookie);
 static int	admin_refuse(struct admin_conn *ac, const char *name,
 		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void	admin_publish(const char *path);
+static void	admin_prune(void);
 static char	*A_entry;	/* our entry in MOAT_ADMIN_REGISTRY */
 
 int
@@ -166,6 +168,40 @@ admin_bind(const char *path, int mode, char *err, size_t errlen)
 }
 
 /*
+ * Removes the registry's entries whose socket path is gone (a moatd that
+ * was killed), so that they do not pile up.  A live moatd's path exists:
+ * it binds before it publishes.
+ */
+static void
+admin_prune(void)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	char		 path[PATH_MAX + 1];
+	ssize_t		 n;
+	DIR		*d;
+	int		 f;
+
+	if ((d = opendir(MOAT_ADMIN_REGISTRY)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || strchr(de->d_name, '.') != NULL)
+			continue;
+		if ((f = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW |
+		    O_NONBLOCK | O_CLOEXEC)) == -1)
+			continue;
+		n = read(f, path, sizeof(path) - 1);
+		close(f);
+		if (n < 2 || path[n - 1] != '\n')
+			continue;
+		path[n - 1] = '\0';
+		if (lstat(path, &st) == -1 && errno == ENOENT)
+			(void)unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+}
+
+/*
  * Writes the admin socket's path into the registry every `moat run` reads
  * (MOAT_ADMIN_REGISTRY, admin_proto.h), so that each sandbox it makes
  * hides this socket too, not only the one it registers with: a workload
@@ -188,8 +224,11 @@ admin_publish(const char *path)
 		return;
 	for (p = real; *p != '\0'; p++)
 		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
-	(void)mkdir(MOAT_ADMIN_RUNDIR, 0755);
-	(void)mkdir(MOAT_ADMIN_REGISTRY, 0755);
+	/* Readable by every user's moat run, whatever our umask. */
+	if (mkdir(MOAT_ADMIN_RUNDIR, 0755) == 0)
+		(void)chmod(MOAT_ADMIN_RUNDIR, 0755);
+	if (mkdir(MOAT_ADMIN_REGISTRY, 0755) == 0)
+		(void)chmod(MOAT_ADMIN_REGISTRY, 0755);
 	len = strlen(real);
 	real[len] = '\n';
 	if (asprintf(&entry, "%s/%016llx", MOAT_ADMIN_REGISTRY,
@@ -211,6 +250,7 @@ admin_publish(const char *path)
 		(void)unlink(tmp);
 		goto fail;
 	}
+	admin_prune();
 	free(A_entry);
 	A_entry = entry;
 	return;
