@@ -824,7 +824,7 @@ admin_register(struct admin_conn *ac, json_t *req)
 	struct admin_sb		*s = NULL;
 	json_t			*lst, *e, *ans = NULL;
 	const char		*name, *proto, *other;
-	uint64_t		 netns[ADMIN_FDS_MAX];
+	uint64_t		 netns[ADMIN_FDS_MAX], own;
 	char			 err[256];
 	size_t			 nl = 0, i, j, need;
 	int			 used[ADMIN_FDS_MAX], idx, rc = -1;
@@ -912,7 +912,16 @@ admin_register(struct admin_conn *ac, json_t *req)
 		goto closefds;
 	}
 	s->sb = sandbox_ref(sb);
+	/*
+	 * Guarded from now: the namespaces of its sockets, but for the
+	 * registering client's own and moatd's (a platform that binds a
+	 * sandbox's sockets where it runs must still be able to register
+	 * the next one).
+	 */
 	for (i = 0; i < need; i++) {
+		if (netns[i] == ac->peer_netns || (A_lfd >= 0 &&
+		    admin_netns(A_lfd, &own) == 0 && netns[i] == own))
+			continue;
 		for (j = 0; j < s->nnetns && s->netns[j] != netns[i]; j++)
 			;
 		if (j == s->nnetns)

@@ -64,7 +64,9 @@
  * sandbox.  moatd tells namespaces apart by SO_NETNS_COOKIE: of the
  * descriptors, and of the accepted admin connection (made in the
  * client's namespace); a client whose namespace it cannot tell is
- * refused.
+ * refused.  A sandbox's sockets that live in the namespace of the client
+ * that registered it, or in moatd's own, do not make that namespace a
+ * guarded one (a platform binding them where it runs).
  *
  * A sandbox lives as long as the admin connection that registered it:
  * when that connection closes, moatd unregisters it, closes its

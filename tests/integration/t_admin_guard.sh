@@ -19,7 +19,8 @@
 # one passing a socket that lives there, each with an audit line (reason
 # sandbox-refused); a register that takes a configured listener's sandbox
 # name is refused; a plain register from the moat namespace is taken (the
-# checks can pass).
+# checks can pass), and a second one on the same connection too (sockets
+# in the registering client's own namespace do not guard it).
 
 . "$(dirname "$0")/lib.sh"
 
@@ -127,5 +128,10 @@ esac
 out=$(mt_in moat $ADMCLI "$adm" plain)
 mt_eq "a plain register from the moat namespace is taken" \
     "admin_result=ok" "$out" "$MT_T/moatd.err"
+# A platform that binds a sandbox's sockets where it runs: its own
+# namespace does not become a guarded one.
+out=$(mt_in moat $ADMCLI "$adm" local twice | tr '\n' ' ')
+mt_eq "a client's own namespace is not guarded by its sandboxes' sockets" \
+    "admin_result=ok admin_result2=ok " "$out" "$MT_T/moatd.err"
 
 mt_finish

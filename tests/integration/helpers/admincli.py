@@ -8,7 +8,10 @@ passed with SCM_RIGHTS.
     admincli.py ADMIN_SOCKET_PATH NAME [PID]
 
 With PID, the listening socket is made in PID's network namespace
-(setns there and back) while the admin connection is made here.
+(setns there and back) while the admin connection is made here.  With
+PID "twice", a second sandbox NAME-2 is registered on the same connection
+after the first (sockets made here both times), and "admin_result2=..."
+says how that went.
 
 Prints one line: "admin_result=ok" (moatd took the sandbox),
 "admin_result=refused admin_error=TEXT", or "admin_result=ERRNAME" when
@@ -77,7 +80,8 @@ def main():
     except OSError as e:
         print("admin_result=%s" % errno.errorcode.get(e.errno, str(e.errno)))
         return 0
-    if len(sys.argv) > 3:
+    twice = len(sys.argv) > 3 and sys.argv[3] == "twice"
+    if len(sys.argv) > 3 and not twice:
         lst = socket_in(sys.argv[3])
     else:
         lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -102,6 +106,23 @@ def main():
         print("admin_result=ok")
     else:
         print("admin_result=refused admin_error=%s" % a.get("error"))
+        return 0
+    if twice:
+        lst2 = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        lst2.bind(("127.0.0.1", 0))
+        lst2.listen(8)
+        try:
+            send(s, {"op": "register", "sandbox": name + "-2",
+                     "config": {"policy": {"default": "deny"}},
+                     "listeners": [{"proto": "http", "fd": 0}]},
+                 [lst2.fileno()])
+            a = recv(s)
+        except (OSError, EOFError, ValueError) as e:
+            a = {"error": str(e)}
+        if a.get("ok"):
+            print("admin_result2=ok")
+        else:
+            print("admin_result2=refused admin_error2=%s" % a.get("error"))
     return 0
 
 
