@@ -7,7 +7,7 @@
  * init that mounts a fresh /proc, waits for the parent's go (end of file
  * is an abort), bind-mounts a resolv.conf naming moatd's DNS over
  * /etc/resolv.conf, enters a NESTED user namespace, installs a seccomp
- * filter on Unix sockets (sandbox_seccomp), starts the workload,
+ * filter on Unix sockets (unixfilter.c), starts the workload,
  * forwards signals to it, reaps everything, and exits with the workload's
  * status (128+N if it died of signal N).
  *
@@ -68,13 +68,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <stddef.h>
-
 #include "certs/certs_paths.h"
 #include "netns-helper/moat_int.h"
+#include "netns-helper/unixfilter.h"
 #include "proxy/admin_proto.h"
 
 #define SANDBOX_MSG_MAX		512	/* one handshake message */
@@ -132,7 +128,6 @@ static void	sandbox_mount_file(int mnt, const char *name,
 		    const char *target, int fd);
 static void	sandbox_mask(const char *path, int fd);
 static void	sandbox_mask_admins(int fd);
-static int	sandbox_seccomp(void);
 static char	*sandbox_recv_extra(int fd, size_t *len);
 static char	**sandbox_env(const struct sandbox_net *net,
 		    const char *extra, size_t extralen, bool ca);
@@ -352,70 +347,6 @@ sandbox_mask_admins(int fd)
 			sandbox_mask(path, fd);
 	}
 	closedir(d);
-}
-
-#if defined(__x86_64__)
-#define SANDBOX_AUDIT_ARCH	AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define SANDBOX_AUDIT_ARCH	AUDIT_ARCH_AARCH64
-#else
-#error "moat run's seccomp filter knows x86_64 and aarch64 only"
-#endif
-#ifndef __X32_SYSCALL_BIT
-#define __X32_SYSCALL_BIT	0x40000000
-#endif
-#define SANDBOX_ARG0	(offsetof(struct seccomp_data, args[0]))
-#define SANDBOX_ARG1	(offsetof(struct seccomp_data, args[1]))
-#define SANDBOX_EPERM	(SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA))
-
-/*
- * The workload's seccomp filter (item 12 of the security issue): no
- * socket(AF_UNIX), so a Unix socket of the host (a relay of the same
- * user: tmux, an ssh ControlMaster, socat) cannot carry traffic past
- * moatd.  A filter cannot see the path connect() is given, hence the
- * whole family; socketpair(AF_UNIX) stays (its two ends reach only each
- * other) but for SOCK_DGRAM, whose ends may still sendto() a path.
- * io_uring is refused (IORING_OP_SOCKET makes sockets seccomp never
- * sees); so is every call of another ABI (x32, i386: socketcall(2) hides
- * its arguments).  Each refusal is EPERM.  Arguments are ints: the low
- * 32 bits are compared (little-endian).
- */
-static int
-sandbox_seccomp(void)
-{
-	struct sock_filter	f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-		    offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SANDBOX_AUDIT_ARCH, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SANDBOX_EPERM),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-		    offsetof(struct seccomp_data, nr)),
-#if defined(__x86_64__)
-		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, __X32_SYSCALL_BIT, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SANDBOX_EPERM),
-#endif
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SANDBOX_EPERM),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 2),
-		/* socket(AF_UNIX, ...): to the EPERM at the end */
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SANDBOX_ARG0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 5, 6),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 0, 5),
-		/* socketpair(AF_UNIX, type, ...) */
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SANDBOX_ARG0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 3),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SANDBOX_ARG1),
-		/* any of bits 0, 2, 3 of the type: not SOCK_DGRAM (2) */
-		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0xf & ~SOCK_DGRAM, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SANDBOX_EPERM),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog	prog = {
-		.len = (unsigned short)(sizeof(f) / sizeof(f[0])),
-		.filter = f,
-	};
-
-	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
 }
 
 /*
@@ -703,7 +634,7 @@ sandbox_init(const struct sandbox_spec *spec, int fd)
 	 * no_new_privs first, as seccomp wants without CAP_SYS_ADMIN.
 	 */
 	if (!spec->unix_sockets && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0,
-	    0) == -1 || sandbox_seccomp() == -1))
+	    0) == -1 || unixfilter_install() == -1))
 		sandbox_fail(fd, "cannot install the seccomp filter on Unix "
 		    "sockets: %s", strerror(errno));
 

@@ -34,6 +34,7 @@ main(int argc, char *argv[])
 	test_geo_register();
 	test_tunnel_register();
 	test_upstream_register();
+	test_unixfilter_register();
 	if (CU_get_error() != CUE_SUCCESS) {
 		fprintf(stderr, "unit: cannot register suites: %s\n",
 		    CU_get_error_msg());
