@@ -874,8 +874,13 @@ admin_register(struct admin_conn *ac, json_t *req)
 	}
 	for (i = 0; i < need; i++) {
 		if (admin_netns(ac->fds[i], &netns[i]) == -1) {
-			admin_refuse(ac, name, "descriptor %zu: cannot tell its "
-			    "network namespace: %s", i, strerror(errno));
+			if (errno == ENOTSOCK)
+				admin_fail(ac, "descriptor %zu is not a socket",
+				    i);
+			else
+				admin_refuse(ac, name, "descriptor %zu: cannot "
+				    "tell its network namespace: %s", i,
+				    strerror(errno));
 			goto closefds;
 		}
 		if ((other = admin_guarded(netns[i])) != NULL) {
