@@ -326,6 +326,8 @@ struct sandbox_spec {
 					   -1 */
 	const char	*mask;		/* a path to hide (admin socket), or
 					   NULL */
+	bool		 unix_sockets;	/* --allow-unix-sockets: no filter on
+					   socket(AF_UNIX) */
 };
 
 /* What the sandbox's init needs once the network exists. */

@@ -60,6 +60,7 @@ struct run {
 	const char		*resolvers[RUN_RESOLVERS_MAX];
 	size_t			 nresolvers;
 	bool			 no_tty;
+	bool			 unix_sockets;	/* --allow-unix-sockets */
 	bool			 verbose;
 	char			**argv;		/* the workload */
 	char			 mask[PATH_MAX]; /* admin socket to hide */
@@ -135,6 +136,9 @@ run_usage(FILE *f)
 	    "                        the listeners' ports\n"
 	    "Other:\n"
 	    "  --no-tty              never give COMMAND a pseudo-terminal\n"
+	    "  --allow-unix-sockets  let COMMAND make Unix sockets (default:\n"
+	    "                        socket(AF_UNIX) fails with EPERM, so no\n"
+	    "                        host socket can relay its traffic)\n"
 	    "  -v, --verbose         moatd logs at info level\n"
 	    "  -h, --help            this text\n"
 	    "\n"
@@ -149,13 +153,16 @@ run_parse(struct run *r, int argc, char *argv[])
 	enum {
 		RUN_OPT_AUDIT = RUNCONF_OPT__END,
 		RUN_OPT_RESOLVER,
-		RUN_OPT_NO_TTY
+		RUN_OPT_NO_TTY,
+		RUN_OPT_UNIX_SOCKETS
 	};
 	static const struct option	opts[] = {
 		RUNCONF_LONGOPTS,
 		{ "audit", required_argument, NULL, RUN_OPT_AUDIT },
 		{ "resolver", required_argument, NULL, RUN_OPT_RESOLVER },
 		{ "no-tty", no_argument, NULL, RUN_OPT_NO_TTY },
+		{ "allow-unix-sockets", no_argument, NULL,
+		    RUN_OPT_UNIX_SOCKETS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -178,6 +185,9 @@ run_parse(struct run *r, int argc, char *argv[])
 			break;
 		case RUN_OPT_NO_TTY:
 			r->no_tty = true;
+			break;
+		case RUN_OPT_UNIX_SOCKETS:
+			r->unix_sockets = true;
 			break;
 		case 'v':
 			r->verbose = true;
@@ -631,6 +641,7 @@ run_setup(struct run *r, int *code, char *err, size_t errlen)
 	spec.userns = geteuid() != 0;
 	spec.tty = r->pty != NULL ? pty_slave(r->pty) : -1;
 	spec.mask = r->mask[0] != '\0' ? r->mask : NULL;
+	spec.unix_sockets = r->unix_sockets;
 	if ((r->sb = sandbox_create(&spec, err, errlen)) == NULL)
 		return -1;
 	if (r->pty != NULL)

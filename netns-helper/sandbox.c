@@ -6,7 +6,8 @@
  * rootless, a user namespace whose ids the parent maps), then a small
  * init that mounts a fresh /proc, waits for the parent's go (end of file
  * is an abort), bind-mounts a resolv.conf naming moatd's DNS over
- * /etc/resolv.conf, enters a NESTED user namespace, starts the workload,
+ * /etc/resolv.conf, enters a NESTED user namespace, installs a seccomp
+ * filter on Unix sockets (unixfilter.c), starts the workload,
  * forwards signals to it, reaps everything, and exits with the workload's
  * status (128+N if it died of signal N).
  *
@@ -18,7 +19,8 @@
  *
  * What it is not: a filesystem sandbox.  The workload sees the host's
  * files with its user's rights (root's, under a root `moat run`); moat
- * only hides the admin socket it registers through.  Combine with a
+ * only hides moatd's admin sockets (the one it registers through and
+ * every one listed in MOAT_ADMIN_REGISTRY), its CA key and secret files.  Combine with a
  * filesystem sandbox (bubblewrap, a container) for that.
  *
  * The handshake (nsjail's initParent / runChild, in small steps): one
@@ -50,6 +52,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -67,6 +70,8 @@
 
 #include "certs/certs_paths.h"
 #include "netns-helper/moat_int.h"
+#include "netns-helper/unixfilter.h"
+#include "proxy/admin_proto.h"
 
 #define SANDBOX_MSG_MAX		512	/* one handshake message */
 #define SANDBOX_RESOLV		"/etc/resolv.conf"
@@ -122,6 +127,7 @@ static void	sandbox_files(const char *nameserver, const char *bundle,
 static void	sandbox_mount_file(int mnt, const char *name,
 		    const char *target, int fd);
 static void	sandbox_mask(const char *path, int fd);
+static void	sandbox_mask_admins(int fd);
 static char	*sandbox_recv_extra(int fd, size_t *len);
 static char	**sandbox_env(const struct sandbox_net *net,
 		    const char *extra, size_t extralen, bool ca);
@@ -300,6 +306,47 @@ sandbox_mask(const char *path, int fd)
 	    MS_NOSUID | MS_NOEXEC, NULL) == -1)
 		sandbox_fail(fd, "cannot hide %s from the sandbox: %s", path,
 		    strerror(errno));
+}
+
+/*
+ * Hides every admin socket a moatd on this machine listed in the registry
+ * (MOAT_ADMIN_REGISTRY, admin_proto.h), not only the one moat run
+ * registers with: a workload that reached any admin socket could register
+ * a sandbox of its own there and leave through it.  An entry is one
+ * absolute path and a newline; paths that are not sockets (now) are
+ * skipped (a moatd that stopped, a stale entry).
+ */
+static void
+sandbox_mask_admins(int fd)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	char		 path[PATH_MAX + 1];
+	ssize_t		 n;
+	DIR		*d;
+	int		 f;
+
+	if ((d = opendir(MOAT_ADMIN_REGISTRY)) == NULL)
+		return;		/* no moatd has listed a socket */
+	while ((de = readdir(d)) != NULL) {
+		/* Names are hex digits; "NAME.PID" is an entry being made. */
+		if (de->d_name[0] == '.' || strchr(de->d_name, '.') != NULL)
+			continue;
+		if ((f = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW |
+		    O_NONBLOCK | O_CLOEXEC)) == -1)
+			continue;
+		n = -1;
+		if (fstat(f, &st) == 0 && S_ISREG(st.st_mode))
+			n = read(f, path, sizeof(path));
+		close(f);
+		if (n < 2 || path[0] != '/' || path[n - 1] != '\n' ||
+		    memchr(path, '\0', (size_t)n) != NULL)
+			continue;
+		path[n - 1] = '\0';
+		if (stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+			sandbox_mask(path, fd);
+	}
+	closedir(d);
 }
 
 /*
@@ -555,6 +602,7 @@ sandbox_init(const struct sandbox_spec *spec, int fd)
 	pemlen = extralen - (size_t)(pem - extra);
 	sandbox_files(go.net.nameserver, pemlen > 0 ? pem : NULL, pemlen, fd);
 	sandbox_mask(spec->mask, fd);
+	sandbox_mask_admins(fd);
 	for (pem = extra; pem < extra + extralen && *pem != '\0';
 	    pem += strlen(pem) + 1)
 		if (*pem == '/')
@@ -580,6 +628,15 @@ sandbox_init(const struct sandbox_spec *spec, int fd)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1 ||
 	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
 		sandbox_fail(fd, "prctl: %s", strerror(errno));
+	/*
+	 * The filter goes on the init, so the workload inherits it and
+	 * cannot run a line before it; the init makes no socket from here.
+	 * no_new_privs first, as seccomp wants without CAP_SYS_ADMIN.
+	 */
+	if (!spec->unix_sockets && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0,
+	    0) == -1 || unixfilter_install() == -1))
+		sandbox_fail(fd, "cannot install the seccomp filter on Unix "
+		    "sockets: %s", strerror(errno));
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);

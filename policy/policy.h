@@ -190,6 +190,9 @@ enum policy_reason {
 					   would change the request's framing
 					   (control bytes in a header field,
 					   SP or control bytes in the target) */
+	POLICY_R_SANDBOX_REFUSED,	/* "sandbox-refused": a register from
+					   inside a sandbox's network
+					   namespace, or with a name taken */
 	POLICY_R__COUNT
 };
 

@@ -20,7 +20,9 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,8 +49,15 @@
 #define ADMIN_QUEUED_FDS_MAX	(ADMIN_FDS_MAX * 2)
 #define ADMIN_OUT_MAX		(4u * ADMIN_MSG_MAX) /* answers not yet read */
 
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE		71
+#endif
+
 struct admin_sb {
 	struct sandbox		*sb;		/* a reference */
+	/* The network namespaces its held sockets live in (cookies). */
+	uint64_t		 netns[ADMIN_FDS_MAX];
+	size_t			 nnetns;
 	LIST_ENTRY(admin_sb)	 link;
 };
 
@@ -62,6 +71,8 @@ struct admin_conn {
 	int			 fds[ADMIN_QUEUED_FDS_MAX];
 	size_t			 nfds;
 	int			 trusted_fd;	/* --admin-fd: the parent */
+	uint64_t		 peer_netns;	/* the client's socket's network
+						   namespace (cookie), 0 unknown */
 	void			(*gone)(void *);
 	void			*gone_arg;
 	LIST_HEAD(, admin_sb)	 sbs;
@@ -92,6 +103,13 @@ static int	admin_fail(struct admin_conn *ac, const char *fmt, ...)
 static void	admin_audit(const struct sandbox *sb, const char *what);
 static int	admin_sandbox_name_ok(const char *name);
 static struct sandbox *admin_find(const char *name);
+static int	admin_netns(int fd, uint64_t *cookie);
+static const char *admin_guarded(uint64_t cookie);
+static int	admin_refuse(struct admin_conn *ac, const char *name,
+		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void	admin_publish(const char *path);
+static void	admin_prune(void);
+static char	*A_entry;	/* our entry in MOAT_ADMIN_REGISTRY */
 
 int
 admin_bind(const char *path, int mode, char *err, size_t errlen)
@@ -145,7 +163,103 @@ admin_bind(const char *path, int mode, char *err, size_t errlen)
 		close(fd);
 		return -1;
 	}
+	admin_publish(path);
 	return fd;
+}
+
+/*
+ * Removes the registry's entries whose socket path is gone (a moatd that
+ * was killed), so that they do not pile up.  A live moatd's path exists:
+ * it binds before it publishes.
+ */
+static void
+admin_prune(void)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	char		 path[PATH_MAX + 1];
+	ssize_t		 n;
+	DIR		*d;
+	int		 f;
+
+	if ((d = opendir(MOAT_ADMIN_REGISTRY)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || strchr(de->d_name, '.') != NULL)
+			continue;
+		if ((f = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW |
+		    O_NONBLOCK | O_CLOEXEC)) == -1)
+			continue;
+		n = read(f, path, sizeof(path) - 1);
+		close(f);
+		if (n < 2 || path[n - 1] != '\n')
+			continue;
+		path[n - 1] = '\0';
+		if (lstat(path, &st) == -1 && errno == ENOENT)
+			(void)unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+}
+
+/*
+ * Writes the admin socket's path into the registry every `moat run` reads
+ * (MOAT_ADMIN_REGISTRY, admin_proto.h), so that each sandbox it makes
+ * hides this socket too, not only the one it registers with: a workload
+ * must never reach an admin socket.  The entry is named by a hash of the
+ * path (a restart replaces its own entry; moat run skips entries whose
+ * path is no longer a socket) and written whole (rename).  Done before
+ * privileges are dropped; a moatd that may not write the registry (not
+ * root) says so and relies on its socket's mode and the register checks.
+ */
+static void
+admin_publish(const char *path)
+{
+	char		 real[PATH_MAX], tmp[PATH_MAX], *entry = NULL;
+	const char	*p;
+	uint64_t	 h = 0xcbf29ce484222325ULL;	/* FNV-1a */
+	size_t		 len;
+	int		 fd = -1;
+
+	if (realpath(path, real) == NULL)
+		return;
+	for (p = real; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+	/* Readable by every user's moat run, whatever our umask. */
+	if (mkdir(MOAT_ADMIN_RUNDIR, 0755) == 0)
+		(void)chmod(MOAT_ADMIN_RUNDIR, 0755);
+	if (mkdir(MOAT_ADMIN_REGISTRY, 0755) == 0)
+		(void)chmod(MOAT_ADMIN_REGISTRY, 0755);
+	len = strlen(real);
+	real[len] = '\n';
+	if (asprintf(&entry, "%s/%016llx", MOAT_ADMIN_REGISTRY,
+	    (unsigned long long)h) == -1) {
+		entry = NULL;
+		goto fail;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.%ld", entry, (long)getpid());
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_CLOEXEC, 0644)) == -1 || write(fd, real, len + 1) !=
+	    (ssize_t)len + 1 || fchmod(fd, 0644) == -1 || close(fd) == -1) {
+		if (fd != -1) {
+			close(fd);
+			(void)unlink(tmp);
+		}
+		goto fail;
+	}
+	if (rename(tmp, entry) == -1) {
+		(void)unlink(tmp);
+		goto fail;
+	}
+	admin_prune();
+	free(A_entry);
+	A_entry = entry;
+	return;
+ fail:
+	log_info("admin: cannot list the admin socket in %s (%s): sandboxes "
+	    "of moat run will not hide it; the socket's mode and the "
+	    "register checks still guard it", MOAT_ADMIN_REGISTRY,
+	    strerror(errno));
+	free(entry);
 }
 
 int
@@ -212,6 +326,13 @@ admin_conn_new(int fd)
 	if ((ac = calloc(1, sizeof(*ac))) == NULL)
 		return NULL;
 	ac->fd = fd;
+	/*
+	 * A Unix stream connection's accepted socket is made in the
+	 * connecting socket's network namespace: its cookie says where the
+	 * client is, with no race against the client's pid.
+	 */
+	if (admin_netns(fd, &ac->peer_netns) == -1)
+		ac->peer_netns = 0;
 	LIST_INIT(&ac->sbs);
 	ac->in = evbuffer_new();
 	ac->out = evbuffer_new();
@@ -417,6 +538,73 @@ admin_find(const char *name)
 			if (strcmp(s->sb->name, name) == 0)
 				return s->sb;
 	return NULL;
+}
+
+/* The cookie of the network namespace socket fd lives in.  0 or -1. */
+static int
+admin_netns(int fd, uint64_t *cookie)
+{
+	socklen_t	len = sizeof(*cookie);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, cookie, &len) == -1 ||
+	    len != sizeof(*cookie) || *cookie == 0)
+		return -1;
+	return 0;
+}
+
+/* The live sandbox whose held sockets are in network namespace cookie. */
+static const char *
+admin_guarded(uint64_t cookie)
+{
+	struct admin_conn	*ac;
+	struct admin_sb		*s;
+	size_t			 i;
+
+	LIST_FOREACH(ac, &A_conns, link)
+		LIST_FOREACH(s, &ac->sbs, link)
+			for (i = 0; i < s->nnetns; i++)
+				if (s->netns[i] == cookie)
+					return s->sb->name;
+	return NULL;
+}
+
+/* Whether name is the sandbox of one of the config's listeners. */
+static int
+admin_config_name(const char *name)
+{
+	const struct moat_config	*cfg = *A_ctx->cfg;
+	size_t				 i;
+
+	for (i = 0; cfg != NULL && i < cfg->nlisten; i++)
+		if (cfg->listen[i].sandbox != NULL &&
+		    strcmp(cfg->listen[i].sandbox, name) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * A register refused for the guard's reasons: a log line, an audit line
+ * (reason sandbox-refused, the name asked for), the error in the answer.
+ */
+static int
+admin_refuse(struct admin_conn *ac, const char *name, const char *fmt, ...)
+{
+	struct audit_rec	r;
+	va_list			ap;
+	char			msg[512];
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	audit_rec_init(&r);
+	r.event = "sandbox";
+	r.sandbox = name;
+	r.proto = "admin";
+	r.verdict = POLICY_DENY;
+	r.reason = POLICY_R_SANDBOX_REFUSED;
+	r.detail = msg;
+	audit_emit(&r);
+	return admin_fail(ac, "register refused: %s", msg);
 }
 
 /* The daemon's "geoip" into a sandbox's config document, if it has one. */
@@ -635,7 +823,8 @@ admin_register(struct admin_conn *ac, json_t *req)
 	struct listener		*ls[ADMIN_FDS_MAX];
 	struct admin_sb		*s = NULL;
 	json_t			*lst, *e, *ans = NULL;
-	const char		*name, *proto;
+	const char		*name, *proto, *other;
+	uint64_t		 netns[ADMIN_FDS_MAX], own;
 	char			 err[256];
 	size_t			 nl = 0, i, j, need;
 	int			 used[ADMIN_FDS_MAX], idx, rc = -1;
@@ -648,6 +837,21 @@ admin_register(struct admin_conn *ac, json_t *req)
 	if (admin_find(name) != NULL)
 		return admin_fail(ac, "a sandbox named %s is already "
 		    "registered", name);
+	if (admin_config_name(name))
+		return admin_refuse(ac, name, "%s is the sandbox name of one of "
+		    "moatd's configured listeners", name);
+	/*
+	 * No sandbox may register another: a client inside the network
+	 * namespace of a live sandbox (its workload reached this socket)
+	 * is refused, and so is a socket that lives there.
+	 */
+	if (!ac->trusted_fd && ac->peer_netns == 0)
+		return admin_refuse(ac, name, "cannot tell the client's network "
+		    "namespace (SO_NETNS_COOKIE)");
+	if (ac->peer_netns != 0 && (other = admin_guarded(ac->peer_netns)) !=
+	    NULL)
+		return admin_refuse(ac, name, "the client is inside the network "
+		    "namespace of sandbox %s", other);
 	if (!json_is_array(lst) || json_array_size(lst) == 0 ||
 	    json_array_size(lst) > ADMIN_FDS_MAX)
 		return admin_fail(ac, "\"listeners\" must list 1-%d sockets",
@@ -667,6 +871,23 @@ admin_register(struct admin_conn *ac, json_t *req)
 			    "NAME, \"fd\": 0..%zu}, each descriptor once", i,
 			    need - 1);
 		used[idx] = 1;
+	}
+	for (i = 0; i < need; i++) {
+		if (admin_netns(ac->fds[i], &netns[i]) == -1) {
+			if (errno == ENOTSOCK)
+				admin_fail(ac, "descriptor %zu is not a socket",
+				    i);
+			else
+				admin_refuse(ac, name, "descriptor %zu: cannot "
+				    "tell its network namespace: %s", i,
+				    strerror(errno));
+			goto closefds;
+		}
+		if ((other = admin_guarded(netns[i])) != NULL) {
+			admin_refuse(ac, name, "descriptor %zu is a socket of "
+			    "the network namespace of sandbox %s", i, other);
+			goto closefds;
+		}
 	}
 	if ((cfg = admin_config(ac, name, json_object_get(req, "config"))) ==
 	    NULL)
@@ -696,6 +917,21 @@ admin_register(struct admin_conn *ac, json_t *req)
 		goto closefds;
 	}
 	s->sb = sandbox_ref(sb);
+	/*
+	 * Guarded from now: the namespaces of its sockets, but for the
+	 * registering client's own and moatd's (a platform that binds a
+	 * sandbox's sockets where it runs must still be able to register
+	 * the next one).
+	 */
+	for (i = 0; i < need; i++) {
+		if (netns[i] == ac->peer_netns || (A_lfd >= 0 &&
+		    admin_netns(A_lfd, &own) == 0 && netns[i] == own))
+			continue;
+		for (j = 0; j < s->nnetns && s->netns[j] != netns[i]; j++)
+			;
+		if (j == s->nnetns)
+			s->netns[s->nnetns++] = netns[i];
+	}
 	LIST_INSERT_HEAD(&ac->sbs, s, link);
 	for (i = 0; i < nl; i++)
 		for (j = 0; j < A_ctx->nworkers; j++)
@@ -888,5 +1124,12 @@ admin_shutdown(void)
 		(void)unlink(A_path);
 		free(A_path);
 		A_path = NULL;
+	}
+	if (A_entry != NULL) {
+		(void)unlink(A_entry);	/* may fail once privileges are gone:
+					   moat run skips a path that is not
+					   a socket */
+		free(A_entry);
+		A_entry = NULL;
 	}
 }

@@ -25,7 +25,8 @@
  *     -> {"ok": true, "version": 1, "moatd": "0.1.0"}
  *   {"op": "register", "sandbox": NAME, "config": CONFIG,
  *    "listeners": [{"proto": PROTO, "fd": I}, ...]}  + descriptors
- *     NAME: [A-Za-z0-9._-]{1,64}, unique among live sandboxes.
+ *     NAME: [A-Za-z0-9._-]{1,64}, unique among live sandboxes and not
+ *       the "sandbox" of one of moatd's configured listeners.
  *     CONFIG: a moat.json object holding only "policy" (and, with TLS
  *       interception, "secrets"); validated like moatd's own config,
  *       errors reported as "sandbox NAME:LINE:COLUMN: message".
@@ -55,6 +56,18 @@
  *   {"op": "unregister", "sandbox": NAME}
  *     -> {"ok": true}
  *
+ * The guard: a register is refused (reason "sandbox-refused" in the
+ * audit log, the error in the answer) when the client's socket was made
+ * inside the network namespace of a live registered sandbox (its
+ * workload reached the admin socket), when one of the descriptors is a
+ * socket of such a namespace, or when NAME is a configured listener's
+ * sandbox.  moatd tells namespaces apart by SO_NETNS_COOKIE: of the
+ * descriptors, and of the accepted admin connection (made in the
+ * client's namespace); a client whose namespace it cannot tell is
+ * refused.  A sandbox's sockets that live in the namespace of the client
+ * that registered it, or in moatd's own, do not make that namespace a
+ * guarded one (a platform binding them where it runs).
+ *
  * A sandbox lives as long as the admin connection that registered it:
  * when that connection closes, moatd unregisters it, closes its
  * listening sockets and ends its connections.  Audit lines of a sandbox
@@ -67,5 +80,14 @@
 #define ADMIN_MSG_MAX		(1u << 20)	/* largest JSON message, bytes */
 #define ADMIN_FDS_MAX		16		/* descriptors per message */
 #define ADMIN_NAME_MAX		64		/* sandbox name, bytes */
+
+/*
+ * The registry of admin sockets: each moatd that listens on an admin
+ * socket path writes one file here (mode 0644, named by 16 hex digits),
+ * holding the socket's absolute path and a newline.  `moat run` hides
+ * every path listed here that is a socket from the sandboxes it makes.
+ */
+#define MOAT_ADMIN_RUNDIR	"/run/moat"
+#define MOAT_ADMIN_REGISTRY	MOAT_ADMIN_RUNDIR "/admin.d"
 
 #endif /* MOAT_ADMIN_PROTO_H */

@@ -1,0 +1,96 @@
+#!/bin/bash
+# t_run_unixsock.sh - `moat run` and Unix sockets of the host (security
+# issue, item 12): a relay on a path Unix socket (what socat, tmux or an
+# ssh ControlMaster make) must not carry a workload's traffic past moatd.
+#
+#   moat namespace
+#   +------------------------------------------------------------------+
+#   | socat UNIX-LISTEN:$MT_T/ux/relay.sock -> TCP 203.0.113.12:80      |
+#   | moat run (private moatd, allows origin.test only) --> workload:   |
+#   |   unixget.py relay.sock  (socket(AF_UNIX): EPERM)               |
+#   +------------------------------------------------------------------+
+#   net: origin.py 203.0.113.10, .12; dns.py 203.0.113.53
+#
+# Checks, as root and (where nobody may make user namespaces) rootless:
+# by default the workload cannot make a Unix socket (EPERM) and the relay
+# carries nothing, while a stream socketpair works, a datagram one is
+# refused, so are x32 system calls and io_uring, and the proxy still works; with --allow-unix-sockets the same
+# workload gets the denied origin's answer through the relay (so the
+# check can fail).
+
+. "$(dirname "$0")/lib.sh"
+
+mt_init
+mt_run_need socat
+mt_world
+mt_nobody_dir
+PRIV="--allow-private 203.0.113.0/24 --allow-private 2001:db8::/32 --resolver 203.0.113.53"
+UG="/usr/bin/python3 $MT_HELPERS/unixget.py"
+
+mkdir -p "$MT_T/ux" && chmod 777 "$MT_T/ux"
+relay=$MT_T/ux/relay.sock
+timeout -k 2 "$MT_LIFETIME" ip netns exec "$(mt_ns moat)" socat \
+    "UNIX-LISTEN:$relay,fork,mode=0777" TCP:203.0.113.12:80 \
+    2>"$MT_T/socat.err" &
+MT_PIDS="$MT_PIDS $!"
+for ((i = 0; i < MT_READY_STEPS; i++)); do
+	[ -S "$relay" ] && break
+	sleep 0.1
+done
+[ -S "$relay" ] || mt_error "socat did not bind $relay"
+# The relay works from the moat namespace itself.
+out=$(mt_in moat $UG "$relay" other.test)
+case $out in
+*"unix_status=200"*) mt_pass "the relay reaches the denied origin from outside" ;;
+*) mt_fail "the relay does not work: $out" "$MT_T/socat.err" ;;
+esac
+
+cat > "$MT_T/work.sh" <<EOF
+#!/bin/sh
+$UG "$relay" other.test
+$UG pair
+$MT_PROBE --tag px proxyget http://origin.test/
+EOF
+chmod 755 "$MT_T/work.sh"
+
+# check WHO: the default, then --allow-unix-sockets.
+check()
+{
+	local who=$1
+	mt_mark
+	mt_moat_run "$who" "$who-def" $PRIV --allow origin.test -- \
+	    "$MT_T/work.sh"
+	mt_eq "$who: exit status" 0 "$MT_RUN_RC" "$MT_T/$who-def.err"
+	mt_eq "$who: socket(AF_UNIX) fails with EPERM" EPERM \
+	    "$(mt_out "$who-def" unix_result)" "$MT_T/$who-def.out"
+	mt_eq "$who: a stream socketpair works" ok \
+	    "$(mt_out "$who-def" pair_stream)" "$MT_T/$who-def.out"
+	mt_eq "$who: a datagram socketpair is refused" EPERM \
+	    "$(mt_out "$who-def" pair_dgram)" "$MT_T/$who-def.out"
+	if [ "$(uname -m)" = x86_64 ]; then
+		mt_eq "$who: the x32 ABI is refused" EPERM \
+		    "$(mt_out "$who-def" x32_socket)" "$MT_T/$who-def.out"
+		mt_eq "$who: io_uring is refused" EPERM \
+		    "$(mt_out "$who-def" io_uring)" "$MT_T/$who-def.out"
+	fi
+	mt_eq "$who: the proxy still works" origin \
+	    "$(mt_out "$who-def" px_origin)" "$MT_T/$who-def.out"
+	mt_mark
+	mt_moat_run "$who" "$who-all" $PRIV --allow origin.test \
+	    --allow-unix-sockets -- "$MT_T/work.sh"
+	mt_eq "$who: --allow-unix-sockets: the relay carries the request" \
+	    "ok 200 origin" "$(mt_out "$who-all" unix_result) $(mt_out \
+	    "$who-all" unix_status) $(mt_out "$who-all" unix_origin)" \
+	    "$MT_T/$who-all.out" "$MT_T/$who-all.err"
+	mt_eq "$who: --allow-unix-sockets: a datagram socketpair works" ok \
+	    "$(mt_out "$who-all" pair_dgram)" "$MT_T/$who-all.out"
+}
+
+check root
+if mt_userns_ok; then
+	check nobody
+else
+	echo "SKIP: rootless runs (nobody may not create user namespaces here)"
+fi
+
+mt_finish
