@@ -2956,10 +2956,30 @@ config_geoip(struct config_ctx *x, json_t *v, size_t pos)
 static void
 config_audit(struct config_ctx *x, json_t *v, size_t pos)
 {
-	struct config_field	f[1] = { { "path", NULL, 0 } };
-	size_t			old;
+	struct config_field	 f[2] = { { "path", NULL, 0 },
+				    { "on_failure", NULL, 0 } };
+	const char		*s;
+	size_t			 old;
 
-	if (!config_fields(x, v, pos, f, 1) || f[0].v == NULL)
+	if (!config_fields(x, v, pos, f, 2))
+		return;
+	if (f[1].v != NULL) {
+		old = config_push_key(x, "on_failure");
+		s = json_is_string(f[1].v) ? json_string_value(f[1].v) : NULL;
+		if (s != NULL && strcmp(s, "deny") == 0)
+			x->c->audit_deny = 1;
+		else if (s != NULL && strcmp(s, "drop") == 0)
+			x->c->audit_deny = 0;
+		else
+			config_err(x, f[1].pos, "expected \"deny\" (refuse "
+			    "new connections and requests while audit lines "
+			    "cannot be written) or \"drop\" (serve on, count "
+			    "the lost lines), got %s", s != NULL ? config_q(x,
+			    s, json_string_length(f[1].v)) :
+			    config_typename(f[1].v));
+		config_pop(x, old);
+	}
+	if (f[0].v == NULL)
 		return;
 	old = config_push_key(x, "path");
 	free(x->c->audit_path);
@@ -3372,6 +3392,7 @@ policy_config_load(const char *name, const char *buf, size_t len,
 		goto oom;
 	c->refcnt = 1;
 	config_apply_defaults(c);
+	c->audit_deny = 1;	/* audit.on_failure: "deny" */
 	x.d = diags;
 	x.jp = &jp;
 	x.c = c;

@@ -102,6 +102,7 @@ static const char *const	policy_reasons[POLICY_R__COUNT] = {
 	[POLICY_R_BODY_ON_GET] = "body-on-get",
 	[POLICY_R_SECRET_UNSAFE] = "secret-unsafe",
 	[POLICY_R_SANDBOX_REFUSED] = "sandbox-refused",
+	[POLICY_R_AUDIT_UNAVAILABLE] = "audit-unavailable",
 };
 
 static void	policy_rule_clear(struct policy_rule *r);

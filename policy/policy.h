@@ -193,6 +193,10 @@ enum policy_reason {
 	POLICY_R_SANDBOX_REFUSED,	/* "sandbox-refused": a register from
 					   inside a sandbox's network
 					   namespace, or with a name taken */
+	POLICY_R_AUDIT_UNAVAILABLE,	/* "audit-unavailable": audit lines
+					   cannot be written (a full disk, a
+					   stalled sink) and audit.on_failure
+					   is "deny" */
 	POLICY_R__COUNT
 };
 
@@ -423,6 +427,8 @@ struct moat_config {
 	struct moat_secret_ref	*secrets;
 	size_t			 nsecrets;
 	char			*audit_path;	/* file, "-" for stderr, NULL: none */
+	int			 audit_deny;	/* audit.on_failure "deny" (1,
+						 * the default) or "drop" */
 	char			**resolver_servers; /* "HOST:PORT" strings, NULL-terminated, or NULL: system */
 	unsigned		 resolver_tries;
 	struct moat_tls		 tls;

@@ -6,15 +6,19 @@
  */
 #include "config.h"
 
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "policy/policy.h"
 #include "proxy/audit.h"
 #include "proxy/log.h"
 #include "proxy/secretscan.h"
@@ -24,6 +28,9 @@
 #define AUDIT_LINE_MAX_BYTES	16384	/* longest line (detail, path cut before) */
 #define AUDIT_BATCH_US		20000	/* lines gather this long before a write */
 #define AUDIT_FLUSH_BYTES	(256u << 10) /* ... unless this much is queued */
+
+#define AUDIT_RETRY_MS		1000	/* held lines are tried again this often */
+#define AUDIT_WARN_MS		10000	/* one stderr line per this, at most */
 
 static struct {
 	pthread_mutex_t	 mu;
@@ -40,6 +47,15 @@ static struct {
 	int		 writer_busy;	/* writer is writing: no signal needed */
 	int		 running;
 	pthread_t	 thr;
+	/* The writer's own state (A.fdmu): */
+	char		*held;		/* whole lines a failed write left */
+	size_t		 heldlen, heldcap;
+	uint64_t	 lost;		/* lines lost, not yet in a line */
+	uint64_t	 lost_total;	/* since start, for stderr */
+	int		 torn;		/* a piece of a line is in the sink */
+	atomic_int	 failing;	/* lines wait or are lost: the sink
+					 * does not take them */
+	_Atomic uint64_t warned_ms;	/* last stderr line about it */
 } A = {
 	.mu = PTHREAD_MUTEX_INITIALIZER,
 	.cv = PTHREAD_COND_INITIALIZER,
@@ -49,7 +65,10 @@ static struct {
 
 static void	*audit_writer(void *arg);
 static int	 audit_open(const char *path, int *own);
-static void	 audit_write_all(int fd, const char *buf, size_t len);
+static int	 audit_write_lines(int fd, const char *buf, size_t len,
+		    size_t *done);
+static void	 audit_flush(const char *buf, size_t len, uint64_t dropped);
+static void	 audit_warn_lost(const char *why);
 
 void
 audit_rec_init(struct audit_rec *r)
@@ -138,29 +157,177 @@ audit_reopen(void)
 	pthread_mutex_unlock(&A.mu);
 }
 
-static void
-audit_write_all(int fd, const char *buf, size_t len)
+/*
+ * Writes buf (whole lines) to fd.  Returns 0 when all of it was written;
+ * else -1 with errno, and *done the bytes of the whole lines that made it.
+ * A line is never left cut in a file: after a short write (a full disk)
+ * the file is cut back to the end of the last whole line; where that
+ * cannot be done (not a regular file), A.torn makes the next write start
+ * with a newline, so that the lines after it stay whole.
+ */
+static int
+audit_write_lines(int fd, const char *buf, size_t len, size_t *done)
 {
-	static uint64_t	last_warn_ms;
+	struct stat	st;
+	off_t		start = -1;
+	size_t		w = 0, whole;
 	ssize_t		n;
+	int		saved = 0;
 
-	while (len > 0) {
-		n = write(fd, buf, len);
+	if (A.torn) {
+		if (write(fd, "\n", 1) != 1) {
+			*done = 0;
+			return -1;
+		}
+		A.torn = 0;
+	}
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		start = st.st_size;	/* O_APPEND: lines go there */
+	while (w < len) {
+		n = write(fd, buf + w, len - w);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			uint64_t now = util_now_ms();
-
-			if (now - last_warn_ms > 60000) {
-				last_warn_ms = now;
-				log_warn("audit: write failed, %zu bytes lost",
-				    len);
-			}
-			return;
+			saved = n == 0 ? ENOSPC : errno;
+			break;
 		}
-		buf += n;
-		len -= n;
+		w += (size_t)n;
 	}
+	if (w == len) {
+		*done = len;
+		return 0;
+	}
+	for (whole = w; whole > 0 && buf[whole - 1] != '\n'; whole--)
+		;
+	if (whole < w && (start < 0 ||
+	    ftruncate(fd, start + (off_t)whole) == -1))
+		A.torn = 1;
+	*done = whole;
+	errno = saved;
+	return -1;
+}
+
+/* One stderr line about lost or waiting lines, at most every
+ * AUDIT_WARN_MS (any thread). */
+static void
+audit_warn_lost(const char *why)
+{
+	uint64_t	now = util_now_ms(), last;
+
+	last = atomic_load(&A.warned_ms);
+	if (last != 0 && now - last < AUDIT_WARN_MS)
+		return;
+	if (!atomic_compare_exchange_strong(&A.warned_ms, &last, now))
+		return;
+	log_warnx("audit: %s", why);
+}
+
+/*
+ * Appends buf to the held lines, up to the queue's bound: lines past it
+ * are lost, and counted.
+ */
+static void
+audit_hold(const char *buf, size_t len)
+{
+	size_t	keep = len, nc;
+	char	*nh;
+
+	if (A.heldlen + keep > AUDIT_QUEUE_MAX_BYTES) {
+		keep = A.heldlen >= AUDIT_QUEUE_MAX_BYTES ? 0 :
+		    AUDIT_QUEUE_MAX_BYTES - A.heldlen;
+		while (keep > 0 && buf[keep - 1] != '\n')
+			keep--;
+	}
+	if (A.heldlen + keep > A.heldcap) {
+		for (nc = A.heldcap ? A.heldcap : 65536; nc < A.heldlen + keep;
+		    nc *= 2)
+			;
+		if ((nh = realloc(A.held, nc)) == NULL)
+			keep = 0;
+		else {
+			A.held = nh;
+			A.heldcap = nc;
+		}
+	}
+	memcpy(A.held + A.heldlen, buf, keep);
+	A.heldlen += keep;
+	for (; keep < len; keep++)
+		if (buf[keep] == '\n')
+			A.lost++;
+}
+
+/*
+ * Writes what the writer took from the queue (after the lines held from
+ * before), then, once nothing is held, one "audit-dropped" line for every
+ * line lost so far.  Under A.fdmu.
+ */
+static void
+audit_flush(const char *buf, size_t len, uint64_t dropped)
+{
+	char		 line[160], ts[40], msg[256];
+	size_t		 done;
+	int		 n, failed = 0, saved = 0;
+
+	A.lost += dropped;
+	A.lost_total += dropped;
+	if (A.fd < 0) {
+		A.lost = 0;
+		return;
+	}
+	if (A.heldlen > 0 && len > 0) {
+		audit_hold(buf, len);
+		len = 0;
+	}
+	if (A.heldlen > 0) {
+		if (audit_write_lines(A.fd, A.held, A.heldlen, &done) == -1) {
+			failed = 1;
+			saved = errno;
+		}
+		memmove(A.held, A.held + done, A.heldlen - done);
+		A.heldlen -= done;
+	} else if (len > 0 &&
+	    audit_write_lines(A.fd, buf, len, &done) == -1) {
+		failed = 1;
+		saved = errno;
+		audit_hold(buf + done, len - done);
+	}
+	if (!failed && A.lost > 0) {
+		n = snprintf(line, sizeof(line), "{\"ts\":\"%s\",\"event\":"
+		    "\"audit-dropped\",\"dropped\":%llu}\n",
+		    util_wallclock(ts, sizeof(ts)),
+		    (unsigned long long)A.lost);
+		if (audit_write_lines(A.fd, line, (size_t)n, &done) == -1) {
+			failed = 1;
+			saved = errno;
+		} else
+			A.lost = 0;
+	}
+	if (failed) {
+		atomic_store(&A.failing, 1);
+		snprintf(msg, sizeof(msg), "cannot write to %s: %s; %zu bytes "
+		    "of lines wait, %llu lines lost since start",
+		    A.path != NULL ? A.path : "stderr", strerror(saved),
+		    A.heldlen, (unsigned long long)A.lost_total);
+		audit_warn_lost(msg);
+		return;
+	}
+	if (atomic_exchange(&A.failing, 0)) {
+		atomic_store(&A.warned_ms, 0);
+		log_warnx("audit: writing again; %llu lines lost since start",
+		    (unsigned long long)A.lost_total);
+	}
+}
+
+int
+audit_ok(void)
+{
+	return !atomic_load(&A.failing);
+}
+
+int
+audit_refuses(const struct moat_config *cfg)
+{
+	return cfg != NULL && cfg->audit_deny && atomic_load(&A.failing);
 }
 
 /*
@@ -186,8 +353,20 @@ audit_writer(void *arg)
 		 * or grows past AUDIT_FLUSH_BYTES while the batch gathers.
 		 */
 		A.writer_busy = 0;
-		while (A.qlen == 0 && !A.stop && !A.reopen && A.dropped == 0)
-			pthread_cond_wait(&A.cv, &A.mu);
+		while (A.qlen == 0 && !A.stop && !A.reopen && A.dropped == 0) {
+			struct timespec rt;
+
+			if (A.heldlen == 0 && A.lost == 0) {
+				pthread_cond_wait(&A.cv, &A.mu);
+				continue;
+			}
+			/* Lines wait for the sink: try again by and by. */
+			clock_gettime(CLOCK_MONOTONIC, &rt);
+			rt.tv_sec += AUDIT_RETRY_MS / 1000;
+			if (pthread_cond_clockwait(&A.cv, &A.mu,
+			    CLOCK_MONOTONIC, &rt) == ETIMEDOUT)
+				break;
+		}
 		if (!A.stop && A.qlen < AUDIT_FLUSH_BYTES) {
 			struct timespec dl;
 
@@ -235,17 +414,11 @@ audit_writer(void *arg)
 				A.fd = nfd;
 			}
 		}
-		if (A.fd >= 0 && len > 0)
-			audit_write_all(A.fd, buf, len);
-		if (A.fd >= 0 && dropped > 0) {
-			char line[160], ts[40];
-			int n = snprintf(line, sizeof(line),
-			    "{\"ts\":\"%s\",\"event\":\"audit-dropped\","
-			    "\"dropped\":%llu}\n", util_wallclock(ts, sizeof(ts)),
-			    (unsigned long long)dropped);
-
-			audit_write_all(A.fd, line, n);
-		}
+		audit_flush(buf, len, dropped);
+		if (stop && (A.heldlen > 0 || A.lost > 0))
+			log_warnx("audit: stopping with %zu bytes of lines "
+			    "unwritten and %llu lines lost", A.heldlen,
+			    (unsigned long long)A.lost);
 		pthread_mutex_unlock(&A.fdmu);
 		if (stop)
 			break;
@@ -510,9 +683,15 @@ audit_emit(const struct audit_rec *r)
 	}
 
 	pthread_mutex_lock(&A.mu);
-	if (A.qlen + n > AUDIT_QUEUE_MAX_BYTES)
+	if (A.qlen + n > AUDIT_QUEUE_MAX_BYTES) {
 		A.dropped++;
-	else {
+		atomic_store(&A.failing, 1);
+		pthread_mutex_unlock(&A.mu);
+		audit_warn_lost("the queue is full (the audit sink does not "
+		    "take lines: stalled or full); lines are lost and counted "
+		    "in an audit-dropped line");
+		pthread_mutex_lock(&A.mu);
+	} else {
 		if (A.qlen + n > A.qcap) {
 			size_t nc = A.qcap ? A.qcap : 65536;
 			char *nq;
@@ -566,4 +745,10 @@ audit_stop(void)
 	free(A.q);
 	A.q = NULL;
 	A.qlen = A.qcap = 0;
+	free(A.held);
+	A.held = NULL;
+	A.heldlen = A.heldcap = 0;
+	A.lost = A.lost_total = 0;
+	A.torn = 0;
+	atomic_store(&A.failing, 0);
 }

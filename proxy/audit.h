@@ -84,6 +84,18 @@ void	audit_reopen(void);
 /* Queues one line.  Never blocks on I/O.  Thread-safe. */
 void	audit_emit(const struct audit_rec *r);
 /*
+ * 0 while the audit sink does not take lines (a write failed and lines
+ * wait, or the queue overflowed), else 1.  For audit.on_failure "deny".
+ */
+int	audit_ok(void);
+/* 1 when a decision under cfg must be refused (audit-unavailable): its
+ * audit.on_failure is "deny" and audit lines cannot be written. */
+struct moat_config;
+int	audit_refuses(const struct moat_config *cfg);
+/* The sentence such refusals carry. */
+#define AUDIT_UNAVAILABLE_DETAIL "moatd cannot write its audit log (a " \
+	"full disk or a stalled sink) and its audit.on_failure is \"deny\""
+/*
  * Formats r as one JSON line (ending in "\n") into buf.  Returns its
  * length, or 0 if it does not fit.  For tests.
  */

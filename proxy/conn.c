@@ -397,6 +397,11 @@ conn_route(struct conn *c)
 	c->naddrs = 0;
 	if (c->target.kind == POLICY_HOST_ADDR)
 		policy_addr_format(&c->target.addr, c->ip, sizeof(c->ip));
+	if (audit_refuses(c->cfg)) {
+		conn_fail(c, POLICY_R_AUDIT_UNAVAILABLE,
+		    AUDIT_UNAVAILABLE_DETAIL);
+		return;
+	}
 	if (policy_decide(conn_policy(c), &t, &c->dec) == POLICY_DENY) {
 		conn_fail(c, c->dec.reason, NULL);
 		return;

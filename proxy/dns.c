@@ -267,6 +267,13 @@ dns_query_in(struct dns_pending *p, const uint8_t *msg, size_t len)
 		dns_pending_free(p);
 		return;
 	}
+	if (audit_refuses(p->cfg)) {
+		dns_error(p, DNS_RCODE_REFUSED);
+		dns_audit(p, POLICY_DENY, POLICY_R_AUDIT_UNAVAILABLE, NULL,
+		    NULL, AUDIT_UNAVAILABLE_DETAIL);
+		dns_pending_free(p);
+		return;
+	}
 	memset(&t, 0, sizeof(t));
 	t.name = host.name;
 	t.port = 0;		/* any port: see policy_decide() */

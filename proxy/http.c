@@ -291,6 +291,12 @@ http_handle_request(struct conn *c)
 	 * (possibly reloaded) policy still allows that name and address.
 	 * (One that an earlier client left in the worker's pool is taken
 	 * after routing: conn.c.) */
+	if (c->kind == CONN_KIND_HTTP && c->uio != NULL &&
+	    audit_refuses(c->cfg)) {
+		http_denied(c, POLICY_R_AUDIT_UNAVAILABLE,
+		    AUDIT_UNAVAILABLE_DETAIL);
+		return;
+	}
 	if (c->kind == CONN_KIND_HTTP && c->uio != NULL) {
 		struct policy_target t;
 
@@ -553,6 +559,7 @@ http_status_for(enum policy_reason r)
 	case POLICY_R_TIMEOUT:
 		return (struct http_status_info){ 504, "Gateway Timeout" };
 	case POLICY_R_SHUTDOWN:
+	case POLICY_R_AUDIT_UNAVAILABLE:
 		return (struct http_status_info){ 503, "Service Unavailable" };
 	case POLICY_R_RATE:
 	case POLICY_R_DNS_BUDGET:
@@ -623,6 +630,9 @@ http_reason_text(enum policy_reason r)
 		    "wildcard resolved this minute";
 	case POLICY_R_SHUTDOWN:
 		return "moat is shutting down";
+	case POLICY_R_AUDIT_UNAVAILABLE:
+		return "moat cannot write its audit log, and does not decide "
+		    "what it cannot record";
 	default:
 		return "moat could not serve the request";
 	}

@@ -317,6 +317,7 @@ socks5_denied(struct conn *c, enum policy_reason reason, const char *detail)
 	case POLICY_R_BAD_REQUEST:
 	case POLICY_R_INTERNAL:
 	case POLICY_R_SHUTDOWN:
+	case POLICY_R_AUDIT_UNAVAILABLE:
 		rep = SOCKS5_REP_FAILURE;
 		break;
 	default:

@@ -32,6 +32,7 @@
 #include <event2/buffer.h>
 
 #include "policy/policy.h"
+#include "proxy/audit.h"
 #include "proxy/conn.h"
 #include "proxy/http_parse.h"
 #include "proxy/io.h"
@@ -135,6 +136,11 @@ transparent_start(struct conn *c)
 	t.addr = &c->orig;
 	t.port = c->port;
 
+	if (audit_refuses(c->cfg)) {
+		transparent_denied(c, POLICY_R_AUDIT_UNAVAILABLE,
+		    AUDIT_UNAVAILABLE_DETAIL);
+		return;
+	}
 	/* 1. An address moatd's DNS listener gave this sandbox. */
 	if (sandbox_attr_find(c->sb, &c->orig, name, sizeof(name)) == 0) {
 		c->target.kind = POLICY_HOST_NAME;

@@ -72,6 +72,7 @@ MT_PIDS=""
 MT_NSES=""
 MT_FDS=""
 MT_ETC_NETNS=""
+MT_MOUNTS=""
 MT_T=""
 MT_WATCHDOG=""
 
@@ -244,6 +245,10 @@ mt_cleanup()
 	done
 	for ns in $MT_NSES; do
 		ip netns del "$ns" 2>/dev/null
+	done
+	# Mounts a test made (a tmpfs to fill, say), once nothing uses them.
+	for p in $MT_MOUNTS; do
+		umount -l "$p" 2>/dev/null
 	done
 	for ns in $MT_ETC_NETNS; do
 		rm -f "/etc/netns/$ns/resolv.conf"

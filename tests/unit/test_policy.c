@@ -1084,7 +1084,7 @@ test_policy_reason_strings(void)
 		"needs-inspection", "auth", "dns-denied", "secret-leak", "tls",
 		"rate", "shutdown", "internal", "needs-tls", "dns-budget",
 		"method-override", "body-on-get", "secret-unsafe",
-		"sandbox-refused",
+		"sandbox-refused", "audit-unavailable",
 	};
 	struct policy_target		t;
 	struct policy_decision		d;
