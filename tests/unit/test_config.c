@@ -98,6 +98,13 @@ static const struct cfg_vec	cfg_vectors[] = {
 	    { 6, 11, "5", "user: expected a user name (string), got an "
 	      "integer" },
 	    { 7, 12, "\"-\"", "audit: expected an object, got a string" } } },
+	{ "audit.on_failure: deny or drop",
+	  "{\n  " LISTEN ",\n  " POLICY ",\n"
+	  "  \"audit\": {\"on_failure\": \"ignore\"}\n}", 1, 0, {
+	    { 4, 27, "\"ignore\"", "audit.on_failure: expected \"deny\" "
+	      "(refuse new connections and requests while audit lines "
+	      "cannot be written) or \"drop\" (serve on, count the lost "
+	      "lines), got \"ignore\"" } } },
 	{ "duplicate key (jansson), at the repeated key",
 	  "{\n  " LISTEN ",\n  " POLICY ",\n  \"listen\": []\n}", 1, 0, {
 	    { 4, 3, "\"listen\"", "duplicate key \"listen\": a key may "
@@ -862,6 +869,7 @@ test_config_defaults(void)
 	CU_ASSERT_EQUAL(policy_rule_count(c->policy), 0);
 	CU_ASSERT_EQUAL(c->nsecrets, 0);
 	CU_ASSERT_STRING_EQUAL(c->audit_path, "-");
+	CU_ASSERT_EQUAL(c->audit_deny, 1);	/* on_failure "deny" */
 	CU_ASSERT_PTR_NULL(c->resolver_servers);
 	CU_ASSERT_EQUAL(c->resolver_tries, 2);
 	CU_ASSERT_PTR_NULL(c->tls.ca_cert);
