@@ -278,6 +278,7 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 	r.client = c->client;
 	r.host = c->host[0] ? c->host : NULL;
 	r.port = c->host[0] ? c->port : -1;
+	r.sni = c->sni[0] ? c->sni : NULL;
 	r.ip = c->ip[0] ? c->ip : NULL;
 	if (r.ip != NULL && conn_geo(c, &g)) {
 		r.country = g.country[0] != '\0' ? g.country : NULL;

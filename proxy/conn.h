@@ -148,6 +148,9 @@ struct conn {
 	uint16_t		 tunnel_port;
 	char			 up_tls_host[POLICY_NAME_MAX + 1]; /* SNI/verify */
 	bool			 up_tls_is_addr;
+	/* The name a tunnel's ClientHello gave when it is not the tunnel's
+	 * host (a tunnel to an address), for the audit; "" if none. */
+	char			 sni[POLICY_NAME_MAX + 1];
 	/* ... for its "close" audit line: start, rule, address, and the
 	 * client socket's byte counts when it opened. */
 	bool			 tun_open;
@@ -222,6 +225,17 @@ void	intercept_start(struct conn *c, int ufd);
 int	intercept_possible(const struct conn *c);
 /* Why it cannot (the detail of a needs-inspection refusal). */
 const char *intercept_refusal(const struct conn *c);
+/*
+ * In an inspected tunnel to an address that an IP rule allowed, the name
+ * the client's TLS server name and Host give is judged too, with the
+ * tunnel's address and port (method and path for a request, NULL for the
+ * tunnel): a deny rule or a built-in deny set that refuses the name wins
+ * over the IP rule, so an allowed address cannot front for a denied
+ * host.  A name no rule names keeps the address's verdict.  Returns -1
+ * with *d the refusing decision, or 0.
+ */
+int	intercept_name_denied(const struct conn *c, const char *name,
+	    const char *method, const char *path, struct policy_decision *d);
 
 /* transparent.c */
 void	transparent_start(struct conn *c);

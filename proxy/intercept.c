@@ -45,6 +45,32 @@ intercept_possible(const struct conn *c)
 	return c->w->tls != NULL && (c->dec.flags & POLICY_F_OPAQUE) == 0;
 }
 
+int
+intercept_name_denied(const struct conn *c, const char *name,
+    const char *method, const char *path, struct policy_decision *d)
+{
+	struct policy_target	t;
+
+	memset(&t, 0, sizeof(t));
+	t.name = name;
+	t.addr = &c->tunnel_target.addr;
+	t.port = c->tunnel_port;
+	t.method = method;
+	t.path = path;
+	if (policy_decide(conn_policy(c), &t, d) == POLICY_ALLOW)
+		return 0;
+	/* With a name, an IP rule never allows: only a refusal that names
+	 * this host (or its deny set) overrides the address's verdict. */
+	switch (d->reason) {
+	case POLICY_R_DENIED_BY_RULE:
+	case POLICY_R_METADATA:
+	case POLICY_R_PRIVATE_ADDRESS:
+		return -1;
+	default:
+		return 0;
+	}
+}
+
 const char *
 intercept_refusal(const struct conn *c)
 {
@@ -192,8 +218,22 @@ intercept_peek(struct conn *c)
 		}
 		if (c->tunnel_target.kind == POLICY_HOST_ADDR &&
 		    sni.kind == POLICY_HOST_NAME) {
+			struct policy_decision	d;
+
 			/* A tunnel to an allowed address, TLS for a name at
-			 * it: present and verify that name. */
+			 * it: the name is judged too (an IP rule does not
+			 * front for a denied host), then presented and
+			 * verified. */
+			snprintf(c->sni, sizeof(c->sni), "%s", sni.name);
+			if (intercept_name_denied(c, sni.name, NULL, NULL,
+			    &d) == -1) {
+				c->dec = d;
+				snprintf(e, sizeof(e), "the TLS server name %.100s "
+				    "is denied, though the tunnel's address "
+				    "%.64s is allowed", sni.name, c->host);
+				intercept_fail(c, d.reason, e);
+				return;
+			}
 			snprintf(c->up_tls_host, sizeof(c->up_tls_host), "%s",
 			    sni.name);
 			c->up_tls_is_addr = false;
