@@ -67,6 +67,7 @@ static const char *const conn_state_names[CONN_ST__COUNT] = {
 	[CONN_ST_PEEK] = "peek",
 	[CONN_ST_INTERCEPT_PEEK] = "intercept-peek",
 	[CONN_ST_TLS_HANDSHAKE] = "tls-handshake",
+	[CONN_ST_TUNNEL_PEEK] = "tunnel-peek",
 	[CONN_ST_DNS_TCP] = "dns-tcp",
 	[CONN_ST_FLUSH_CLOSE] = "flush-close",
 };
@@ -576,6 +577,9 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		    "handshake did not finish in time" : "the client sent "
 		    "nothing into the inspected tunnel in time");
 		conn_close(c, POLICY_R_TIMEOUT, NULL);
+		return;
+	case CONN_ST_TUNNEL_PEEK:
+		guard_timeout(c);
 		return;
 	case CONN_ST_PEEK:
 		transparent_denied(c, POLICY_R_NO_RULE, "nothing named the "

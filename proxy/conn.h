@@ -47,6 +47,7 @@ enum conn_state {
 	CONN_ST_PEEK,		/* transparent: reading first bytes for a name */
 	CONN_ST_INTERCEPT_PEEK,	/* inspected tunnel: TLS or plain HTTP inside? */
 	CONN_ST_TLS_HANDSHAKE,	/* inspected tunnel: TLS with the client */
+	CONN_ST_TUNNEL_PEEK,	/* opaque tunnel: judging its first bytes */
 	CONN_ST_DNS_TCP,	/* DNS over TCP: reading and answering queries */
 	CONN_ST_FLUSH_CLOSE,	/* writing a last reply, then close */
 	CONN_ST__COUNT
@@ -236,6 +237,18 @@ const char *intercept_refusal(const struct conn *c);
  */
 int	intercept_name_denied(const struct conn *c, const char *name,
 	    const char *method, const char *path, struct policy_decision *d);
+
+/* guard.c */
+/*
+ * An allowed opaque tunnel: before splicing, judge the first bytes each
+ * side sends (the ClientHello's server name against the tunnel's host,
+ * the protocol against the rule's "protocols"), then audit the "open"
+ * line and hand over to conn_to_tunnel(), or refuse.  The reply that
+ * opens the tunnel is already queued on c->cio.
+ */
+void	guard_start(struct conn *c, int ufd);
+/* request_head_ms passed with nothing to judge: refuse. */
+void	guard_timeout(struct conn *c);
 
 /* transparent.c */
 void	transparent_start(struct conn *c);

@@ -763,7 +763,8 @@ test_policy_reason_strings(void)
 		"path", "private-address", "metadata", "bad-request",
 		"dns-failure", "upstream-unreachable", "timeout", "limit",
 		"needs-inspection", "auth", "dns-denied", "secret-leak", "tls",
-		"rate", "shutdown", "internal", "needs-tls",
+		"rate", "shutdown", "internal", "needs-tls", "sni-mismatch",
+		"protocol",
 	};
 	struct policy_target		t;
 	struct policy_decision		d;
