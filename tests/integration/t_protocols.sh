@@ -131,7 +131,7 @@ mt_eq "protocols [ssh], HTTP through SOCKS5: no answer" "" \
 tun p4 --target ssh.wild.test:2525 --read-first --send 'EHLO x\r\n'
 mt_eq "protocols [ssh], a server that greets with SMTP: the client sees nothing" \
     "" "$(mt_kv p4 first)$(mt_kv p4 reply)" "$MT_T/p4.kv"
-tun p5 --target ssh.wild.test:80 --send 'SSH-2.0-client\r\n'
+tun p5 --target ssh.wild.test:80 --timeout 8 --send 'SSH-2.0-client\r\n'
 mt_eq "protocols [ssh], an HTTP server (no banner): closed, no answer" "1 " \
     "$(mt_kv p5 eof) $(mt_kv p5 reply)" "$MT_T/p5.kv"
 mt_curl p6 -x "http://$H" -p http://tls.wild.test/p6
