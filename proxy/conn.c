@@ -334,6 +334,14 @@ conn_route(struct conn *c)
 		conn_fail(c, c->dec.reason, NULL);
 		return;
 	}
+	if (c->kind == CONN_KIND_HTTP && !c->intercept &&
+	    (policy_rule_protocols(c->dec.rule) & ~POLICY_PROTO_HTTP) != 0 &&
+	    (policy_rule_protocols(c->dec.rule) & POLICY_PROTO_HTTP) == 0) {
+		/* A forward request is http: the rule must list it. */
+		conn_fail(c, POLICY_R_PROTOCOL, "the rule's \"protocols\" "
+		    "does not list http");
+		return;
+	}
 	if (c->kind == CONN_KIND_HTTP) {
 		enum policy_reason	 why;
 		const char		*detail;

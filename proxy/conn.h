@@ -152,6 +152,8 @@ struct conn {
 	/* The name a tunnel's ClientHello gave when it is not the tunnel's
 	 * host (a tunnel to an address), for the audit; "" if none. */
 	char			 sni[POLICY_NAME_MAX + 1];
+	/* guard.c: a side has spoken; the rest must come in request_head_ms. */
+	bool			 guard_spoken;
 	/* ... for its "close" audit line: start, rule, address, and the
 	 * client socket's byte counts when it opened. */
 	bool			 tun_open;

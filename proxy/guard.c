@@ -15,9 +15,10 @@
  *  - the protocol (tls, http, ssh, or anything) must be one the allowing
  *    rule's "protocols" lists (proto_peek.c) - else protocol.
  * A server-first protocol (ssh) is judged on the server's first bytes,
- * which reach the client only once judged.  Nothing said by either side
- * within request_head_ms: the tunnel is refused (timeout), since a later
- * ClientHello would pass unchecked.
+ * which reach the client only once judged.  Nothing is spliced unjudged:
+ * a tunnel where neither side speaks waits, up to idle_tunnel_ms as any
+ * idle tunnel; once a side has spoken, what is needed to judge must come
+ * within request_head_ms (else timeout).
  *
  * The bytes read go on first when the tunnel starts (conn_to_tunnel).
  *
@@ -74,7 +75,10 @@ guard_start(struct conn *c, int ufd)
 		    "the tunnel opened");
 		return;
 	}
-	conn_set_deadline(c, c->cfg->timeouts.request_head_ms);
+	/* A tunnel where nobody speaks is an idle tunnel: it lasts what
+	 * one would.  Once a side speaks, the rest of its first bytes must
+	 * come within request_head_ms. */
+	conn_set_deadline(c, c->cfg->timeouts.idle_tunnel_ms);
 	io_read(c->cio, 1);
 	io_read(c->uio, 1);
 	guard_check(c);		/* early data may be buffered already */
@@ -176,6 +180,11 @@ guard_check(struct conn *c)
 		    "could be judged");
 		return;
 	}
+	if (!c->guard_spoken && (cli.proto != PEEK_P_NONE ||
+	    srv.proto != PEEK_P_NONE)) {
+		c->guard_spoken = true;
+		conn_set_deadline(c, c->cfg->timeouts.request_head_ms);
+	}
 	/* Bounded: a ClientHello is whole by then, or refused. */
 	if (evbuffer_get_length(in) > TLS_HELLO_MAX_BYTES + 1)
 		io_read(c->cio, 0);
@@ -259,9 +268,8 @@ guard_refuse(struct conn *c, enum policy_reason reason, const char *detail)
 void
 guard_timeout(struct conn *c)
 {
-	guard_refuse(c, POLICY_R_TIMEOUT, io_in_len(c->cio) == 0 ?
-	    "neither side of the tunnel sent anything in time: its first "
-	    "bytes must be judged before it is spliced" : "the client's "
+	guard_refuse(c, POLICY_R_TIMEOUT, !c->guard_spoken ?
+	    "the tunnel was idle: neither side sent anything" : "the client's "
 	    "first bytes could not be judged in time (an SSH client, and "
 	    "no SSH banner from the server; or too few bytes to tell)");
 }

@@ -625,6 +625,9 @@ http_reason_text(enum policy_reason r)
 	case POLICY_R_NEEDS_TLS:
 		return "the rule for this host injects a secret, which moat "
 		    "only sends over TLS: use https://";
+	case POLICY_R_PROTOCOL:
+		return "the rule for this host does not list this protocol "
+		    "in its \"protocols\"";
 	case POLICY_R_SECRET_LEAK:
 		return "the request carries a secret to a host it is not "
 		    "bound to";

@@ -38,6 +38,7 @@ static void	intercept_client_event(struct io *io, int ev, void *arg);
 static void	intercept_peek(struct conn *c);
 static void	intercept_fail(struct conn *c, enum policy_reason reason,
 		    const char *detail);
+static int	intercept_protocol_ok(struct conn *c, unsigned proto);
 
 int
 intercept_possible(const struct conn *c)
@@ -182,6 +183,9 @@ intercept_peek(struct conn *c)
 	rc = tls_parse_client_hello(p, len, &hello, &err);
 	if (rc == TLS_NEED_MORE && len <= TLS_HELLO_MAX_BYTES)
 		return;
+	if (intercept_protocol_ok(c, rc == TLS_NOT_TLS ? POLICY_PROTO_HTTP :
+	    POLICY_PROTO_TLS) == -1)
+		return;
 	if (rc == TLS_NOT_TLS) {
 		/* Plain HTTP inside the tunnel: read it as it is (over a plain
 		 * upstream: a pooled TLS one goes, the first request dials). */
@@ -273,6 +277,25 @@ intercept_peek(struct conn *c)
 	}
 	conn_enter_state(c, CONN_ST_TLS_HANDSHAKE);
 	conn_set_deadline(c, c->cfg->timeouts.tls_handshake_ms);
+}
+
+/*
+ * An inspected tunnel carries TLS or plain HTTP: the rule's "protocols"
+ * must list it.  Returns 0, or -1 after refusing.
+ */
+static int
+intercept_protocol_ok(struct conn *c, unsigned proto)
+{
+	unsigned	allowed = policy_rule_protocols(c->dec.rule);
+	char		e[96], pr[32];
+
+	if (allowed == 0 || (allowed & proto) != 0)
+		return 0;
+	snprintf(e, sizeof(e), "the tunnel carries %s; its rule allows only "
+	    "%s", proto == POLICY_PROTO_TLS ? "tls" : "http",
+	    policy_protocols_format(allowed, pr, sizeof(pr)));
+	intercept_fail(c, POLICY_R_PROTOCOL, e);
+	return -1;
 }
 
 /* The tunnel was allowed, but what is inside cannot be served. */

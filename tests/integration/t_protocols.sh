@@ -151,6 +151,16 @@ mt_eq "the HTTP origin got none of the refused requests" 0 \
 mt_eq "the SMTP server got no byte of the client's" 0 \
     "$(mt_jl "$MT_T/smtp.log" count event=data)"
 
+mt_mark
+mt_curl fw1 -x "http://$H" http://tls.wild.test/fw1
+mt_denied "protocols [tls], a forward http:// request" fw1 403 \
+    tls.wild.test protocol tls-only
+mt_curl fw2 -x "http://$H" http://ssh.wild.test/fw2
+mt_denied "protocols [ssh], a forward http:// request" fw2 403 \
+    ssh.wild.test protocol ssh-only
+mt_eq "the origin got neither forward request" 0 \
+    "$(mt_new origin | mt_jl /dev/stdin count event=request)"
+
 mt_curl p7 -x "http://$H" --cacert "$MT_T/origin.crt" \
     --connect-to tls.wild.test:443:tls.wild.test:443 https://tls.wild.test/p7
 mt_allowed "protocols [tls], TLS for the tunnel's host passes" p7
