@@ -45,7 +45,7 @@ mt_bg ssh443 net "$MT_PY" "$MT_HELPERS/sshlike.py" server \
 conf=$MT_T/moatd.json
 mt_conf "$conf"
 mt_conf_set "$conf" policy.rules '[
-  {"name": "front", "action": "allow", "hosts": ["origin.test"], "ports": [443]},
+  {"name": "front", "action": "allow", "hosts": ["origin.test"], "ports": [80, 443]},
   {"name": "ssh-only", "action": "allow", "hosts": ["ssh.wild.test"],
    "ports": [80, 2222, 2525], "protocols": ["ssh"]},
   {"name": "tls-only", "action": "allow", "hosts": ["tls.wild.test"],
@@ -175,6 +175,33 @@ mt_eq "ssh over 443 under protocols [tls, ssh]: banner first" \
     'SSH-2.0-moattest\r\n' "$(mt_kv s2 first)" "$MT_T/s2.kv"
 mt_eq "...then the session" 'echo: SSH-2.0-client\r\n' "$(mt_kv s2 reply)" \
     "$MT_T/s2.kv"
+
+# A CONNECT after a forward request on one kept-alive connection: the
+# forward request's idle upstream is put back, not lost under the tunnel's.
+out=$(mt_in cli timeout 20 "$MT_PY" - "${H%:*}" "${H##*:}" <<'PY'
+import re, socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+def head():
+    b = b""
+    while b"\r\n\r\n" not in b:
+        d = s.recv(1)
+        if not d:
+            break
+        b += d
+    return b.decode("latin-1")
+s.sendall(b"GET http://origin.test/ka HTTP/1.1\r\nHost: origin.test\r\n\r\n")
+h = head()
+n = int(re.search(r"(?i)content-length: *(\d+)", h).group(1))
+while n > 0:
+    n -= len(s.recv(n))
+s.sendall(b"CONNECT origin.test:443 HTTP/1.1\r\nHost: origin.test:443\r\n\r\n")
+print(h.split(" ")[1], head().split(" ")[1])
+PY
+)
+mt_eq "forward request, then CONNECT, on one connection: both answered" \
+    "200 200" "$out"
+mt_curl ka2 -x "http://$H" http://origin.test/ka2
+mt_allowed "...and moatd serves the next client" ka2
 
 if mt_moatd_alive; then
 	mt_pass "moatd survived"
