@@ -12,7 +12,8 @@
 # tunnels to the address but its TLS server name and Host name a host:
 # the name is judged too, and a deny rule for it wins (the tunnel's TLS is
 # refused, or the request gets 403), audited with the name in `sni`.  A
-# name no deny rule names still works, as before.
+# name no deny rule names still works, as before.  A rule's "protocols"
+# holds in inspected tunnels too.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -28,7 +29,9 @@ mt_conf_set "$conf" policy.rules '[
    "ports": [443], "intercept": true},
   {"name": "blocked", "action": "deny", "hosts": ["evil.wild.test"]},
   {"name": "no-post", "action": "deny", "hosts": ["origin.test"],
-   "methods": ["POST"]}]'
+   "methods": ["POST"]},
+  {"name": "insp-tls", "action": "allow", "hosts": ["insp.wild.test"],
+   "ports": [80, 443], "intercept": true, "protocols": ["tls"]}]'
 mt_conf_set "$conf" tls "{\"ca_cert\": \"$MT_T/ca/ca.crt\", \"ca_key\": \"$MT_T/ca/ca.key\", \"upstream_ca_files\": [\"$MT_T/origin.crt\"]}"
 mt_moatd_start "$conf"
 A=$MT_T/audit.log
@@ -85,6 +88,19 @@ mt_curl a2 "${C[@]}" $(to other.wild.test) https://other.wild.test/a2
 mt_allowed "a name no rule names, at the allowed address" a2
 mt_curl a3 "${C[@]}" https://203.0.113.10/a3
 mt_allowed "the address itself" a3
+
+# --- "protocols" in an inspected tunnel --------------------------------------------
+mt_mark
+mt_curl pr1 "${C[@]}" https://insp.wild.test/pr1
+mt_allowed "protocols [tls], an inspected TLS tunnel" pr1
+mt_curl pr2 -x "http://$MT_HTTP" -p http://insp.wild.test/pr2
+mt_eq "protocols [tls], plain HTTP in an inspected tunnel: no answer" 000 \
+    "$MT_CODE" "$MT_T/pr2.err"
+mt_wait_log "$A" '"reason":"protocol"' 50 || true
+mt_eq "audit: the plain HTTP refused, reason protocol" "protocol insp-tls" \
+    "$(mt_jl "$A" get reason event=request host=insp.wild.test port=80) $(mt_jl "$A" get rule event=request host=insp.wild.test port=80)" "$A"
+mt_eq "the origin got only the TLS request" 1 \
+    "$(mt_new origin | mt_jl /dev/stdin count event=request)"
 
 if mt_moatd_alive; then
 	mt_pass "moatd survived"
