@@ -53,7 +53,10 @@ mt_conf_set "$conf" policy.rules '[
   {"name": "ssh-default", "action": "allow", "hosts": ["ssh443.test"],
    "ports": [443]},
   {"name": "ssh-or-tls", "action": "allow", "hosts": ["git443.test"],
-   "ports": [443], "protocols": ["tls", "ssh"]}]'
+   "ports": [443], "protocols": ["tls", "ssh"]},
+  {"name": "by-ip", "action": "allow", "cidrs": ["203.0.113.10/32"],
+   "ports": [443]},
+  {"name": "blocked", "action": "deny", "hosts": ["evil.wild.test"]}]'
 mt_conf_set "$conf" timeouts '{"request_head_ms": 3000}'
 mt_moatd_start "$conf"
 A=$MT_T/audit.log
@@ -113,6 +116,23 @@ if echo "$out" | grep -q "^HTTP/1.1 200"; then
 else
 	mt_fail "no-SNI ClientHello: $(echo "$out" | grep -E 'HTTP/|error' | head -n 3)"
 fi
+
+# An opaque tunnel to an address an IP rule allows: a server name is judged
+# with the address, and a deny rule for it wins.
+mt_mark
+mt_curl i1 -x "http://$H" --cacert "$MT_T/origin.crt" \
+    --connect-to evil.wild.test:443:203.0.113.10:443 https://evil.wild.test/i1
+mt_eq "TLS for a denied name through an allowed address: no answer" 000 \
+    "$MT_CODE" "$MT_T/i1.err"
+mt_wait_log "$A" '"host":"203.0.113.10".*"sni":"evil.wild.test"' 50 || true
+mt_eq "audit: the deny rule's reason, both names" \
+    "denied-by-rule 203.0.113.10 evil.wild.test blocked" \
+    "$(audit_of host=203.0.113.10 sni=evil.wild.test)" "$A"
+mt_eq "...and the origin served nothing" 0 \
+    "$(mt_new origin | mt_jl /dev/stdin count event=request)"
+mt_curl i2 -x "http://$H" --cacert "$MT_T/origin.crt" \
+    --connect-to other.wild.test:443:203.0.113.10:443 https://other.wild.test/i2
+mt_allowed "TLS for a name no rule names, through the allowed address" i2
 
 # --- protocols -------------------------------------------------------------------
 mt_mark
