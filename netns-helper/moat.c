@@ -278,7 +278,8 @@ moat_print_traffic(const struct moat_config *c,
 		printf("traffic  inspected: TLS is terminated by moatd\n");
 		break;
 	case POLICY_XPORT_OPAQUE:
-		printf("traffic  opaque tunnel: moatd passes the bytes "
+		printf("traffic  opaque tunnel: moatd checks the first bytes "
+		    "(TLS server name, protocol), then passes the bytes "
 		    "unread\n");
 		break;
 	case POLICY_XPORT_PLAIN:
@@ -289,6 +290,9 @@ moat_print_traffic(const struct moat_config *c,
 	}
 	if (d->rule == NULL)
 		return;
+	if (xport == POLICY_XPORT_OPAQUE)
+		printf("protocols %s\n", policy_protocols_format(
+		    policy_rule_protocols(d->rule), line, sizeof(line)));
 	in = policy_rule_injects(d->rule, &n);
 	for (i = 0; i < n; i++)
 		printf("inject   %s\n", policy_explain_inject(c, &in[i], line,

@@ -1581,8 +1581,12 @@ enum {
 	RULE_NAME = 0, RULE_ACTION, RULE_HOSTS, RULE_CIDRS, RULE_COUNTRIES,
 	RULE_ASNS, RULE_PORTS, RULE_METHODS, RULE_PATHS, RULE_INTERCEPT,
 	RULE_RATE, RULE_INJECT, RULE_PLAIN_HTTP, RULE_GIT, RULE_STRICT_METHODS,
+	RULE_PROTOCOLS,
 	RULE__COUNT
 };
+
+static bool	config_protocols(struct config_ctx *x, json_t *v, size_t pos,
+		    struct policy_rule *r);
 
 static void
 config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
@@ -1603,6 +1607,7 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 		[RULE_PLAIN_HTTP] = { "plain_http", NULL, 0 },
 		[RULE_GIT] = { "git", NULL, 0 },
 		[RULE_STRICT_METHODS] = { "strict_methods", NULL, 0 },
+		[RULE_PROTOCOLS] = { "protocols", NULL, 0 },
 	};
 	struct policy_rule	 r;
 	const char		*s;
@@ -1697,6 +1702,18 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 				    "intercepts TLS: its HTTPS requests "
 				    "cannot be checked", r.name);
 		}
+		config_pop(x, old);
+	}
+	if (f[RULE_PROTOCOLS].v != NULL) {
+		old = config_push_key(x, "protocols");
+		if (deny) {
+			config_err(x, f[RULE_PROTOCOLS].pos, "\"protocols\" "
+			    "narrows what an allow rule lets through; a deny "
+			    "rule refuses every protocol");
+			ok = false;
+		} else
+			ok &= config_protocols(x, f[RULE_PROTOCOLS].v,
+			    f[RULE_PROTOCOLS].pos, &r);
 		config_pop(x, old);
 	}
 	if (f[RULE_RATE].v != NULL) {
@@ -1985,6 +2002,49 @@ config_wide_path(struct policy_rule *r, const char *out, size_t olen,
 	}
 	r->wpaths[r->npaths] = wide;
 	return 0;
+}
+
+/*
+ * "protocols": what the rule's tunnels may carry, judged on their first
+ * bytes: "tls", "http", "ssh", or "any" (the default when absent).
+ */
+static bool
+config_protocols(struct config_ctx *x, json_t *v, size_t pos,
+    struct policy_rule *r)
+{
+	json_t		*e;
+	const char	*s;
+	size_t		 n, i, ci, old;
+	bool		 ok = true, any = false;
+	int		 bit;
+
+	if (!config_array(x, v, pos, "protocol"))
+		return false;
+	n = json_array_size(v);
+	for (i = 0, ci = pos + 1; i < n; i++, ci = jsonpos_next(x->jp, ci)) {
+		e = json_array_get(v, i);
+		old = config_push_index(x, i);
+		if (!config_want(x, e, ci, JSON_STRING, "a protocol (string)")) {
+			ok = false;
+			config_pop(x, old);
+			continue;
+		}
+		s = json_string_value(e);
+		if (strcmp(s, "any") == 0)
+			any = true;
+		else if ((bit = policy_proto_bit(s)) != 0)
+			r->protocols |= (uint8_t)bit;
+		else {
+			config_err(x, ci, "%s is not a protocol: \"tls\", "
+			    "\"http\", \"ssh\" or \"any\"",
+			    config_q(x, s, json_string_length(e)));
+			ok = false;
+		}
+		config_pop(x, old);
+	}
+	if (any)
+		r->protocols = 0;
+	return ok;
 }
 
 static bool

@@ -103,6 +103,8 @@ static const char *const	policy_reasons[POLICY_R__COUNT] = {
 	[POLICY_R_SECRET_UNSAFE] = "secret-unsafe",
 	[POLICY_R_SANDBOX_REFUSED] = "sandbox-refused",
 	[POLICY_R_AUDIT_UNAVAILABLE] = "audit-unavailable",
+	[POLICY_R_SNI_MISMATCH] = "sni-mismatch",
+	[POLICY_R_PROTOCOL] = "protocol",
 };
 
 static void	policy_rule_clear(struct policy_rule *r);
@@ -762,6 +764,57 @@ policy_secret_bound(const struct policy *p, size_t secret, const char *name,
 }
 
 /* ------------------------------------------------------------------ */
+
+unsigned
+policy_rule_protocols(const struct policy_rule *r)
+{
+	return r != NULL ? r->protocols : 0;
+}
+
+static const struct {
+	const char	*name;
+	int		 bit;
+} policy_protos[] = {
+	{ "tls", POLICY_PROTO_TLS },
+	{ "http", POLICY_PROTO_HTTP },
+	{ "ssh", POLICY_PROTO_SSH },
+};
+
+int
+policy_proto_bit(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof(policy_protos) / sizeof(policy_protos[0]); i++)
+		if (strcmp(name, policy_protos[i].name) == 0)
+			return policy_protos[i].bit;
+	return 0;
+}
+
+char *
+policy_protocols_format(unsigned bits, char *buf, size_t len)
+{
+	size_t	i, off = 0;
+	int	n;
+
+	if (len == 0)
+		return buf;
+	buf[0] = '\0';
+	if (bits == 0) {
+		snprintf(buf, len, "any");
+		return buf;
+	}
+	for (i = 0; i < sizeof(policy_protos) / sizeof(policy_protos[0]); i++) {
+		if ((bits & (unsigned)policy_protos[i].bit) == 0)
+			continue;
+		n = snprintf(buf + off, len - off, "%s%s", off ? ", " : "",
+		    policy_protos[i].name);
+		if (n < 0 || (size_t)n >= len - off)
+			break;
+		off += (size_t)n;
+	}
+	return buf;
+}
 
 const char *
 policy_rule_name(const struct policy_rule *r)

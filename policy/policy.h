@@ -197,6 +197,12 @@ enum policy_reason {
 					   cannot be written (a full disk, a
 					   stalled sink) and audit.on_failure
 					   is "deny" */
+	POLICY_R_SNI_MISMATCH,		/* "sni-mismatch": a tunnel's TLS
+					   names another host than the
+					   tunnel's */
+	POLICY_R_PROTOCOL,		/* "protocol": a tunnel carries a
+					   protocol its rule's "protocols"
+					   does not list */
 	POLICY_R__COUNT
 };
 
@@ -605,6 +611,20 @@ enum policy_reason	policy_plain_http_check(const struct policy_rule *r);
 
 #define POLICY_GIT_NONE		0	/* no "git" key */
 #define POLICY_GIT_READ_ONLY	1	/* "git": "read-only" */
+
+/*
+ * A rule's "protocols": what its tunnels may carry, judged on their first
+ * bytes (proxy/proto_peek.h).  0 (the default, or "any"): any protocol.
+ */
+#define POLICY_PROTO_TLS	0x01
+#define POLICY_PROTO_HTTP	0x02
+#define POLICY_PROTO_SSH	0x04
+/* The rule's POLICY_PROTO_* bits; 0 for any protocol, or r NULL. */
+unsigned	policy_rule_protocols(const struct policy_rule *r);
+/* "tls" -> POLICY_PROTO_TLS, ...; 0 for anything else ("any" too). */
+int		policy_proto_bit(const char *name);
+/* Writes the bits as the config spells them ("tls, ssh", or "any"). */
+char		*policy_protocols_format(unsigned bits, char *buf, size_t len);
 
 /* The rule's git preset: POLICY_GIT_NONE or POLICY_GIT_READ_ONLY. */
 int		policy_rule_git(const struct policy_rule *r);

@@ -358,6 +358,7 @@ struct policy_rule {
 	uint8_t				 plain_http;	/* "plain_http": true */
 	uint8_t				 git;		/* POLICY_GIT_* */
 	uint8_t				 strict_methods; /* "strict_methods": true */
+	uint8_t				 protocols;	/* POLICY_PROTO_*, 0: any */
 };
 
 /* policy_rule.given: keys that make a rule look inside (for messages). */

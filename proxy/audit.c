@@ -610,6 +610,7 @@ audit_format(const struct audit_rec *r, char *buf, size_t cap)
 	jw_kstr(&w, "client", r->client);
 	jw_kstr(&w, "host", f[0]);
 	jw_kint(&w, "port", r->port);
+	jw_kstr(&w, "sni", r->sni);
 	jw_key(&w, "ip");
 	if (r->ip != NULL)
 		jw_str(&w, r->ip);

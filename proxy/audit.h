@@ -35,6 +35,9 @@ struct audit_rec {
 	const char		*client;	/* peer address, or NULL */
 	const char		*host;		/* name or address as judged */
 	int			 port;		/* -1: absent */
+	const char		*sni;		/* a name the tunnel's TLS or
+						   requests gave, when it is
+						   not host; NULL: absent */
 	const char		*ip;		/* address dialled, or NULL */
 	const char		*country;	/* ip's, by "geoip", or NULL */
 	int64_t			 asn;		/* ip's AS number, -1: absent */

@@ -68,6 +68,7 @@ static const char *const conn_state_names[CONN_ST__COUNT] = {
 	[CONN_ST_PEEK] = "peek",
 	[CONN_ST_INTERCEPT_PEEK] = "intercept-peek",
 	[CONN_ST_TLS_HANDSHAKE] = "tls-handshake",
+	[CONN_ST_TUNNEL_PEEK] = "tunnel-peek",
 	[CONN_ST_DNS_TCP] = "dns-tcp",
 	[CONN_ST_FLUSH_CLOSE] = "flush-close",
 };
@@ -305,6 +306,7 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 	r.client = c->client;
 	r.host = c->host[0] ? c->host : NULL;
 	r.port = c->host[0] ? c->port : -1;
+	r.sni = c->sni[0] ? c->sni : NULL;
 	r.ip = c->ip[0] ? c->ip : NULL;
 	if (r.ip != NULL && conn_geo(c, &g)) {
 		r.country = g.country[0] != '\0' ? g.country : NULL;
@@ -409,6 +411,14 @@ conn_route(struct conn *c)
 	/* Before it is resolved: the name must not carry a secret out. */
 	if (conn_name_leaks(c))
 		return;
+	if (c->kind == CONN_KIND_HTTP && !c->intercept &&
+	    (policy_rule_protocols(c->dec.rule) & ~POLICY_PROTO_HTTP) != 0 &&
+	    (policy_rule_protocols(c->dec.rule) & POLICY_PROTO_HTTP) == 0) {
+		/* A forward request is http: the rule must list it. */
+		conn_fail(c, POLICY_R_PROTOCOL, "the rule's \"protocols\" "
+		    "does not list http");
+		return;
+	}
 	if (c->kind == CONN_KIND_HTTP) {
 		enum policy_reason	 why;
 		const char		*detail;
@@ -658,6 +668,9 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		    "handshake did not finish in time" : "the client sent "
 		    "nothing into the inspected tunnel in time");
 		conn_close(c, POLICY_R_TIMEOUT, NULL);
+		return;
+	case CONN_ST_TUNNEL_PEEK:
+		guard_timeout(c);
 		return;
 	case CONN_ST_PEEK:
 		transparent_denied(c, POLICY_R_NO_RULE, "nothing named the "

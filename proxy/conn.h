@@ -47,6 +47,7 @@ enum conn_state {
 	CONN_ST_PEEK,		/* transparent: reading first bytes for a name */
 	CONN_ST_INTERCEPT_PEEK,	/* inspected tunnel: TLS or plain HTTP inside? */
 	CONN_ST_TLS_HANDSHAKE,	/* inspected tunnel: TLS with the client */
+	CONN_ST_TUNNEL_PEEK,	/* opaque tunnel: judging its first bytes */
 	CONN_ST_DNS_TCP,	/* DNS over TCP: reading and answering queries */
 	CONN_ST_FLUSH_CLOSE,	/* writing a last reply, then close */
 	CONN_ST__COUNT
@@ -148,6 +149,11 @@ struct conn {
 	uint16_t		 tunnel_port;
 	char			 up_tls_host[POLICY_NAME_MAX + 1]; /* SNI/verify */
 	bool			 up_tls_is_addr;
+	/* The name a tunnel's ClientHello gave when it is not the tunnel's
+	 * host (a tunnel to an address), for the audit; "" if none. */
+	char			 sni[POLICY_NAME_MAX + 1];
+	/* guard.c: a side has spoken; the rest must come in request_head_ms. */
+	bool			 guard_spoken;
 	/* ... for its "close" audit line: start, rule, address, and the
 	 * client socket's byte counts when it opened. */
 	bool			 tun_open;
@@ -232,6 +238,29 @@ void	intercept_start(struct conn *c, int ufd);
 int	intercept_possible(const struct conn *c);
 /* Why it cannot (the detail of a needs-inspection refusal). */
 const char *intercept_refusal(const struct conn *c);
+/*
+ * In an inspected tunnel to an address that an IP rule allowed, the name
+ * the client's TLS server name and Host give is judged too, with the
+ * tunnel's address and port (method and path for a request, NULL for the
+ * tunnel): a deny rule or a built-in deny set that refuses the name wins
+ * over the IP rule, so an allowed address cannot front for a denied
+ * host.  A name no rule names keeps the address's verdict.  Returns -1
+ * with *d the refusing decision, or 0.
+ */
+int	intercept_name_denied(const struct conn *c, const char *name,
+	    const char *method, const char *path, struct policy_decision *d);
+
+/* guard.c */
+/*
+ * An allowed opaque tunnel: before splicing, judge the first bytes each
+ * side sends (the ClientHello's server name against the tunnel's host,
+ * the protocol against the rule's "protocols"), then audit the "open"
+ * line and hand over to conn_to_tunnel(), or refuse.  The reply that
+ * opens the tunnel is already queued on c->cio.
+ */
+void	guard_start(struct conn *c, int ufd);
+/* request_head_ms passed with nothing to judge: refuse. */
+void	guard_timeout(struct conn *c);
 
 /* transparent.c */
 void	transparent_start(struct conn *c);

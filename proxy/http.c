@@ -56,6 +56,7 @@ static void	http_read_head(struct conn *c);
 static void	http_handle_request(struct conn *c);
 static int	http_check_auth(struct conn *c);
 static int	http_tunnel_request(struct conn *c);
+static int	http_tunnel_name(struct conn *c, const char *name);
 static int	http_proxy_target(struct conn *c);
 static int	http_precheck_chunked(struct conn *c, const char **err);
 static void	http_send_request(struct conn *c);
@@ -473,11 +474,33 @@ http_tunnel_request(struct conn *c)
 		    c->tunnel_target.kind == POLICY_HOST_ADDR &&
 		    h.kind == POLICY_HOST_NAME &&
 		    strcmp(h.name, c->up_tls_host) == 0)
-			return 0;	/* the name the client's SNI gave */
+			return http_tunnel_name(c, h.name);	/* the SNI's */
 		http_denied_code(c, 421, POLICY_R_BAD_REQUEST, detail);
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * A request in a tunnel to an address that names a host (the one its TLS
+ * server name gave): the IP rule allowed the address, and the name is
+ * judged too, with this request's method and path; a deny rule for the
+ * name wins.  Returns 0, or -1 after answering the client.
+ */
+static int
+http_tunnel_name(struct conn *c, const char *name)
+{
+	struct policy_decision	d;
+	char			detail[POLICY_NAME_MAX + 96];
+
+	if (intercept_name_denied(c, name, c->req.method, c->req.path,
+	    &d) == 0)
+		return 0;
+	c->dec = d;
+	snprintf(detail, sizeof(detail), "the request names %s, which the "
+	    "policy denies, though the tunnel's address is allowed", name);
+	http_denied(c, d.reason, detail);
+	return -1;
 }
 
 /*
@@ -617,6 +640,9 @@ http_reason_text(enum policy_reason r)
 	case POLICY_R_NEEDS_TLS:
 		return "the rule for this host injects a secret, which moat "
 		    "only sends over TLS: use https://";
+	case POLICY_R_PROTOCOL:
+		return "the rule for this host does not list this protocol "
+		    "in its \"protocols\"";
 	case POLICY_R_SECRET_LEAK:
 		return "the request carries a secret to a host it is not "
 		    "bound to";
@@ -804,8 +830,7 @@ http_connected(struct conn *c, int ufd)
 			intercept_start(c, ufd);
 			return;
 		}
-		conn_audit(c, "open", POLICY_ALLOW, POLICY_R_ALLOWED, NULL);
-		conn_to_tunnel(c, ufd);
+		guard_start(c, ufd);	/* judges the first bytes */
 		return;
 	}
 	if (ufd == -1)		/* c->uio came from the worker's pool */

@@ -38,11 +38,38 @@ static void	intercept_client_event(struct io *io, int ev, void *arg);
 static void	intercept_peek(struct conn *c);
 static void	intercept_fail(struct conn *c, enum policy_reason reason,
 		    const char *detail);
+static int	intercept_protocol_ok(struct conn *c, unsigned proto);
 
 int
 intercept_possible(const struct conn *c)
 {
 	return c->w->tls != NULL && (c->dec.flags & POLICY_F_OPAQUE) == 0;
+}
+
+int
+intercept_name_denied(const struct conn *c, const char *name,
+    const char *method, const char *path, struct policy_decision *d)
+{
+	struct policy_target	t;
+
+	memset(&t, 0, sizeof(t));
+	t.name = name;
+	t.addr = &c->tunnel_target.addr;
+	t.port = c->tunnel_port;
+	t.method = method;
+	t.path = path;
+	if (policy_decide(conn_policy(c), &t, d) == POLICY_ALLOW)
+		return 0;
+	/* With a name, an IP rule never allows: only a refusal that names
+	 * this host (or its deny set) overrides the address's verdict. */
+	switch (d->reason) {
+	case POLICY_R_DENIED_BY_RULE:
+	case POLICY_R_METADATA:
+	case POLICY_R_PRIVATE_ADDRESS:
+		return -1;
+	default:
+		return 0;
+	}
 }
 
 const char *
@@ -156,6 +183,9 @@ intercept_peek(struct conn *c)
 	rc = tls_parse_client_hello(p, len, &hello, &err);
 	if (rc == TLS_NEED_MORE && len <= TLS_HELLO_MAX_BYTES)
 		return;
+	if (intercept_protocol_ok(c, rc == TLS_NOT_TLS ? POLICY_PROTO_HTTP :
+	    POLICY_PROTO_TLS) == -1)
+		return;
 	if (rc == TLS_NOT_TLS) {
 		/* Plain HTTP inside the tunnel: read it as it is (over a plain
 		 * upstream: a pooled TLS one goes, the first request dials). */
@@ -192,8 +222,22 @@ intercept_peek(struct conn *c)
 		}
 		if (c->tunnel_target.kind == POLICY_HOST_ADDR &&
 		    sni.kind == POLICY_HOST_NAME) {
+			struct policy_decision	d;
+
 			/* A tunnel to an allowed address, TLS for a name at
-			 * it: present and verify that name. */
+			 * it: the name is judged too (an IP rule does not
+			 * front for a denied host), then presented and
+			 * verified. */
+			snprintf(c->sni, sizeof(c->sni), "%s", sni.name);
+			if (intercept_name_denied(c, sni.name, NULL, NULL,
+			    &d) == -1) {
+				c->dec = d;
+				snprintf(e, sizeof(e), "the TLS server name %.100s "
+				    "is denied, though the tunnel's address "
+				    "%.64s is allowed", sni.name, c->host);
+				intercept_fail(c, d.reason, e);
+				return;
+			}
 			snprintf(c->up_tls_host, sizeof(c->up_tls_host), "%s",
 			    sni.name);
 			c->up_tls_is_addr = false;
@@ -233,6 +277,25 @@ intercept_peek(struct conn *c)
 	}
 	conn_enter_state(c, CONN_ST_TLS_HANDSHAKE);
 	conn_set_deadline(c, c->cfg->timeouts.tls_handshake_ms);
+}
+
+/*
+ * An inspected tunnel carries TLS or plain HTTP: the rule's "protocols"
+ * must list it.  Returns 0, or -1 after refusing.
+ */
+static int
+intercept_protocol_ok(struct conn *c, unsigned proto)
+{
+	unsigned	allowed = policy_rule_protocols(c->dec.rule);
+	char		e[96], pr[32];
+
+	if (allowed == 0 || (allowed & proto) != 0)
+		return 0;
+	snprintf(e, sizeof(e), "the tunnel carries %s; its rule allows only "
+	    "%s", proto == POLICY_PROTO_TLS ? "tls" : "http",
+	    policy_protocols_format(allowed, pr, sizeof(pr)));
+	intercept_fail(c, POLICY_R_PROTOCOL, e);
+	return -1;
 }
 
 /* The tunnel was allowed, but what is inside cannot be served. */

@@ -239,6 +239,7 @@ socks5_request(struct conn *c, const uint8_t *p, size_t len)
 	struct socks5_request	 r;
 	const char		*err = NULL;
 	char			 text[INET6_ADDRSTRLEN + 2];
+	size_t			 nlen;
 	int			 n;
 
 	n = socks5_parse_request(p, len, &r, &err);
@@ -247,8 +248,19 @@ socks5_request(struct conn *c, const uint8_t *p, size_t len)
 	if (n == SOCKS5_INVALID) {
 		log_info("conn=%llu from %s: bad SOCKS5 request: %s",
 		    (unsigned long long)c->id, c->client, err);
-		socks5_fail(c, err == socks5_err_atyp ?
-		    SOCKS5_REP_ATYP_UNSUPPORTED : SOCKS5_REP_FAILURE, err);
+		if (socks5_request_bad_target(err)) {
+			/* A name that cannot be a destination is a refused
+			 * target (0x02, audited with the name as sent), not
+			 * a failure of moat. */
+			nlen = len > 5 ? len - 5 : 0;
+			if (nlen > p[4])
+				nlen = p[4];
+			log_escape((const char *)p + 5, nlen, c->host,
+			    sizeof(c->host));
+			socks5_denied(c, POLICY_R_BAD_REQUEST, err);
+			return -1;
+		}
+		socks5_fail(c, socks5_request_reply(err), err);
 		return -1;
 	}
 	evbuffer_drain(io_in(c->cio), (size_t)n);
@@ -284,6 +296,13 @@ socks5_request(struct conn *c, const uint8_t *p, size_t len)
 		snprintf(c->host, sizeof(c->host), "%s", c->target.name);
 	else
 		policy_addr_format(&c->target.addr, c->host, sizeof(c->host));
+	if (r.port == 0) {
+		/* Nothing listens on port 0, and to the policy port 0
+		 * means "any port": refuse it before any rule sees it. */
+		socks5_denied(c, POLICY_R_BAD_REQUEST, "port 0 is not a "
+		    "destination");
+		return -1;
+	}
 	conn_route(c);
 	return -1;
 }
@@ -314,14 +333,16 @@ socks5_denied(struct conn *c, enum policy_reason reason, const char *detail)
 	case POLICY_R_UPSTREAM_UNREACHABLE:
 		rep = SOCKS5_REP_REFUSED;
 		break;
-	case POLICY_R_BAD_REQUEST:
 	case POLICY_R_INTERNAL:
 	case POLICY_R_SHUTDOWN:
 	case POLICY_R_AUDIT_UNAVAILABLE:
 		rep = SOCKS5_REP_FAILURE;
 		break;
 	default:
-		/* Every policy denial: "connection not allowed by ruleset". */
+		/* Every policy denial, and a target that cannot be one
+		 * (bad-request: a malformed name, port 0): "connection not
+		 * allowed by ruleset", which a client tells from a network
+		 * failure. */
 		rep = SOCKS5_REP_NOT_ALLOWED;
 		break;
 	}
@@ -344,8 +365,7 @@ socks5_connected(struct conn *c, int ufd)
 		intercept_start(c, ufd);
 		return;
 	}
-	conn_audit(c, "open", POLICY_ALLOW, POLICY_R_ALLOWED, NULL);
-	conn_to_tunnel(c, ufd);
+	guard_start(c, ufd);	/* judges the first bytes */
 }
 
 static void

@@ -9,6 +9,7 @@
  * are checked once the whole message is there.  Either way the verdict
  * for a message does not depend on how its bytes were split.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -21,6 +22,11 @@
 #define SOCKS5_IPV6_LEN		16
 
 const char socks5_err_atyp[] = "address type not supported";
+/* The target's own faults: the client named something that cannot be a
+ * destination, which is a refusal (0x02), not a failure of moat. */
+static const char err_domain_empty[] = "empty domain name";
+static const char err_domain_nul[] = "NUL byte in domain name";
+static const char err_domain_ctl[] = "control byte in domain name";
 
 static int	version_check(uint8_t, const char **);
 
@@ -136,7 +142,7 @@ socks5_parse_request(const uint8_t *buf, size_t len,
 		if (len < SOCKS5_REQ_FIXED + 1)
 			return SOCKS5_NEED_MORE;
 		if (a[0] == 0) {
-			*err = "empty domain name";
+			*err = err_domain_empty;
 			return SOCKS5_INVALID;
 		}
 		alen = 1 + (size_t)a[0];
@@ -153,8 +159,8 @@ socks5_parse_request(const uint8_t *buf, size_t len,
 		 * business in a host name and would reach logs. */
 		for (i = 1; i < alen; i++) {
 			if (a[i] < 0x20 || a[i] == 0x7f) {
-				*err = a[i] == 0 ? "NUL byte in domain name" :
-				    "control byte in domain name";
+				*err = a[i] == 0 ? err_domain_nul :
+				    err_domain_ctl;
 				return SOCKS5_INVALID;
 			}
 		}
@@ -164,6 +170,23 @@ socks5_parse_request(const uint8_t *buf, size_t len,
 		memcpy(out->addr, a, alen);
 	out->port = (uint16_t)(a[alen] << 8 | a[alen + 1]);
 	return (int)need;
+}
+
+uint8_t
+socks5_request_reply(const char *err)
+{
+	if (err == socks5_err_atyp)
+		return SOCKS5_REP_ATYP_UNSUPPORTED;
+	if (err == err_domain_empty || err == err_domain_nul ||
+	    err == err_domain_ctl)
+		return SOCKS5_REP_NOT_ALLOWED;
+	return SOCKS5_REP_FAILURE;
+}
+
+bool
+socks5_request_bad_target(const char *err)
+{
+	return socks5_request_reply(err) == SOCKS5_REP_NOT_ALLOWED;
 }
 
 size_t

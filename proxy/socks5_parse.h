@@ -19,6 +19,7 @@
 #ifndef MOAT_SOCKS5_PARSE_H
 #define MOAT_SOCKS5_PARSE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -103,6 +104,19 @@ extern const char socks5_err_atyp[];
 
 int	socks5_parse_request(const uint8_t *buf, size_t len,
 	    struct socks5_request *out, const char **err);
+
+/*
+ * The reply for a request socks5_parse_request() found invalid, by its
+ * *err: SOCKS5_REP_ATYP_UNSUPPORTED for an unknown address type,
+ * SOCKS5_REP_NOT_ALLOWED for a domain that cannot be a destination
+ * (empty, NUL or control bytes: a refused target, like a policy denial,
+ * so a client can tell it from a network failure), SOCKS5_REP_FAILURE
+ * for a malformed message (version, reserved byte).
+ * socks5_request_bad_target() is true for the second kind: the caller
+ * audits those as a judged target.
+ */
+uint8_t	socks5_request_reply(const char *err);
+bool	socks5_request_bad_target(const char *err);
 
 /* Writes VER=5 and the chosen method into out[0..1].  Returns 2. */
 size_t	socks5_build_method(uint8_t out[2], uint8_t method);

@@ -321,6 +321,5 @@ transparent_connected(struct conn *c, int ufd)
 		intercept_start(c, ufd);
 		return;
 	}
-	conn_audit(c, "open", POLICY_ALLOW, POLICY_R_ALLOWED, NULL);
-	conn_to_tunnel(c, ufd);
+	guard_start(c, ufd);	/* judges the first bytes */
 }

@@ -5,8 +5,9 @@
 #        --> moat: moatd 10.200.0.1:1080 --> net: origin.py 203.0.113.10/.20
 #   (the full drawing is at the top of lib.sh)
 #
-# Domain, IPv4 and IPv6 destination addresses; denials answer 0x02 (curl
-# exit 97) and the origin hears nothing; other commands and versions are
+# Domain, IPv4 and IPv6 destination addresses; denials and targets that
+# cannot be one (a malformed name, port 0) answer 0x02 (curl exit 97) and
+# the origin hears nothing; unknown address types get 0x08; other commands and versions are
 # refused; failures to resolve or connect are not success.
 
 . "$(dirname "$0")/lib.sh"
@@ -62,6 +63,35 @@ mt_socks d5 --tcp "$S" --atyp ipv4 --dst 203.0.113.12 --port 80
 mt_eq "address no rule names: reply 0x02" 0x02 "$(mt_kv d5 reply)" \
     "$MT_T/d5.kv"
 mt_untouched "denied SOCKS5 requests" origin
+
+# Targets that cannot be one are refused (0x02, audited bad-request), not
+# failures of moat (0x01) or of the network (0x05: nothing was dialled).
+mt_mark
+mt_socks m1 --tcp "$S" --atyp domain --dst $'bad\rname.test' --port 80
+mt_eq "control byte in the name: reply 0x02" 0x02 "$(mt_kv m1 reply)" \
+    "$MT_T/m1.kv"
+mt_socks m2 --tcp "$S" --atyp domain --dst '' --port 80
+mt_eq "empty name: reply 0x02" 0x02 "$(mt_kv m2 reply)" "$MT_T/m2.kv"
+mt_socks m3 --tcp "$S" --atyp domain --dst 'exa mple.test' --port 80
+mt_eq "name that is no host name: reply 0x02" 0x02 "$(mt_kv m3 reply)" \
+    "$MT_T/m3.kv"
+mt_socks m4 --tcp "$S" --atyp domain --dst origin.test --port 0
+mt_eq "port 0: reply 0x02" 0x02 "$(mt_kv m4 reply)" "$MT_T/m4.kv"
+mt_socks m5 --tcp "$S" --atyp ipv4 --dst 203.0.113.20 --port 0
+mt_eq "port 0 of an allowed address: reply 0x02" 0x02 "$(mt_kv m5 reply)" \
+    "$MT_T/m5.kv"
+mt_socks m6 --tcp "$S" --atyp unknown --dst 203.0.113.20 --port 80
+mt_eq "unknown address type: reply 0x08" 0x08 "$(mt_kv m6 reply)" \
+    "$MT_T/m6.kv"
+A=$MT_T/audit.log
+mt_wait_log "$A" '"port": ?0[,}]' || true
+mt_wait_log "$A" 'exa mple' || true
+mt_wait_log "$A" '"host": ?"bad[^.]' || true
+mt_eq "port 0: audited as bad-request" 1 "$(mt_jl "$A" count \
+    proto=socks5 host=origin.test port=0 verdict=deny reason=bad-request)" "$A"
+mt_eq "bad names: audited as bad-request" 2 "$(mt_jl "$A" count \
+    proto=socks5 verdict=deny reason=bad-request 'host~^(bad|exa mple)')" "$A"
+mt_untouched "malformed SOCKS5 targets" origin
 
 mt_mark
 mt_socks x1 --tcp "$S" --cmd 2 --atyp domain --dst origin.test --port 80

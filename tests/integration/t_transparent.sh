@@ -15,6 +15,7 @@
 # dialled as is; (2) an IP rule allowing the address; (3) the TLS SNI or
 # HTTP Host of the first bytes -> moatd resolves that name and dials its
 # own answer, whatever address the client chose.  Nothing names it: denied.
+# TLS whose server name is not the attributed name: sni-mismatch.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -127,6 +128,22 @@ else
 fi
 mt_eq "audit: attributed to the SNI name" origin.test \
     "$(mt_jl "$A" get host event=open proto=transparent port=443 verdict=allow)"
+
+# An address attributed to origin.test (moatd's DNS answer) does not carry
+# TLS for another name: domain fronting is refused before the origin
+# hears any of it.
+out=$(mt_in cli "$MT_PY" "$MT_HELPERS/dnsprobe.py" 10.200.0.1 origin.test A)
+out=$(echo | mt_in cli timeout 10 openssl s_client -connect 203.0.113.10:443 \
+    -servername evil.wild.test -brief 2>&1)
+if echo "$out" | grep -qi "CONNECTION ESTABLISHED\|Protocol version"; then
+	mt_fail "TLS for evil.wild.test to an address attributed to origin.test: handshake"
+else
+	mt_pass "TLS for evil.wild.test to an address attributed to origin.test: refused"
+fi
+mt_wait_log "$A" '"sni":"evil.wild.test"' 30 || true
+mt_eq "audit: sni-mismatch, both names" "sni-mismatch origin.test evil.wild.test" \
+    "$(for f in reason host sni; do printf '%s ' "$(mt_jl "$A" get $f \
+        event=open proto=transparent sni=evil.wild.test)"; done | sed 's/ $//')" "$A"
 
 # --- denied --------------------------------------------------------------------------------
 mt_mark

@@ -25,6 +25,7 @@ main(int argc, char *argv[])
 	test_policy_register();
 	test_http_parse_register();
 	test_socks5_parse_register();
+	test_proto_peek_register();
 	test_dns_parse_register();
 	test_tls_parse_register();
 	test_certs_register();

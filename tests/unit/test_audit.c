@@ -56,6 +56,7 @@ test_audit_fields(void)
 	r.client = "10.0.0.2:5555";
 	r.host = "api.example.com";
 	r.port = 443;
+	r.sni = "front.example.com";
 	r.ip = "203.0.113.7";
 	r.verdict = POLICY_ALLOW;
 	r.reason = POLICY_R_ALLOWED;
@@ -74,6 +75,7 @@ test_audit_fields(void)
 	CU_ASSERT_STRING_EQUAL(jstr(o, "proto"), "http");
 	CU_ASSERT_STRING_EQUAL(jstr(o, "host"), "api.example.com");
 	CU_ASSERT_EQUAL(json_integer_value(json_object_get(o, "port")), 443);
+	CU_ASSERT_STRING_EQUAL(jstr(o, "sni"), "front.example.com");
 	CU_ASSERT_STRING_EQUAL(jstr(o, "ip"), "203.0.113.7");
 	CU_ASSERT_STRING_EQUAL(jstr(o, "verdict"), "allow");
 	CU_ASSERT_STRING_EQUAL(jstr(o, "reason"), "allowed");
@@ -109,6 +111,7 @@ test_audit_absent(void)
 	CU_ASSERT_TRUE(json_is_null(json_object_get(o, "ip")));
 	CU_ASSERT_TRUE(json_is_null(json_object_get(o, "rule")));
 	CU_ASSERT_PTR_NULL(json_object_get(o, "port"));
+	CU_ASSERT_PTR_NULL(json_object_get(o, "sni"));
 	CU_ASSERT_PTR_NULL(json_object_get(o, "status"));
 	CU_ASSERT_PTR_NULL(json_object_get(o, "bytes_up"));
 	CU_ASSERT_STRING_EQUAL(jstr(o, "verdict"), "deny");

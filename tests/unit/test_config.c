@@ -587,6 +587,26 @@ static const struct cfg_vec	cfg_vectors[] = {
 	      "inside TLS (methods) but no CA is configured: set tls.ca_cert "
 	      "and tls.ca_key (moat ca init DIR)" },
 	    } },
+	{ "protocols: known names, arrays only, allow rules only",
+	  "{\n  " LISTEN ",\n  \"policy\": {\"rules\": [\n"
+	  "    " RULE("a") "\"protocols\": [\"ssh\", \"ftp\"]},\n"
+	  "    " RULE("b") "\"protocols\": \"tls\"},\n"
+	  "    {\"action\": \"deny\", \"hosts\": [\"c.example\"], "
+	  "\"protocols\": [\"tls\"]},\n"
+	  "    " RULE("d") "\"protocols\": []},\n"
+	  "    " RULE("e") "\"protocols\": [\"tls\", \"http\", \"ssh\", "
+	  "\"any\"]}\n"
+	  "  ]}\n}", 4, 0, {
+	    { 4, 83, "\"ftp\"", "policy.rules[0].protocols[1]: \"ftp\" is "
+	      "not a protocol: \"tls\", \"http\", \"ssh\" or \"any\"" },
+	    { 5, 75, "\"tls\"", "policy.rules[1].protocols: expected an "
+	      "array, got a string" },
+	    { 6, 61, "[\"tls\"]", "policy.rules[2].protocols: \"protocols\" "
+	      "narrows what an allow rule lets through; a deny rule refuses "
+	      "every protocol" },
+	    { 7, 75, "[]", "policy.rules[3].protocols: empty array: list at "
+	      "least one protocol (or remove the key)" },
+	    } },
 	{ "a CA given wrongly is reported once, not again per rule",
 	  "{\n  " LISTEN ",\n  \"tls\": {\"ca_key\": \"/k\"},\n  " SECRETS ",\n"
 	  "  \"policy\": {\"rules\": [\n"

@@ -1084,7 +1084,8 @@ test_policy_reason_strings(void)
 		"needs-inspection", "auth", "dns-denied", "secret-leak", "tls",
 		"rate", "shutdown", "internal", "needs-tls", "dns-budget",
 		"method-override", "body-on-get", "secret-unsafe",
-		"sandbox-refused", "audit-unavailable",
+		"sandbox-refused", "audit-unavailable", "sni-mismatch",
+		"protocol",
 	};
 	struct policy_target		t;
 	struct policy_decision		d;
@@ -1104,6 +1105,52 @@ test_policy_reason_strings(void)
 	CU_ASSERT_STRING_EQUAL(policy_proto_str(MOAT_PROTO_TRANSPARENT),
 	    "transparent");
 	CU_ASSERT_STRING_EQUAL(policy_proto_str(MOAT_PROTO_DNS), "dns");
+}
+
+/* "protocols": compiled to bits, "any" (or none) is 0, and formatted
+ * back as the config spells them. */
+static void
+test_policy_protocols(void)
+{
+	struct moat_config	*c;
+	struct policy_target	 t;
+	struct policy_decision	 d;
+	char			 buf[32];
+
+	c = pol_load("{" LISTEN ", \"policy\": {\"rules\": [\n"
+	    "{\"name\": \"s\", \"action\": \"allow\", \"hosts\": "
+	    "[\"s.example\"], \"protocols\": [\"ssh\", \"tls\"]},\n"
+	    "{\"name\": \"h\", \"action\": \"allow\", \"hosts\": "
+	    "[\"h.example\"], \"protocols\": [\"http\"]},\n"
+	    "{\"name\": \"a\", \"action\": \"allow\", \"hosts\": "
+	    "[\"a.example\"], \"protocols\": [\"tls\", \"any\"]},\n"
+	    "{\"name\": \"n\", \"action\": \"allow\", \"hosts\": "
+	    "[\"n.example\"]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	memset(&t, 0, sizeof(t));
+	t.port = 443;
+	t.name = "s.example";
+	CU_ASSERT_EQUAL(policy_decide(c->policy, &t, &d), POLICY_ALLOW);
+	CU_ASSERT_EQUAL(policy_rule_protocols(d.rule),
+	    POLICY_PROTO_SSH | POLICY_PROTO_TLS);
+	CU_ASSERT_STRING_EQUAL(policy_protocols_format(policy_rule_protocols(
+	    d.rule), buf, sizeof(buf)), "tls, ssh");
+	t.name = "h.example";
+	CU_ASSERT_EQUAL(policy_decide(c->policy, &t, &d), POLICY_ALLOW);
+	CU_ASSERT_EQUAL(policy_rule_protocols(d.rule), POLICY_PROTO_HTTP);
+	t.name = "a.example";
+	CU_ASSERT_EQUAL(policy_decide(c->policy, &t, &d), POLICY_ALLOW);
+	CU_ASSERT_EQUAL(policy_rule_protocols(d.rule), 0);
+	t.name = "n.example";
+	CU_ASSERT_EQUAL(policy_decide(c->policy, &t, &d), POLICY_ALLOW);
+	CU_ASSERT_EQUAL(policy_rule_protocols(d.rule), 0);
+	CU_ASSERT_STRING_EQUAL(policy_protocols_format(0, buf, sizeof(buf)),
+	    "any");
+	CU_ASSERT_EQUAL(policy_rule_protocols(NULL), 0);
+	CU_ASSERT_EQUAL(policy_proto_bit("ssh"), POLICY_PROTO_SSH);
+	CU_ASSERT_EQUAL(policy_proto_bit("any"), 0);
+	CU_ASSERT_EQUAL(policy_proto_bit("SSH"), 0);
+	policy_config_unref(c);
 }
 
 /* The explain target parser. */
@@ -1826,6 +1873,7 @@ test_policy_register(void)
 		CU_add_test(s, "addr == NULL: pending", test_policy_pending);
 		CU_add_test(s, "reason strings", test_policy_reason_strings);
 		CU_add_test(s, "explain targets", test_policy_explain);
+		CU_add_test(s, "protocols", test_policy_protocols);
 		CU_add_test(s, "secret binding", test_policy_bound);
 		CU_add_test(s, "git read-only preset", test_policy_git);
 		CU_add_test(s, "explain: inspection, git, needs-tls",

@@ -304,6 +304,44 @@ test_request_atyp(void)
 	CU_ASSERT_PTR_NOT_EQUAL(err, socks5_err_atyp);
 }
 
+/*
+ * The reply for an invalid request: a target that cannot be one is a
+ * refusal (0x02), an unknown address type 0x08, a broken message 0x01.
+ */
+static void
+test_request_reply(void)
+{
+	static const struct {
+		const uint8_t	*in;
+		size_t		 len;
+		uint8_t		 rep;
+	} v[] = {
+		{ B("\x05\x01\x00\x03\x00\x00\x50"), SOCKS5_REP_NOT_ALLOWED },
+		{ B("\x05\x01\x00\x03\x03" "a\0b" "\x00\x50"),
+		    SOCKS5_REP_NOT_ALLOWED },
+		{ B("\x05\x01\x00\x03\x03" "a\nb" "\x00\x50"),
+		    SOCKS5_REP_NOT_ALLOWED },
+		{ B("\x05\x01\x00\x02"), SOCKS5_REP_ATYP_UNSUPPORTED },
+		{ B("\x05\x01\x00\x00"), SOCKS5_REP_ATYP_UNSUPPORTED },
+		{ B("\x05\x01\x01\x01"), SOCKS5_REP_FAILURE },
+		{ B("\x04\x01\x00\x50"), SOCKS5_REP_FAILURE },
+		{ B("\x06"), SOCKS5_REP_FAILURE },
+	};
+	struct socks5_request	 r;
+	const char		*err;
+	size_t			 i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		err = NULL;
+		memset(&r, 0, sizeof(r));
+		CHECK(socks5_parse_request(v[i].in, v[i].len,
+		    &r, &err) == SOCKS5_INVALID, i);
+		CHECK(socks5_request_reply(err) == v[i].rep, i);
+		CHECK(socks5_request_bad_target(err) ==
+		    (v[i].rep == SOCKS5_REP_NOT_ALLOWED), i);
+	}
+}
+
 static void
 test_maximum_lengths(void)
 {
@@ -389,6 +427,7 @@ test_socks5_parse_register(void)
 	CU_add_test(s, "userpass fields", test_userpass_fields);
 	CU_add_test(s, "request fields", test_request_fields);
 	CU_add_test(s, "request atyp", test_request_atyp);
+	CU_add_test(s, "request reply", test_request_reply);
 	CU_add_test(s, "maximum lengths", test_maximum_lengths);
 	CU_add_test(s, "reply builders", test_builders);
 }

@@ -16,6 +16,7 @@ void	test_config_register(void);
 void	test_policy_register(void);
 void	test_http_parse_register(void);
 void	test_socks5_parse_register(void);
+void	test_proto_peek_register(void);
 void	test_dns_parse_register(void);
 void	test_tls_parse_register(void);
 void	test_certs_register(void);

@@ -2,7 +2,7 @@
 """socks5.py - a SOCKS5 client (RFC 1928, RFC 1929) for moat's tests.
 
 What it is: a client that says exactly what the test asks, where curl
-cannot: a chosen address type (domain, IPv4, IPv6) with any bytes as the
+cannot: a chosen address type (domain, IPv4, IPv6, or an unknown one) with any bytes as the
 domain (e.g. "2852039166"), SOCKS5 over a Unix socket, and a report of each
 step.  After a successful CONNECT it can send one HTTP/1.1 GET through the
 tunnel and report the answer.
@@ -102,6 +102,9 @@ def run(args, rep):
             a = bytes([1]) + ipaddress.IPv4Address(args.dst).packed
         elif args.atyp == "ipv6":
             a = bytes([4]) + ipaddress.IPv6Address(args.dst).packed
+        elif args.atyp == "unknown":
+            # ATYP 0x02 is no address type RFC 1928 knows.
+            a = bytes([2]) + ipaddress.IPv4Address(args.dst).packed
         else:
             d = args.dst.encode("latin-1")
             a = bytes([3, len(d)]) + d
@@ -134,7 +137,7 @@ def main():
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--tcp", help="proxy HOST:PORT or [V6]:PORT")
     g.add_argument("--unix", help="proxy Unix socket path")
-    ap.add_argument("--atyp", choices=("domain", "ipv4", "ipv6"),
+    ap.add_argument("--atyp", choices=("domain", "ipv4", "ipv6", "unknown"),
                     default="domain")
     ap.add_argument("--dst", required=True, help="destination host")
     ap.add_argument("--port", type=int, required=True)
