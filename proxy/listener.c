@@ -261,6 +261,7 @@ listener_bind_all(const struct moat_config *cfg, size_t nworkers, char *err,
 		for (pass = 0; pass < npass; pass++) {
 			if ((l = calloc(1, sizeof(*l))) == NULL)
 				goto nomem;
+			l->lockfd = -1;
 			*tail = l;
 			tail = &l->next;
 			atomic_init(&l->refcnt, 1);
@@ -276,7 +277,6 @@ listener_bind_all(const struct moat_config *cfg, size_t nworkers, char *err,
 			    l->fds == NULL)
 				goto nomem;
 			l->sandbox = l->sb->name;
-			l->lockfd = -1;
 			for (j = 0; j < l->nfds; j++)
 				l->fds[j] = -1;
 			if (!ml->is_unix && (l->lockfd = listener_claim(ml,
@@ -412,8 +412,9 @@ listener_from_fd(const char *proto, int fd, struct sandbox *sb, char *err,
 		snprintf(err, errlen, "%s: fcntl: %s", proto, strerror(errno));
 		goto fail;
 	}
-	if ((l = calloc(1, sizeof(*l))) == NULL ||
-	    (l->fds = calloc(1, sizeof(*l->fds))) == NULL ||
+	if ((l = calloc(1, sizeof(*l))) != NULL)
+		l->lockfd = -1;		/* no claim: the sandbox bound it */
+	if (l == NULL || (l->fds = calloc(1, sizeof(*l->fds))) == NULL ||
 	    (l->address = strdup(text)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;

@@ -65,6 +65,10 @@ direct()
 direct d0 && mt_pass "before: att reaches the origin directly" ||
     mt_error "before: att cannot reach the origin"
 
+# moatd's own descriptors outlive the sandboxes: a registered listener
+# freed must close its socket only (it once closed fd 0 too, and later a
+# descriptor that reused 0, such as moatd's admin socket).
+fd0=$(readlink "/proc/$MT_MOATD_PID/fd/0")
 for mode in held veth; do
 	n=att-$mode
 	before=$(mt_ns_pids moat)
@@ -153,6 +157,9 @@ for mode in held veth; do
 	mt_eq "$n: unregistered" 1 \
 	    "$(grep "\"sandbox\":\"$n\"" "$MT_T/audit.log" | grep -c '"detail":"unregistered"')"
 done
+
+mt_eq "moatd's fd 0 is what it was after two sandboxes came and went" \
+    "$fd0" "$(readlink "/proc/$MT_MOATD_PID/fd/0")"
 
 # A killed moat attach: att stays closed; cleanup --netns opens it again.
 # (The namespace named by a process's /proc/PID/ns/net this time.)
