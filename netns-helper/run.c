@@ -44,6 +44,7 @@
 #include <jansson.h>
 
 #include "netns-helper/moat_int.h"
+#include "netns-helper/unixsuper.h"
 #include "policy/policy.h"
 
 #define RUN_RESOLVERS_MAX	8	/* --resolver */
@@ -61,6 +62,10 @@ struct run {
 	size_t			 nresolvers;
 	bool			 no_tty;
 	bool			 unix_sockets;	/* --allow-unix-sockets */
+	char			 unix_paths[UNIXSUPER_PATHS_MAX]
+				    [UNIXSUPER_PATH_MAX]; /* canonical */
+	size_t			 nunix_paths;	/* --allow-unix-socket */
+	pid_t			 usuper;	/* their supervisor, or -1 */
 	bool			 verbose;
 	char			**argv;		/* the workload */
 	char			 mask[PATH_MAX]; /* admin socket to hide */
@@ -139,6 +144,11 @@ run_usage(FILE *f)
 	    "  --allow-unix-sockets  let COMMAND make Unix sockets (default:\n"
 	    "                        socket(AF_UNIX) fails with EPERM, so no\n"
 	    "                        host socket can relay its traffic)\n"
+	    "  --allow-unix-socket PATH\n"
+	    "                        let COMMAND connect to the stream or\n"
+	    "                        seqpacket Unix socket at the absolute\n"
+	    "                        PATH (repeatable; every connect() then\n"
+	    "                        goes through moat run)\n"
 	    "  -v, --verbose         moatd logs at info level\n"
 	    "  -h, --help            this text\n"
 	    "\n"
@@ -154,7 +164,8 @@ run_parse(struct run *r, int argc, char *argv[])
 		RUN_OPT_AUDIT = RUNCONF_OPT__END,
 		RUN_OPT_RESOLVER,
 		RUN_OPT_NO_TTY,
-		RUN_OPT_UNIX_SOCKETS
+		RUN_OPT_UNIX_SOCKETS,
+		RUN_OPT_UNIX_SOCKET
 	};
 	static const struct option	opts[] = {
 		RUNCONF_LONGOPTS,
@@ -163,10 +174,13 @@ run_parse(struct run *r, int argc, char *argv[])
 		{ "no-tty", no_argument, NULL, RUN_OPT_NO_TTY },
 		{ "allow-unix-sockets", no_argument, NULL,
 		    RUN_OPT_UNIX_SOCKETS },
+		{ "allow-unix-socket", required_argument, NULL,
+		    RUN_OPT_UNIX_SOCKET },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
+	char				err[MOAT_ERR_MAX];
 	int				ch;
 
 	optind = 1;
@@ -188,6 +202,22 @@ run_parse(struct run *r, int argc, char *argv[])
 			break;
 		case RUN_OPT_UNIX_SOCKETS:
 			r->unix_sockets = true;
+			break;
+		case RUN_OPT_UNIX_SOCKET:
+			if (r->nunix_paths == UNIXSUPER_PATHS_MAX) {
+				fprintf(stderr, "moat run: at most %d "
+				    "--allow-unix-socket\n",
+				    (int)UNIXSUPER_PATHS_MAX);
+				return -1;
+			}
+			if (unixsuper_canon(optarg,
+			    r->unix_paths[r->nunix_paths], err,
+			    sizeof(err)) == -1) {
+				fprintf(stderr, "moat run: "
+				    "--allow-unix-socket %s\n", err);
+				return -1;
+			}
+			r->nunix_paths++;
 			break;
 		case 'v':
 			r->verbose = true;
@@ -217,6 +247,11 @@ run_parse(struct run *r, int argc, char *argv[])
 	if (r->rc.moatd != NULL && (r->audit != NULL || r->nresolvers > 0)) {
 		fprintf(stderr, "moat run: --audit and --resolver configure a "
 		    "private moatd; a running one (--moatd) has its own\n");
+		return -1;
+	}
+	if (r->unix_sockets && r->nunix_paths > 0) {
+		fprintf(stderr, "moat run: --allow-unix-sockets already "
+		    "allows every --allow-unix-socket\n");
 		return -1;
 	}
 	if (r->rc.mode == RUNCONF_VETH && geteuid() != 0) {
@@ -642,6 +677,7 @@ run_setup(struct run *r, int *code, char *err, size_t errlen)
 	spec.tty = r->pty != NULL ? pty_slave(r->pty) : -1;
 	spec.mask = r->mask[0] != '\0' ? r->mask : NULL;
 	spec.unix_sockets = r->unix_sockets;
+	spec.unix_notify = r->nunix_paths > 0;
 	if ((r->sb = sandbox_create(&spec, err, errlen)) == NULL)
 		return -1;
 	if (r->pty != NULL)
@@ -667,6 +703,11 @@ run_setup(struct run *r, int *code, char *err, size_t errlen)
 	rc = sandbox_go(r->sb, &net, extra, extralen, code, err, errlen);
 	free(extra);
 	if (rc == -1)
+		return -1;
+	/* The workload's first connect() waits for it, if it came first. */
+	if (r->nunix_paths > 0 && (r->usuper = unixsuper_start(
+	    sandbox_listener(r->sb), r->unix_paths, r->nunix_paths, err,
+	    errlen)) == -1)
 		return -1;
 	if (r->pty != NULL && pty_raw(r->pty) == -1) {
 		/* Not fatal: the relay works, only line editing stays ours. */
@@ -780,6 +821,12 @@ run_teardown(struct run *r)
 		sandbox_free(r->sb);
 		r->sb = NULL;
 	}
+	if (r->usuper != -1) {
+		(void)kill(r->usuper, SIGKILL);
+		while (waitpid(r->usuper, NULL, 0) == -1 && errno == EINTR)
+			;
+		r->usuper = -1;
+	}
 	if (r->pty != NULL) {
 		pty_drain(r->pty);
 		pty_restore(r->pty);
@@ -826,6 +873,7 @@ run_main(int argc, char *argv[])
 	memset(&r, 0, sizeof(r));
 	runconf_init(&r.rc, "moat run");
 	r.moatd = -1;
+	r.usuper = -1;
 	r.sfd = -1;
 	err[0] = '\0';
 	if (run_parse(&r, argc, argv) == -1) {

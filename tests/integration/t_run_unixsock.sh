@@ -16,7 +16,13 @@
 # carries nothing, while a stream socketpair works, a datagram one is
 # refused, so are x32 system calls and io_uring, and the proxy still works; with --allow-unix-sockets the same
 # workload gets the denied origin's answer through the relay (so the
-# check can fail).
+# check can fail).  With --allow-unix-socket RELAY (the supervisor that
+# performs every connect() itself): RELAY answers, by its name, through a
+# symlink and through a ".." spelling; a second relay (other.sock), a
+# symlink to it and an abstract name stay EPERM, and so does a datagram
+# socket; the proxy (TCP connect through the supervisor) still works;
+# and connects on a buffer a second thread keeps rewriting between the
+# two relays' paths never reach the second one.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -38,6 +44,19 @@ for ((i = 0; i < MT_READY_STEPS; i++)); do
 	sleep 0.1
 done
 [ -S "$relay" ] || mt_error "socat did not bind $relay"
+other=$MT_T/ux/other.sock
+timeout -k 2 "$MT_LIFETIME" ip netns exec "$(mt_ns moat)" socat \
+    "UNIX-LISTEN:$other,fork,mode=0777" TCP:203.0.113.12:80 \
+    2>"$MT_T/socat2.err" &
+MT_PIDS="$MT_PIDS $!"
+for ((i = 0; i < MT_READY_STEPS; i++)); do
+	[ -S "$other" ] && break
+	sleep 0.1
+done
+[ -S "$other" ] || mt_error "socat did not bind $other"
+mkdir -p "$MT_T/ux/sub"
+ln -s relay.sock "$MT_T/ux/link.sock"
+ln -s other.sock "$MT_T/ux/olink.sock"
 # The relay works from the moat namespace itself.
 out=$(mt_in moat $UG "$relay" other.test)
 case $out in
@@ -52,6 +71,64 @@ $UG pair
 $MT_PROBE --tag px proxyget http://origin.test/
 EOF
 chmod 755 "$MT_T/work.sh"
+
+cat > "$MT_T/paths.sh" <<EOF
+#!/bin/sh
+$UG "$relay" other.test
+$UG "$other" other.test other
+$UG "$MT_T/ux/link.sock" other.test link
+$UG "$MT_T/ux/sub/../relay.sock" other.test dotdot
+$UG "$MT_T/ux/olink.sock" other.test olink
+$UG "@$relay" other.test abstract
+$UG dgram "$relay"
+$UG pair
+$UG race "$relay" "$other" 300
+$MT_PROBE --tag px proxyget http://origin.test/
+EOF
+chmod 755 "$MT_T/paths.sh"
+
+# check_paths WHO: --allow-unix-socket RELAY.
+check_paths()
+{
+	local who=$1 n=$1-path
+	mt_mark
+	mt_moat_run "$who" "$n" $PRIV --allow origin.test \
+	    --allow-unix-socket "$relay" -- "$MT_T/paths.sh"
+	mt_eq "$who: exit status (--allow-unix-socket)" 0 "$MT_RUN_RC" \
+	    "$MT_T/$n.err"
+	mt_eq "$who: --allow-unix-socket: the allowed relay answers" \
+	    "ok 200" "$(mt_out "$n" unix_result) $(mt_out "$n" \
+	    unix_status)" "$MT_T/$n.out" "$MT_T/$n.err"
+	mt_eq "$who: --allow-unix-socket: another relay is EPERM" EPERM \
+	    "$(mt_out "$n" other_unix_result)" "$MT_T/$n.out"
+	mt_eq "$who: --allow-unix-socket: a symlink to the relay answers" \
+	    "ok 200" "$(mt_out "$n" link_unix_result) $(mt_out "$n" \
+	    link_unix_status)" "$MT_T/$n.out"
+	mt_eq "$who: --allow-unix-socket: a .. spelling answers" "ok 200" \
+	    "$(mt_out "$n" dotdot_unix_result) $(mt_out "$n" \
+	    dotdot_unix_status)" "$MT_T/$n.out"
+	mt_eq "$who: --allow-unix-socket: a symlink to another relay is EPERM" \
+	    EPERM "$(mt_out "$n" olink_unix_result)" "$MT_T/$n.out"
+	mt_eq "$who: --allow-unix-socket: an abstract name is EPERM" EPERM \
+	    "$(mt_out "$n" abstract_unix_result)" "$MT_T/$n.out"
+	mt_eq "$who: --allow-unix-socket: a datagram socket is EPERM" EPERM \
+	    "$(mt_out "$n" dgram_result)" "$MT_T/$n.out"
+	mt_eq "$who: --allow-unix-socket: a stream socketpair works" ok \
+	    "$(mt_out "$n" pair_stream)" "$MT_T/$n.out"
+	mt_eq "$who: --allow-unix-socket: a datagram socketpair is EPERM" \
+	    EPERM "$(mt_out "$n" pair_dgram)" "$MT_T/$n.out"
+	if [ "$(uname -m)" = x86_64 ]; then
+		mt_eq "$who: --allow-unix-socket: io_uring is refused" EPERM \
+		    "$(mt_out "$n" io_uring)" "$MT_T/$n.out"
+	fi
+	mt_eq "$who: --allow-unix-socket: racing connects never reach the other relay" \
+	    0 "$(mt_out "$n" race_bad)" "$MT_T/$n.out"
+	mt_eq "$who: --allow-unix-socket: racing connects: good + EPERM" \
+	    300 "$(( $(mt_out "$n" race_good) + $(mt_out "$n" \
+	    race_eperm) ))" "$MT_T/$n.out"
+	mt_eq "$who: --allow-unix-socket: the proxy still works" origin \
+	    "$(mt_out "$n" px_origin)" "$MT_T/$n.out"
+}
 
 # check WHO: the default, then --allow-unix-sockets.
 check()
@@ -86,9 +163,21 @@ check()
 	    "$(mt_out "$who-all" pair_dgram)" "$MT_T/$who-all.out"
 }
 
+# Option errors: relative, and with --allow-unix-sockets.
+mt_moat_run root opt-rel --allow-unix-socket relay.sock -- /bin/true
+mt_eq "--allow-unix-socket: a relative path is refused" 125 "$MT_RUN_RC"
+mt_eq "--allow-unix-socket: ... with a message" 1 "$(grep -c \
+    'not an absolute path' "$MT_T/opt-rel.err")" "$MT_T/opt-rel.err"
+mt_moat_run root opt-both --allow-unix-socket "$relay" \
+    --allow-unix-sockets -- /bin/true
+mt_eq "--allow-unix-socket with --allow-unix-sockets is refused" 125 \
+    "$MT_RUN_RC" "$MT_T/opt-both.err"
+
 check root
+check_paths root
 if mt_userns_ok; then
 	check nobody
+	check_paths nobody
 else
 	echo "SKIP: rootless runs (nobody may not create user namespaces here)"
 fi

@@ -1,7 +1,15 @@
 #!/usr/bin/env python3
 """unixget.py - what a workload does with a host relay on a Unix socket:
 
-    unixget.py PATH HOST   GET http://HOST/ through the stream socket PATH
+    unixget.py PATH HOST [TAG]
+                           GET http://HOST/ through the stream socket PATH
+                           (with TAG, the keys below start with "TAG_")
+    unixget.py dgram PATH  socket(AF_UNIX, SOCK_DGRAM), sendto(PATH)
+    unixget.py race GOOD BAD N
+                           N connects while a second thread keeps
+                           rewriting the address buffer between the
+                           paths GOOD and BAD (a check-then-use hole in
+                           the supervisor would let some reach BAD)
     unixget.py pair        make a stream and a datagram socketpair, an
                            x32 socket(AF_INET) and an io_uring
 
@@ -22,7 +30,8 @@ def ename(e):
     return errno.errorcode.get(e.errno, str(e.errno))
 
 
-def get(path, host):
+def get(path, host, tag=""):
+    pre = tag + "_" if tag else ""
     try:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(5)
@@ -35,7 +44,7 @@ def get(path, host):
                 break
             data += b
     except OSError as e:
-        print("unix_result=%s" % ename(e))
+        print("%sunix_result=%s" % (pre, ename(e)))
         return
     head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
     status = head[0].split(" ")[1] if head and " " in head[0] else "none"
@@ -44,7 +53,56 @@ def get(path, host):
         k, _, v = h.partition(":")
         if k.strip().lower() == "x-origin-name":
             origin = v.strip()
-    print("unix_result=ok\nunix_status=%s\nunix_origin=%s" % (status, origin))
+    print("%sunix_result=ok\n%sunix_status=%s\n%sunix_origin=%s" %
+          (pre, pre, status, pre, origin))
+
+
+def dgram(path):
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        s.sendto(b"x", path)
+        print("dgram_result=ok")
+    except OSError as e:
+        print("dgram_result=%s" % ename(e))
+
+
+def race(good, bad, n):
+    """connect(2) by ctypes on one buffer another thread rewrites."""
+    import threading
+    libc = ctypes.CDLL(None, use_errno=True)
+    size = 110
+    buf = ctypes.create_string_buffer(size)
+    spell = []
+    for p in (good, bad):
+        b = bytearray(size)
+        b[0:2] = socket.AF_UNIX.to_bytes(2, sys.byteorder)
+        b[2:2 + len(p)] = p.encode()
+        spell.append(bytes(b))
+    stop = []
+
+    def flip():
+        i = 0
+        while not stop:
+            ctypes.memmove(buf, spell[i & 1], size)
+            i += 1
+    t = threading.Thread(target=flip)
+    t.start()
+    peers = {}
+    for _ in range(n):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        r = libc.connect(s.fileno(), buf, size)
+        if r == 0:
+            peer = s.getpeername()
+            peers[peer] = peers.get(peer, 0) + 1
+        else:
+            k = errno.errorcode.get(ctypes.get_errno(), "?")
+            peers[k] = peers.get(k, 0) + 1
+        s.close()
+    stop.append(1)
+    t.join()
+    print("race_good=%d" % peers.get(good, 0))
+    print("race_bad=%d" % peers.get(bad, 0))
+    print("race_eperm=%d" % peers.get("EPERM", 0))
 
 
 def pair():
@@ -78,5 +136,9 @@ def pair():
 if __name__ == "__main__":
     if sys.argv[1] == "pair":
         pair()
+    elif sys.argv[1] == "dgram":
+        dgram(sys.argv[2])
+    elif sys.argv[1] == "race":
+        race(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
-        get(sys.argv[1], sys.argv[2])
+        get(sys.argv[1], sys.argv[2], *sys.argv[3:4])

@@ -1,0 +1,296 @@
+/*
+ * unixsuper.c - the supervisor of the workload's connect() calls when
+ * `moat run` is given --allow-unix-socket PATH (moat(1), "Unix sockets").
+ *
+ * Why it is built this way: a seccomp filter sees neither connect()'s
+ * address nor its socket's family, and letting the kernel go on with the
+ * call after looking at the address (SECCOMP_USER_NOTIF_FLAG_CONTINUE)
+ * is a time-of-check hole: the workload rewrites the buffer in between.
+ * So the filter (unixfilter_install_notify) sends EVERY connect() here
+ * and the kernel never performs one itself: a worker copies the address
+ * out of the workload's memory once, takes the workload's socket with
+ * pidfd_getfd(2) (the same socket object, not a copy), and connects it
+ * itself with its copy.  A Unix address is connected only when its
+ * canonical form is one of the allowed paths, and then to the allowed
+ * path as moat run canonicalized it, never to the workload's spelling; an
+ * abstract or relative one fails with EPERM.  Every other family is
+ * connected as given (the sandbox's network, where the socket lives,
+ * still decides).  Paths resolve in moat run's mount namespace, which
+ * for `moat run` shows the same files as the workload's.
+ *
+ * One worker process per call (at most UNIXSUPER_WORKERS at a time), so a
+ * connect that blocks (a TCP handshake) holds up no other.
+ */
+#include "config.h"
+
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <linux/kcmp.h>
+#include <linux/seccomp.h>
+
+#include "netns-helper/unixsuper.h"
+
+#define UNIXSUPER_WORKERS	32	/* connect() calls served at once */
+
+int
+unixsuper_canon(const char *in, char *out, char *err, size_t errlen)
+{
+	char		 dir[PATH_MAX], real[PATH_MAX];
+	const char	*base, *slash;
+	int		 n;
+
+	if (in[0] != '/') {
+		snprintf(err, errlen, "%s: not an absolute path", in);
+		return -1;
+	}
+	if (strlen(in) >= sizeof(dir)) {
+		snprintf(err, errlen, "path too long");
+		return -1;
+	}
+	if (realpath(in, real) != NULL)
+		goto done;
+	if (errno != ENOENT) {
+		snprintf(err, errlen, "%s: %s", in, strerror(errno));
+		return -1;
+	}
+	/* Not there (yet): the directory must be. */
+	slash = strrchr(in, '/');
+	base = slash + 1;
+	if (*base == '\0' || strcmp(base, ".") == 0 ||
+	    strcmp(base, "..") == 0) {
+		snprintf(err, errlen, "%s: names no socket", in);
+		return -1;
+	}
+	memcpy(dir, in, (size_t)(slash - in));
+	dir[slash - in] = '\0';
+	if (realpath(dir[0] == '\0' ? "/" : dir, real) == NULL) {
+		snprintf(err, errlen, "%s: %s", in, strerror(errno));
+		return -1;
+	}
+	n = snprintf(dir, sizeof(dir), "%s/%s", strcmp(real, "/") == 0 ?
+	    "" : real, base);
+	if (n < 0 || (size_t)n >= sizeof(dir)) {
+		snprintf(err, errlen, "%s: path too long", in);
+		return -1;
+	}
+	memcpy(real, dir, (size_t)n + 1);
+ done:
+	if (strlen(real) >= UNIXSUPER_PATH_MAX) {
+		snprintf(err, errlen, "%s: %s is too long for a Unix socket",
+		    in, real);
+		return -1;
+	}
+	memcpy(out, real, strlen(real) + 1);
+	return 0;
+}
+
+int
+unixsuper_match(const char *path, size_t len,
+    char allowed[][UNIXSUPER_PATH_MAX], size_t n)
+{
+	char	buf[UNIXSUPER_PATH_MAX + 1], canon[UNIXSUPER_PATH_MAX];
+	char	err[64];
+	size_t	i;
+
+	if (len == 0 || path[0] != '/')
+		return -1;	/* unnamed, abstract ('\0'), relative */
+	if (len > UNIXSUPER_PATH_MAX)
+		len = UNIXSUPER_PATH_MAX;
+	memcpy(buf, path, len);
+	buf[len] = '\0';
+	if (unixsuper_canon(buf, canon, err, sizeof(err)) == -1)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (strcmp(canon, allowed[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * A pidfd of the process whose descriptor table thread tid uses: its own
+ * when it leads its thread group, else its leader's, if they share the
+ * table (kcmp).  -1 otherwise.
+ */
+static int
+unixsuper_pidfd(pid_t tid)
+{
+	char	path[64], line[128];
+	FILE	*f;
+	long	tgid = -1;
+	int	fd;
+
+	if ((fd = (int)syscall(SYS_pidfd_open, tid, 0)) != -1 ||
+	    errno != EINVAL)
+		return fd;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if ((f = fopen(path, "re")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "Tgid: %ld", &tgid) == 1)
+			break;
+	fclose(f);
+	if (tgid <= 0 || syscall(SYS_kcmp, tid, (pid_t)tgid, KCMP_FILES, 0,
+	    0) != 0)
+		return -1;
+	return (int)syscall(SYS_pidfd_open, (pid_t)tgid, 0);
+}
+
+/*
+ * One connect(): 0 or the errno for the workload; -1 when the call is
+ * gone (nothing to answer).
+ */
+static int
+unixsuper_connect(int listener, const struct seccomp_notif *req,
+    char allowed[][UNIXSUPER_PATH_MAX], size_t n)
+{
+	struct sockaddr_storage	ss;
+	struct sockaddr_un	sun;
+	char			path[64];
+	uint64_t		addr = req->data.args[1];
+	uint64_t		len = req->data.args[2] & 0xffffffffu;
+	int			mem, pidfd, fd, i, e;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)req->pid);
+	mem = open(path, O_RDONLY | O_CLOEXEC);
+	pidfd = unixsuper_pidfd((pid_t)req->pid);
+	/* Both opened before this check: they are the caller's. */
+	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) == -1)
+		return -1;
+	if (mem == -1 || pidfd == -1)
+		return EPERM;
+	/* As the kernel's move_addr_to_kernel(): socklen_t is an int. */
+	if ((int32_t)len < 0 || len > sizeof(ss))
+		return EINVAL;
+	memset(&ss, 0, sizeof(ss));
+	/* The one read of the workload's address; only the copy is used. */
+	if (len > 0 && pread(mem, &ss, (size_t)len, (off_t)addr) !=
+	    (ssize_t)len)
+		return EFAULT;
+	if ((fd = (int)syscall(SYS_pidfd_getfd, pidfd,
+	    (int)req->data.args[0], 0)) == -1)
+		return errno == EBADF ? EBADF : EPERM;
+	if (len >= sizeof(sa_family_t) && ss.ss_family == AF_UNIX) {
+		i = unixsuper_match(((struct sockaddr_un *)&ss)->sun_path,
+		    (size_t)len - offsetof(struct sockaddr_un, sun_path),
+		    allowed, n);
+		if (i == -1)
+			return EPERM;
+		memset(&sun, 0, sizeof(sun));
+		sun.sun_family = AF_UNIX;
+		memcpy(sun.sun_path, allowed[i], strlen(allowed[i]) + 1);
+		e = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ?
+		    errno : 0;
+	} else
+		e = connect(fd, (struct sockaddr *)&ss, (socklen_t)len) ==
+		    -1 ? errno : 0;
+	return e;
+}
+
+/* Serves one call: performs it and answers, unless it is gone. */
+static void
+unixsuper_answer(int listener, const struct seccomp_notif *req,
+    char allowed[][UNIXSUPER_PATH_MAX], size_t n)
+{
+	struct seccomp_notif_resp	resp;
+	int				e;
+
+	if ((e = unixsuper_connect(listener, req, allowed, n)) == -1)
+		return;
+	memset(&resp, 0, sizeof(resp));
+	resp.id = req->id;
+	resp.error = -e;
+	(void)ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
+static void
+unixsuper_serve(int listener, char allowed[][UNIXSUPER_PATH_MAX], size_t n)
+{
+	struct seccomp_notif_sizes	 sizes;
+	struct seccomp_notif		*req;
+	struct pollfd			 pfd;
+	size_t				 reqsize;
+	unsigned			 workers = 0;
+	pid_t				 w;
+
+	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == -1)
+		_exit(1);
+	reqsize = sizes.seccomp_notif > sizeof(*req) ? sizes.seccomp_notif :
+	    sizeof(*req);
+	if ((req = malloc(reqsize)) == NULL)
+		_exit(1);
+	for (;;) {
+		while (workers > 0 && waitpid(-1, NULL, workers >=
+		    UNIXSUPER_WORKERS ? 0 : WNOHANG) > 0)
+			workers--;
+		pfd.fd = listener;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, workers > 0 ? 100 : -1) == -1 &&
+		    errno != EINTR)
+			_exit(1);
+		if ((pfd.revents & POLLIN) == 0) {
+			/* Every task under the filter is gone. */
+			if (pfd.revents & (POLLHUP | POLLERR))
+				_exit(0);
+			continue;
+		}
+		memset(req, 0, reqsize);
+		if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, req) == -1)
+			continue;	/* ENOENT: the caller went away */
+		if ((w = fork()) == 0) {
+			(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+			unixsuper_answer(listener, req, allowed, n);
+			_exit(0);
+		}
+		if (w == -1) {
+			/* No worker: serve it here (it may block). */
+			unixsuper_answer(listener, req, allowed, n);
+			continue;
+		}
+		workers++;
+	}
+}
+
+pid_t
+unixsuper_start(int listener, char allowed[][UNIXSUPER_PATH_MAX], size_t n,
+    char *err, size_t errlen)
+{
+	sigset_t	none;
+	pid_t		pid;
+	int		i;
+
+	if ((pid = fork()) == -1) {
+		snprintf(err, errlen, "cannot start the Unix socket "
+		    "supervisor: %s", strerror(errno));
+		return -1;
+	}
+	if (pid > 0)
+		return pid;
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() == 1)
+		_exit(0);
+	for (i = 1; i < NSIG; i++)
+		(void)signal(i, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* Keep the listener and stderr only (moat run's pty, sockets...). */
+	for (i = 0; i < 1024; i++)
+		if (i != listener && i != 2)
+			(void)close(i);
+	unixsuper_serve(listener, allowed, n);
+	_exit(0);
+}
