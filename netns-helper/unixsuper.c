@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -163,15 +164,17 @@ unixsuper_connect(int listener, const struct seccomp_notif *req,
 	char			path[64];
 	uint64_t		addr = req->data.args[1];
 	uint64_t		len = req->data.args[2] & 0xffffffffu;
-	int			mem, pidfd, fd, i, e;
+	int			mem, pidfd, userns, fd, i, e;
 
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)req->pid);
 	mem = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)req->pid);
+	userns = open(path, O_RDONLY | O_CLOEXEC);
 	pidfd = unixsuper_pidfd((pid_t)req->pid);
-	/* Both opened before this check: they are the caller's. */
+	/* All opened before this check: they are the caller's. */
 	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) == -1)
 		return -1;
-	if (mem == -1 || pidfd == -1)
+	if (mem == -1 || userns == -1 || pidfd == -1)
 		return EPERM;
 	/* As the kernel's move_addr_to_kernel(): socklen_t is an int. */
 	if ((int32_t)len < 0 || len > sizeof(ss))
@@ -184,6 +187,14 @@ unixsuper_connect(int listener, const struct seccomp_notif *req,
 	if ((fd = (int)syscall(SYS_pidfd_getfd, pidfd,
 	    (int)req->data.args[0], 0)) == -1)
 		return errno == EBADF ? EBADF : EPERM;
+	/*
+	 * From here on with the caller's privileges, not ours: in its
+	 * (nested) user namespace, which owns nothing, we hold no
+	 * capability over the sandbox's network (a netlink connect() checks
+	 * the connecting task's) and reach files as it would.
+	 */
+	if (setns(userns, CLONE_NEWUSER) == -1)
+		return EPERM;
 	if (len >= sizeof(sa_family_t) && ss.ss_family == AF_UNIX) {
 		i = unixsuper_match(((struct sockaddr_un *)&ss)->sun_path,
 		    (size_t)len - offsetof(struct sockaddr_un, sun_path),
@@ -201,20 +212,30 @@ unixsuper_connect(int listener, const struct seccomp_notif *req,
 	return e;
 }
 
-/* Serves one call: performs it and answers, unless it is gone. */
+/* Answers the call: connect() returns 0 or fails with e. */
 static void
-unixsuper_answer(int listener, const struct seccomp_notif *req,
-    char allowed[][UNIXSUPER_PATH_MAX], size_t n)
+unixsuper_reply(int listener, const struct seccomp_notif *req, int e)
 {
 	struct seccomp_notif_resp	resp;
-	int				e;
 
-	if ((e = unixsuper_connect(listener, req, allowed, n)) == -1)
-		return;
 	memset(&resp, 0, sizeof(resp));
 	resp.id = req->id;
 	resp.error = -e;
 	(void)ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
+/*
+ * A worker's work: performs the call and answers, unless it is gone.  It
+ * leaves us in the caller's user namespace: a worker's last act.
+ */
+static void
+unixsuper_answer(int listener, const struct seccomp_notif *req,
+    char allowed[][UNIXSUPER_PATH_MAX], size_t n)
+{
+	int	e;
+
+	if ((e = unixsuper_connect(listener, req, allowed, n)) != -1)
+		unixsuper_reply(listener, req, e);
 }
 
 static void
@@ -257,8 +278,8 @@ unixsuper_serve(int listener, char allowed[][UNIXSUPER_PATH_MAX], size_t n)
 			_exit(0);
 		}
 		if (w == -1) {
-			/* No worker: serve it here (it may block). */
-			unixsuper_answer(listener, req, allowed, n);
+			/* No worker (they enter the caller's namespace). */
+			unixsuper_reply(listener, req, EAGAIN);
 			continue;
 		}
 		workers++;

@@ -22,7 +22,9 @@
 # symlink to it and an abstract name stay EPERM, and so does a datagram
 # socket; the proxy (TCP connect through the supervisor) still works;
 # and connects on a buffer a second thread keeps rewriting between the
-# two relays' paths never reach the second one.
+# two relays' paths never reach the second one; a connect() that needs a
+# capability the workload lacks (netlink, group 1) still fails: the
+# supervisor connects with the workload's privileges, not moat run's.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -82,6 +84,7 @@ $UG "$MT_T/ux/olink.sock" other.test olink
 $UG "@$relay" other.test abstract
 $UG dgram "$relay"
 $UG pair
+$UG netlink
 $UG race "$relay" "$other" 300
 $MT_PROBE --tag px proxyget http://origin.test/
 EOF
@@ -126,6 +129,8 @@ check_paths()
 	mt_eq "$who: --allow-unix-socket: racing connects: good + EPERM" \
 	    300 "$(( $(mt_out "$n" race_good) + $(mt_out "$n" \
 	    race_eperm) ))" "$MT_T/$n.out"
+	mt_eq "$who: --allow-unix-socket: no capability lent (netlink)" \
+	    EPERM "$(mt_out "$n" netlink)" "$MT_T/$n.out"
 	mt_eq "$who: --allow-unix-socket: the proxy still works" origin \
 	    "$(mt_out "$n" px_origin)" "$MT_T/$n.out"
 }

@@ -5,6 +5,9 @@
                            GET http://HOST/ through the stream socket PATH
                            (with TAG, the keys below start with "TAG_")
     unixget.py dgram PATH  socket(AF_UNIX, SOCK_DGRAM), sendto(PATH)
+    unixget.py netlink     connect() a NETLINK_ROUTE socket to group 1
+                           (needs CAP_NET_ADMIN over the network,
+                           which the workload lacks): "netlink=ERRNAME"
     unixget.py race GOOD BAD N
                            N connects while a second thread keeps
                            rewriting the address buffer between the
@@ -64,6 +67,15 @@ def dgram(path):
         print("dgram_result=ok")
     except OSError as e:
         print("dgram_result=%s" % ename(e))
+
+
+def netlink():
+    try:
+        s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+        s.connect((0, 1))
+        print("netlink=ok")
+    except OSError as e:
+        print("netlink=%s" % ename(e))
 
 
 def race(good, bad, n):
@@ -138,6 +150,8 @@ if __name__ == "__main__":
         pair()
     elif sys.argv[1] == "dgram":
         dgram(sys.argv[2])
+    elif sys.argv[1] == "netlink":
+        netlink()
     elif sys.argv[1] == "race":
         race(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
