@@ -26,6 +26,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -151,6 +152,16 @@ unixsuper_pidfd(pid_t tid)
 	return (int)syscall(SYS_pidfd_open, (pid_t)tgid, 0);
 }
 
+/* Whether the namespace ns is ours (setns() into it would fail). */
+static int
+unixsuper_same_ns(int ns)
+{
+	struct stat	a, b;
+
+	return fstat(ns, &a) == 0 && stat("/proc/self/ns/user", &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 /*
  * One connect(): 0 or the errno for the workload; -1 when the call is
  * gone (nothing to answer).
@@ -193,7 +204,7 @@ unixsuper_connect(int listener, const struct seccomp_notif *req,
 	 * capability over the sandbox's network (a netlink connect() checks
 	 * the connecting task's) and reach files as it would.
 	 */
-	if (setns(userns, CLONE_NEWUSER) == -1)
+	if (!unixsuper_same_ns(userns) && setns(userns, CLONE_NEWUSER) == -1)
 		return EPERM;
 	if (len >= sizeof(sa_family_t) && ss.ss_family == AF_UNIX) {
 		i = unixsuper_match(((struct sockaddr_un *)&ss)->sun_path,
