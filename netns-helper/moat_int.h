@@ -369,9 +369,10 @@ int	sandbox_go(struct sandbox *sb, const struct sandbox_net *net,
 
 /*
  * With spec->unix_notify, the listener of the workload's seccomp filter
- * the init sent (for unixsuper_start; sandbox_free closes it), else -1.
+ * and (*userns) the init's nested user namespace, both sent by the init
+ * (for unixsuper_start), now the caller's to close; else -1.
  */
-int	sandbox_listener(const struct sandbox *sb);
+int	sandbox_take_listener(struct sandbox *sb, int *userns);
 
 /* The init's pid (in our PID namespace). */
 pid_t	sandbox_pid(const struct sandbox *sb);

@@ -94,6 +94,7 @@ static int	run_moatd_child(void *arg) RUNCONF_SPAWNED;
 static int	run_network(struct run *r, int *fds, size_t *nfds,
 		    const char **protos, char *err, size_t errlen);
 static int	run_register(struct run *r, char *err, size_t errlen);
+static int	run_unixsuper(struct run *r, char *err, size_t errlen);
 static int	run_setup(struct run *r, int *code, char *err, size_t errlen);
 static int	run_loop(struct run *r);
 static void	run_teardown(struct run *r);
@@ -643,6 +644,23 @@ run_register(struct run *r, char *err, size_t errlen)
 	return rc;
 }
 
+/*
+ * --allow-unix-socket: the supervisor of the workload's connect() calls,
+ * in the user namespace of the init (the workload's, which owns nothing).
+ */
+static int
+run_unixsuper(struct run *r, char *err, size_t errlen)
+{
+	int	listener, userns;
+
+	listener = sandbox_take_listener(r->sb, &userns);
+	r->usuper = unixsuper_start(listener, userns, r->unix_paths,
+	    r->nunix_paths, err, errlen);
+	close(listener);
+	close(userns);
+	return r->usuper == -1 ? -1 : 0;
+}
+
 static int
 run_setup(struct run *r, int *code, char *err, size_t errlen)
 {
@@ -705,9 +723,7 @@ run_setup(struct run *r, int *code, char *err, size_t errlen)
 	if (rc == -1)
 		return -1;
 	/* The workload's first connect() waits for it, if it came first. */
-	if (r->nunix_paths > 0 && (r->usuper = unixsuper_start(
-	    sandbox_listener(r->sb), r->unix_paths, r->nunix_paths, err,
-	    errlen)) == -1)
+	if (r->nunix_paths > 0 && run_unixsuper(r, err, errlen) == -1)
 		return -1;
 	if (r->pty != NULL && pty_raw(r->pty) == -1) {
 		/* Not fatal: the relay works, only line editing stays ours. */

@@ -27,7 +27,8 @@
  * SOCK_SEQPACKET pair; parent -> init: 'M' (ids mapped), 'G' + struct
  * sandbox_net (go), then the extras as 'B' + bytes (any number) and 'Z';
  * init -> parent: 'R' (ready for the network), 'L' with the seccomp
- * filter's listener in SCM_RIGHTS (--allow-unix-socket only), 'S'
+ * filter's listener and the init's nested user namespace in SCM_RIGHTS
+ * (--allow-unix-socket only), 'S'
  * (workload started),
  * 'E' + text (failed; the init exits), 'N' or 'X' + text (the command was
  * not found, or could not be executed).
@@ -91,6 +92,7 @@ struct sandbox {
 	bool	ready;	/* its 'R' was read */
 	bool	notify;	/* an 'L' comes before the 'S' */
 	int	listener; /* the filter's listener (--allow-unix-socket) */
+	int	userns;	/* and the init's (nested) user namespace */
 };
 
 /* The go message: its tag and what the init needs. */
@@ -571,14 +573,18 @@ sandbox_notify(int fd)
 	struct iovec	 iov;
 	struct cmsghdr	*cm;
 	union {
-		char		buf[CMSG_SPACE(sizeof(int))];
+		char		buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr	align;
 	}		 u;
 	char		 tag = 'L';
-	int		 lfd;
+	int		 fds[2];
 
+	/* Ours: the nested one, where the supervisor's workers go. */
+	if ((fds[1] = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC)) ==
+	    -1)
+		sandbox_fail(fd, "/proc/self/ns/user: %s", strerror(errno));
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 ||
-	    (lfd = unixfilter_install_notify()) == -1)
+	    (fds[0] = unixfilter_install_notify()) == -1)
 		sandbox_fail(fd, "cannot install the seccomp filter on Unix "
 		    "sockets: %s", strerror(errno));
 	memset(&mh, 0, sizeof(mh));
@@ -592,11 +598,12 @@ sandbox_notify(int fd)
 	cm = CMSG_FIRSTHDR(&mh);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &lfd, sizeof(int));
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
 	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != 1)
 		_exit(MOAT_EXIT_LAUNCH);
-	close(lfd);
+	close(fds[0]);
+	close(fds[1]);
 }
 
 /* The clone's child: pid 1 of the new PID namespace. */
@@ -770,10 +777,11 @@ sandbox_recv_listener(struct sandbox *sb, char *err, size_t errlen)
 	struct cmsghdr	*cm;
 	struct pollfd	 pfd;
 	union {
-		char		buf[CMSG_SPACE(sizeof(int))];
+		char		buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr	align;
 	}		 u;
 	char		 msg[SANDBOX_MSG_MAX];
+	int		 fds[2];
 	ssize_t		 n;
 	int		 r;
 
@@ -793,9 +801,11 @@ sandbox_recv_listener(struct sandbox *sb, char *err, size_t errlen)
 	cm = n == 1 && msg[0] == 'L' ? CMSG_FIRSTHDR(&mh) : NULL;
 	if (cm != NULL && cm->cmsg_level == SOL_SOCKET &&
 	    cm->cmsg_type == SCM_RIGHTS &&
-	    cm->cmsg_len == CMSG_LEN(sizeof(int)) &&
+	    cm->cmsg_len == CMSG_LEN(sizeof(fds)) &&
 	    (mh.msg_flags & MSG_CTRUNC) == 0) {
-		memcpy(&sb->listener, CMSG_DATA(cm), sizeof(int));
+		memcpy(fds, CMSG_DATA(cm), sizeof(fds));
+		sb->listener = fds[0];
+		sb->userns = fds[1];
 		return 0;
 	}
 	if (n > 1 && msg[0] == 'E') {
@@ -845,6 +855,7 @@ sandbox_create(const struct sandbox_spec *spec, char *err, size_t errlen)
 	sb->pid = -1;
 	sb->fd = -1;
 	sb->listener = -1;
+	sb->userns = -1;
 	sb->notify = spec->unix_notify;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
 		snprintf(err, errlen, "socketpair: %s", strerror(errno));
@@ -985,9 +996,13 @@ sandbox_go(struct sandbox *sb, const struct sandbox_net *net,
 }
 
 int
-sandbox_listener(const struct sandbox *sb)
+sandbox_take_listener(struct sandbox *sb, int *userns)
 {
-	return sb->listener;
+	int	fd = sb->listener;
+
+	*userns = sb->userns;
+	sb->listener = sb->userns = -1;
+	return fd;
 }
 
 pid_t
@@ -1016,5 +1031,7 @@ sandbox_free(struct sandbox *sb)
 		close(sb->fd);
 	if (sb->listener != -1)
 		close(sb->listener);
+	if (sb->userns != -1)
+		close(sb->userns);
 	free(sb);
 }

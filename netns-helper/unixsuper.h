@@ -31,14 +31,17 @@ int	unixsuper_match(const char *path, size_t len,
 	    char allowed[][UNIXSUPER_PATH_MAX], size_t n);
 
 /*
- * Forks the supervisor: it answers the listener's notifications (every
- * connect() of the workload) by performing each connect itself, on the
- * workload's socket, with its own copy of the address; a Unix address is
- * connected only when it matches allowed (then to the allowed path),
- * else it fails with EPERM.  Returns its pid (kill and reap it when the
- * sandbox is gone), or -1 with err set.  The listener stays ours to close.
+ * Forks the supervisor and its workers: they answer the listener's
+ * notifications (every connect() of the workload) by performing each
+ * connect themselves, on the workload's socket, with their own copy of
+ * the address, from the workload's user namespace userns (-1: ours); a
+ * Unix address is connected only when it matches allowed (then to the
+ * allowed path), else it fails with EPERM.  Returns its pid (kill and
+ * reap it when the sandbox is gone), or -1 with err set.  Close listener
+ * and userns after: then with the workers gone, connect() fails (ENOSYS).
  */
-pid_t	unixsuper_start(int listener, char allowed[][UNIXSUPER_PATH_MAX],
-	    size_t n, char *err, size_t errlen);
+pid_t	unixsuper_start(int listener, int userns,
+	    char allowed[][UNIXSUPER_PATH_MAX], size_t n, char *err,
+	    size_t errlen);
 
 #endif /* MOAT_UNIXSUPER_H */

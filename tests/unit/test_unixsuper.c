@@ -258,9 +258,11 @@ test_supervised(void)
 	    (cm = CMSG_FIRSTHDR(&mh)) != NULL && cm->cmsg_type == SCM_RIGHTS)
 		memcpy(&lfd, CMSG_DATA(cm), sizeof(int));
 	CU_ASSERT_NOT_EQUAL(lfd, -1);
-	sup = lfd == -1 ? -1 : unixsuper_start(lfd, allowed, 1, err,
+	sup = lfd == -1 ? -1 : unixsuper_start(lfd, -1, allowed, 1, err,
 	    sizeof(err));
 	CU_ASSERT_NOT_EQUAL(sup, -1);
+	if (lfd != -1)
+		close(lfd);
 	while (waitpid(child, &st, 0) == -1 && errno == EINTR)
 		;
 	CU_ASSERT_TRUE(WIFEXITED(st));
@@ -269,8 +271,6 @@ test_supervised(void)
 		kill(sup, SIGKILL);
 		waitpid(sup, NULL, 0);
 	}
-	if (lfd != -1)
-		close(lfd);
 	close(sv[0]);
 	close(g);
 	close(b);
