@@ -126,9 +126,10 @@ check_paths()
 	fi
 	mt_eq "$who: --allow-unix-socket: racing connects never reach the other relay" \
 	    0 "$(mt_out "$n" race_bad)" "$MT_T/$n.out"
-	mt_eq "$who: --allow-unix-socket: racing connects: good + EPERM" \
-	    300 "$(( $(mt_out "$n" race_good) + $(mt_out "$n" \
-	    race_eperm) ))" "$MT_T/$n.out"
+	# Both spellings were seen (else the race proves nothing).
+	mt_eq "$who: --allow-unix-socket: racing connects: some reach the relay, some EPERM" \
+	    "yes yes" "$([ "$(mt_out "$n" race_good)" -gt 0 ] && echo yes) $(
+	    [ "$(mt_out "$n" race_eperm)" -gt 0 ] && echo yes)" "$MT_T/$n.out"
 	mt_eq "$who: --allow-unix-socket: no capability lent (netlink)" \
 	    EPERM "$(mt_out "$n" netlink)" "$MT_T/$n.out"
 	mt_eq "$who: --allow-unix-socket: the proxy still works" origin \

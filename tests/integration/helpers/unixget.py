@@ -115,6 +115,9 @@ def race(good, bad, n):
     print("race_good=%d" % peers.get(good, 0))
     print("race_bad=%d" % peers.get(bad, 0))
     print("race_eperm=%d" % peers.get("EPERM", 0))
+    other = sorted("%s:%d" % (k, v) for k, v in peers.items()
+                   if k not in (good, bad, "EPERM"))
+    print("race_other=%s" % (",".join(other) or "none"))
 
 
 def pair():
