@@ -88,6 +88,7 @@ unixfilter_install(void)
  * other Unix types still fail, and every connect() goes to the
  * supervisor (unixsuper.c), which performs it itself on the address it
  * copied: a filter sees neither the socket's family nor the address.
+ * seccomp() with SECCOMP_FILTER_FLAG_NEW_LISTENER fails with EPERM.
  */
 int
 unixfilter_install_notify(void)
@@ -107,6 +108,19 @@ unixfilter_install_notify(void)
 		BPF_STMT(BPF_RET | BPF_K, UNIXFILTER_EPERM),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+		/*
+		 * A filter of the workload's own that notifies would take
+		 * the connect() first (the newest filter wins a tie) and
+		 * could answer CONTINUE: no listener for the workload.  The
+		 * kernel refuses a second listener in a chain (EBUSY) too;
+		 * this does not depend on it.
+		 */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_seccomp, 0, 4),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, UNIXFILTER_ARG1),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K,
+		    SECCOMP_FILTER_FLAG_NEW_LISTENER, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, UNIXFILTER_EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 1, 0),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 0, 7),
 		/* socket or socketpair (AF_UNIX, type): stream, seqpacket */

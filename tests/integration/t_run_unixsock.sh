@@ -24,7 +24,9 @@
 # and connects on a buffer a second thread keeps rewriting between the
 # two relays' paths never reach the second one; a connect() that needs a
 # capability the workload lacks (netlink, group 1) still fails: the
-# supervisor connects with the workload's privileges, not moat run's.
+# supervisor connects with the workload's privileges, not moat run's; and
+# the workload cannot get a seccomp listener of its own (its filter would
+# take connect() first and could let it through).
 
 . "$(dirname "$0")/lib.sh"
 
@@ -86,6 +88,7 @@ $UG dgram "$relay"
 $UG pair
 $UG netlink
 $UG race "$relay" "$other" 300
+$UG nested "$other"
 $MT_PROBE --tag px proxyget http://origin.test/
 EOF
 chmod 755 "$MT_T/paths.sh"
@@ -130,6 +133,10 @@ check_paths()
 	mt_eq "$who: --allow-unix-socket: racing connects: some reach the relay, some EPERM" \
 	    "yes yes" "$([ "$(mt_out "$n" race_good)" -gt 0 ] && echo yes) $(
 	    [ "$(mt_out "$n" race_eperm)" -gt 0 ] && echo yes)" "$MT_T/$n.out"
+	# EPERM from moat's filter; the kernel refuses a second listener in
+	# one filter chain anyway (EBUSY).
+	mt_in_set "$who: --allow-unix-socket: no seccomp listener of its own" \
+	    "$(mt_out "$n" nested)" "EPERM EBUSY" "$MT_T/$n.out"
 	mt_eq "$who: --allow-unix-socket: no capability lent (netlink)" \
 	    EPERM "$(mt_out "$n" netlink)" "$MT_T/$n.out"
 	mt_eq "$who: --allow-unix-socket: the proxy still works" origin \

@@ -4,10 +4,12 @@
  * a workload's sockaddr_un path against the allowed ones, and the filter
  * with its supervisor run for real: a child under unixfilter_install_
  * notify() reaches the allowed socket and a TCP listener, and gets EPERM
- * for another socket, an abstract name and a datagram socket.
+ * for another socket, an abstract name, a datagram socket and a seccomp
+ * listener of its own.
  */
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -20,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include <CUnit/CUnit.h>
 
@@ -199,6 +204,22 @@ filtered_child(int chan, const char *good, const char *bad, uint16_t port)
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (try_connect(AF_INET, SOCK_STREAM, &sin, sizeof(sin)) != 0)
 		bits |= 16;
+	/* No listener of its own (it would take connect() first)... */
+	{
+		struct sock_filter	allow[] = {
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog	prog = { 1, allow };
+
+		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+		    SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog) != -1 ||
+		    errno != EPERM)
+			bits |= 64;
+		/* ... but a filter of its own it may have. */
+		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0,
+		    &prog) != 0)
+			bits |= 128;
+	}
 	/* A bad descriptor is the kernel's error, not the supervisor's. */
 	if (connect(999, (struct sockaddr *)&sin, sizeof(sin)) != -1 ||
 	    errno != EBADF)

@@ -8,6 +8,10 @@
     unixget.py netlink     connect() a NETLINK_ROUTE socket to group 1
                            (needs CAP_NET_ADMIN over the network,
                            which the workload lacks): "netlink=ERRNAME"
+    unixget.py nested BAD  install a seccomp filter of its own whose
+                           listener answers every connect() "continue",
+                           then GET through BAD: "nested=EPERM" (no
+                           listener allowed) or "nested=ok|ERRNAME"
     unixget.py race GOOD BAD N
                            N connects while a second thread keeps
                            rewriting the address buffer between the
@@ -76,6 +80,50 @@ def netlink():
         print("netlink=ok")
     except OSError as e:
         print("netlink=%s" % ename(e))
+
+
+def nested(bad):
+    import struct
+    import threading
+    import fcntl
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    nr_connect = 42 if platform.machine() == "x86_64" else 203
+    nr_seccomp = 317 if platform.machine() == "x86_64" else 277
+    insns = [(0x20, 0, 0, 0), (0x15, 0, 1, nr_connect),
+             (0x06, 0, 0, 0x7fc00000), (0x06, 0, 0, 0x7fff0000)]
+    code = b"".join(struct.pack("HBBI", *i) for i in insns)
+    cbuf = ctypes.create_string_buffer(code)
+    prog = struct.pack("HxxxxxxQ", len(insns), ctypes.addressof(cbuf))
+    pbuf = ctypes.create_string_buffer(prog)
+    fd = []
+    ready = threading.Event()
+
+    def serve():
+        ready.wait()
+        req = ctypes.create_string_buffer(80)
+        while True:
+            ctypes.memset(req, 0, 80)
+            try:
+                fcntl.ioctl(fd[0], 0xC0502100, req)
+            except OSError:
+                return
+            nid = struct.unpack_from("Q", req.raw, 0)[0]
+            # id, val, error, flags: SECCOMP_USER_NOTIF_FLAG_CONTINUE
+            resp = bytearray(struct.pack("QqiI", nid, 0, 0, 1))
+            try:
+                fcntl.ioctl(fd[0], 0xC0182101, resp)
+            except OSError:
+                pass
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    r = libc.syscall(ctypes.c_long(nr_seccomp), 1, 8, pbuf)
+    if r < 0:
+        print("nested=%s" % errno.errorcode.get(ctypes.get_errno(), "?"))
+        return
+    fd.append(r)
+    ready.set()
+    get(bad, "other.test", "nested")
 
 
 def race(good, bad, n):
@@ -155,6 +203,8 @@ if __name__ == "__main__":
         dgram(sys.argv[2])
     elif sys.argv[1] == "netlink":
         netlink()
+    elif sys.argv[1] == "nested":
+        nested(sys.argv[2])
     elif sys.argv[1] == "race":
         race(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
