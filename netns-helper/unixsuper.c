@@ -341,7 +341,15 @@ unixsuper_start(int listener, int userns,
 	}
 	if (pid > 0)
 		return pid;
-	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/*
+	 * Not dumpable: a workload that is the peer of a worker's connect()
+	 * (it may listen on an allowed path) gets a pidfd of it
+	 * (SO_PEERPIDFD) and, same user, could take its descriptors, the
+	 * listener among them, or trace it.  Workers inherit this.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1 ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
+		_exit(1);
 	if (getppid() == 1)
 		_exit(0);
 	for (i = 1; i < NSIG; i++)

@@ -26,7 +26,9 @@
 # capability the workload lacks (netlink, group 1) still fails: the
 # supervisor connects with the workload's privileges, not moat run's; and
 # the workload cannot get a seccomp listener of its own (its filter would
-# take connect() first and could let it through).
+# take connect() first and could let it through); listening on an
+# allowed path itself, it is the peer of a supervisor's worker but cannot
+# take the worker's descriptors (the listener) through its pidfd.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -89,6 +91,7 @@ $UG pair
 $UG netlink
 $UG race "$relay" "$other" 300
 $UG nested "$other"
+$UG peer "$MT_T/ux/self.sock"
 $MT_PROBE --tag px proxyget http://origin.test/
 EOF
 chmod 755 "$MT_T/paths.sh"
@@ -99,7 +102,8 @@ check_paths()
 	local who=$1 n=$1-path
 	mt_mark
 	mt_moat_run "$who" "$n" $PRIV --allow origin.test \
-	    --allow-unix-socket "$relay" -- "$MT_T/paths.sh"
+	    --allow-unix-socket "$relay" --allow-unix-socket \
+	    "$MT_T/ux/self.sock" -- "$MT_T/paths.sh"
 	mt_eq "$who: exit status (--allow-unix-socket)" 0 "$MT_RUN_RC" \
 	    "$MT_T/$n.err"
 	mt_eq "$who: --allow-unix-socket: the allowed relay answers" \
@@ -137,6 +141,10 @@ check_paths()
 	# one filter chain anyway (EBUSY).
 	mt_in_set "$who: --allow-unix-socket: no seccomp listener of its own" \
 	    "$(mt_out "$n" nested)" "EPERM EBUSY" "$MT_T/$n.out"
+	mt_eq "$who: --allow-unix-socket: its own socket on an allowed path works" \
+	    ok "$(mt_out "$n" peer_pidfd)" "$MT_T/$n.out"
+	mt_eq "$who: --allow-unix-socket: no descriptor of the supervisor to take" \
+	    0 "$(mt_out "$n" peer_fds)" "$MT_T/$n.out"
 	mt_eq "$who: --allow-unix-socket: no capability lent (netlink)" \
 	    EPERM "$(mt_out "$n" netlink)" "$MT_T/$n.out"
 	mt_eq "$who: --allow-unix-socket: the proxy still works" origin \

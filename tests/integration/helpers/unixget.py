@@ -12,6 +12,11 @@
                            listener answers every connect() "continue",
                            then GET through BAD: "nested=EPERM" (no
                            listener allowed) or "nested=ok|ERRNAME"
+    unixget.py peer PATH   listen on PATH, connect to it (through moat
+                           run's supervisor, when PATH is allowed), take
+                           the peer's pidfd (SO_PEERPIDFD) and try to take
+                           descriptors 0-63 from it: "peer_pidfd=ok|ERR
+                           peer_fds=N" (N taken)
     unixget.py race GOOD BAD N
                            N connects while a second thread keeps
                            rewriting the address buffer between the
@@ -126,6 +131,37 @@ def nested(bad):
     get(bad, "other.test", "nested")
 
 
+def peer(path):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    nr_getfd = 438
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    try:
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(path)
+        srv.listen(1)
+        cli = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        cli.connect(path)
+        a, _ = srv.accept()
+        raw = a.getsockopt(socket.SOL_SOCKET, 77, 4)    # SO_PEERPIDFD
+        pidfd = int.from_bytes(raw, sys.byteorder, signed=True)
+    except OSError as e:
+        print("peer_pidfd=%s\npeer_fds=0" % ename(e))
+        return
+    print("peer_pidfd=ok")
+    n = 0
+    for fd in range(64):
+        r = libc.syscall(ctypes.c_long(nr_getfd), pidfd, fd, 0)
+        if r >= 0:
+            n += 1
+            os.close(r)
+    print("peer_fds=%d" % n)
+    os.unlink(path)
+
+
 def race(good, bad, n):
     """connect(2) by ctypes on one buffer another thread rewrites."""
     import threading
@@ -205,6 +241,8 @@ if __name__ == "__main__":
         netlink()
     elif sys.argv[1] == "nested":
         nested(sys.argv[2])
+    elif sys.argv[1] == "peer":
+        peer(sys.argv[2])
     elif sys.argv[1] == "race":
         race(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
