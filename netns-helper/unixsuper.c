@@ -10,10 +10,10 @@
  * and the kernel never performs one itself: a worker copies the address
  * out of the workload's memory once, takes the workload's socket with
  * pidfd_getfd(2) (the same socket object, not a copy), and connects it
- * itself with its copy.  A Unix address is connected only when its
- * canonical form is one of the allowed paths, and then to the allowed
- * path as moat run canonicalized it, never to the workload's spelling; an
- * abstract or relative one fails with EPERM.  Every other family is
+ * itself with its copy.  A Unix address is connected only when the
+ * socket its path leads to (resolved once, pinned by an O_PATH
+ * descriptor, connected through that descriptor) has one of the allowed
+ * paths as canonical name; an abstract or relative one fails with EPERM.  Every other family is
  * connected as given (the sandbox's network, where the socket lives,
  * still decides).  Paths resolve in moat run's mount namespace, which
  * for `moat run` shows the same files as the workload's.
@@ -164,27 +164,64 @@ unixsuper_same_ns(int ns)
 	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/*
+ * A Unix address, on our copy: the path is resolved ONCE, by an O_PATH
+ * open, and what that open found is both what is compared (its canonical
+ * name, from /proc/self/fd) and what is connected (through the same
+ * /proc/self/fd link).  Resolving twice, to compare and then to connect,
+ * would let a workload that can write the allowed path's directory swap
+ * in a symbolic link to any socket in between.  0 or the errno.
+ */
+static int
+unixsuper_unix(int fd, const struct sockaddr_un *su, size_t len,
+    char allowed[][UNIXSUPER_PATH_MAX], size_t n)
+{
+	struct sockaddr_un	sun;
+	char			path[UNIXSUPER_PATH_MAX + 1];
+	char			real[PATH_MAX + 1];
+	ssize_t			rl;
+	size_t			i;
+	int			pfd, e;
+
+	if (len == 0 || su->sun_path[0] != '/')
+		return EPERM;	/* unnamed, abstract, relative */
+	if (len > UNIXSUPER_PATH_MAX)
+		len = UNIXSUPER_PATH_MAX;
+	memcpy(path, su->sun_path, len);
+	path[len] = '\0';
+	if ((pfd = open(path, O_PATH | O_CLOEXEC)) == -1) {
+		/* Nothing there: say so only for an allowed path. */
+		e = errno;
+		return unixsuper_match(path, strlen(path), allowed, n) == -1 ?
+		    EPERM : e;
+	}
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d", pfd);
+	rl = readlink(sun.sun_path, real, sizeof(real) - 1);
+	e = EPERM;
+	if (rl > 0) {
+		real[rl] = '\0';
+		for (i = 0; i < n; i++)
+			if (strcmp(real, allowed[i]) == 0)
+				break;
+		if (i < n)
+			e = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) ==
+			    -1 ? errno : 0;
+	}
+	close(pfd);
+	return e;
+}
+
 /* The connect() itself, on our copy: 0 or its errno. */
 static int
 unixsuper_do(int fd, const struct sockaddr_storage *ss, socklen_t len,
     char allowed[][UNIXSUPER_PATH_MAX], size_t n)
 {
-	struct sockaddr_un	sun;
-	int			i;
-
-	if (len >= sizeof(sa_family_t) && ss->ss_family == AF_UNIX) {
-		i = unixsuper_match(((const struct sockaddr_un *)ss)->sun_path,
+	if (len >= sizeof(sa_family_t) && ss->ss_family == AF_UNIX)
+		return unixsuper_unix(fd, (const struct sockaddr_un *)ss,
 		    (size_t)len - offsetof(struct sockaddr_un, sun_path),
 		    allowed, n);
-		if (i == -1)
-			return EPERM;
-		/* To the allowed path as we spelled it, not the caller. */
-		memset(&sun, 0, sizeof(sun));
-		sun.sun_family = AF_UNIX;
-		memcpy(sun.sun_path, allowed[i], strlen(allowed[i]) + 1);
-		return connect(fd, (struct sockaddr *)&sun, sizeof(sun)) ==
-		    -1 ? errno : 0;
-	}
 	return connect(fd, (const struct sockaddr *)ss, len) == -1 ? errno :
 	    0;
 }
