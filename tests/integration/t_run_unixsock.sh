@@ -28,7 +28,10 @@
 # the workload cannot get a seccomp listener of its own (its filter would
 # take connect() first and could let it through); listening on an
 # allowed path itself, it is the peer of a supervisor's worker but cannot
-# take the worker's descriptors (the listener) through its pidfd.
+# take the worker's descriptors (the listener) through its pidfd; and an
+# allowed name in a directory it can write, which it keeps swapping
+# between its own socket and a symbolic link to the other relay, never
+# leads a connect() to the other relay.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -60,7 +63,8 @@ for ((i = 0; i < MT_READY_STEPS; i++)); do
 	sleep 0.1
 done
 [ -S "$other" ] || mt_error "socat did not bind $other"
-mkdir -p "$MT_T/ux/sub"
+mkdir -p "$MT_T/ux/sub" "$MT_T/ux/sw"
+chmod 777 "$MT_T/ux/sw"
 ln -s relay.sock "$MT_T/ux/link.sock"
 ln -s other.sock "$MT_T/ux/olink.sock"
 # The relay works from the moat namespace itself.
@@ -92,6 +96,7 @@ $UG netlink
 $UG race "$relay" "$other" 300
 $UG nested "$other"
 $UG peer "$MT_T/ux/self.sock"
+$UG swap "$MT_T/ux/sw" "$other" 1000
 $MT_PROBE --tag px proxyget http://origin.test/
 EOF
 chmod 755 "$MT_T/paths.sh"
@@ -100,10 +105,13 @@ chmod 755 "$MT_T/paths.sh"
 check_paths()
 {
 	local who=$1 n=$1-path
+	# (what the last run's swapping left there would be canonicalized)
+	rm -f "$MT_T/ux/sw/"*
 	mt_mark
 	mt_moat_run "$who" "$n" $PRIV --allow origin.test \
 	    --allow-unix-socket "$relay" --allow-unix-socket \
-	    "$MT_T/ux/self.sock" -- "$MT_T/paths.sh"
+	    "$MT_T/ux/self.sock" --allow-unix-socket "$MT_T/ux/sw/swap.sock" \
+	    -- "$MT_T/paths.sh"
 	mt_eq "$who: exit status (--allow-unix-socket)" 0 "$MT_RUN_RC" \
 	    "$MT_T/$n.err"
 	mt_eq "$who: --allow-unix-socket: the allowed relay answers" \
@@ -141,6 +149,11 @@ check_paths()
 	# one filter chain anyway (EBUSY).
 	mt_in_set "$who: --allow-unix-socket: no seccomp listener of its own" \
 	    "$(mt_out "$n" nested)" "EPERM EBUSY" "$MT_T/$n.out"
+	mt_eq "$who: --allow-unix-socket: an allowed name swapped to a link never leads elsewhere" \
+	    0 "$(mt_out "$n" swap_bad)" "$MT_T/$n.out"
+	mt_eq "$who: --allow-unix-socket: ... while both names were seen" \
+	    "yes yes" "$([ "$(mt_out "$n" swap_own)" -gt 0 ] && echo yes) $(
+	    [ "$(mt_out "$n" swap_eperm)" -gt 0 ] && echo yes)" "$MT_T/$n.out"
 	mt_eq "$who: --allow-unix-socket: its own socket on an allowed path works" \
 	    ok "$(mt_out "$n" peer_pidfd)" "$MT_T/$n.out"
 	mt_eq "$who: --allow-unix-socket: no descriptor of the supervisor to take" \

@@ -17,6 +17,12 @@
                            the peer's pidfd (SO_PEERPIDFD) and try to take
                            descriptors 0-63 from it: "peer_pidfd=ok|ERR
                            peer_fds=N" (N taken)
+    unixget.py swap DIR BAD N
+                           listen on DIR/own, and keep renaming over
+                           DIR/swap.sock, in turn, a link to that socket
+                           and a symbolic link to BAD, while connecting N
+                           times to DIR/swap.sock (allowed): "swap_own=N
+                           swap_bad=N swap_eperm=N"
     unixget.py race GOOD BAD N
                            N connects while a second thread keeps
                            rewriting the address buffer between the
@@ -162,6 +168,66 @@ def peer(path):
     os.unlink(path)
 
 
+def swap(d, bad, n):
+    import threading
+    own = os.path.join(d, "own")
+    target = os.path.join(d, "swap.sock")
+    for p in (own, target):
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(own)
+    srv.listen(64)
+    stop = []
+
+    def accept():
+        srv.settimeout(0.2)
+        while not stop:
+            try:
+                c, _ = srv.accept()
+                c.close()
+            except OSError:
+                pass
+
+    def flip():
+        i = 0
+        while not stop:
+            tmp = os.path.join(d, "tmp%d" % (i & 1))
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            if i & 1:
+                os.symlink(bad, tmp)
+            else:
+                os.link(own, tmp)
+            os.rename(tmp, target)
+            i += 1
+    ta = threading.Thread(target=accept)
+    tf = threading.Thread(target=flip)
+    ta.start()
+    tf.start()
+    seen = {}
+    for _ in range(n):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        try:
+            s.connect(target)
+            k = s.getpeername()
+            k = "own" if k == own else "bad" if k == bad else "other"
+        except OSError as e:
+            k = ename(e)
+        seen[k] = seen.get(k, 0) + 1
+        s.close()
+    stop.append(1)
+    ta.join()
+    tf.join()
+    print("swap_own=%d\nswap_bad=%d\nswap_eperm=%d" %
+          (seen.get("own", 0), seen.get("bad", 0), seen.get("EPERM", 0)))
+
+
 def race(good, bad, n):
     """connect(2) by ctypes on one buffer another thread rewrites."""
     import threading
@@ -243,6 +309,8 @@ if __name__ == "__main__":
         nested(sys.argv[2])
     elif sys.argv[1] == "peer":
         peer(sys.argv[2])
+    elif sys.argv[1] == "swap":
+        swap(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     elif sys.argv[1] == "race":
         race(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
