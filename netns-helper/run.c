@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <arpa/inet.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -46,6 +47,7 @@
 #include "netns-helper/moat_int.h"
 #include "netns-helper/unixsuper.h"
 #include "policy/policy.h"
+#include "proxy/admin_proto.h"
 
 #define RUN_RESOLVERS_MAX	8	/* --resolver */
 #define RUN_PATH_MAX		4096
@@ -94,6 +96,9 @@ static int	run_moatd_child(void *arg) RUNCONF_SPAWNED;
 static int	run_network(struct run *r, int *fds, size_t *nfds,
 		    const char **protos, char *err, size_t errlen);
 static int	run_register(struct run *r, char *err, size_t errlen);
+static int	run_unix_admin(struct run *r, const char *admin, char *err,
+		    size_t errlen);
+static int	run_unix_admins(struct run *r, char *err, size_t errlen);
 static int	run_unixsuper(struct run *r, char *err, size_t errlen);
 static int	run_setup(struct run *r, int *code, char *err, size_t errlen);
 static int	run_loop(struct run *r);
@@ -645,6 +650,69 @@ run_register(struct run *r, char *err, size_t errlen)
 }
 
 /*
+ * Whether an allowed path is the admin socket admin (same canonical name,
+ * or same socket): -1 with err set if so.  The sandbox hides admin
+ * sockets in its own mount namespace; the supervisor connects in ours.
+ */
+static int
+run_unix_admin(struct run *r, const char *admin, char *err, size_t errlen)
+{
+	struct stat	a, b;
+	char		real[PATH_MAX];
+	size_t		i;
+	bool		sock;
+
+	sock = stat(admin, &a) == 0 && S_ISSOCK(a.st_mode);
+	if (realpath(admin, real) == NULL)
+		real[0] = '\0';
+	for (i = 0; i < r->nunix_paths; i++) {
+		if (strcmp(real, r->unix_paths[i]) == 0 || (sock &&
+		    stat(r->unix_paths[i], &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)) {
+			snprintf(err, errlen, "--allow-unix-socket %s: an admin "
+			    "socket of moatd; no sandbox may reach one",
+			    r->unix_paths[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* No allowed path may be --moatd's or a listed admin socket. */
+static int
+run_unix_admins(struct run *r, char *err, size_t errlen)
+{
+	struct dirent	*de;
+	char		 path[PATH_MAX + 1];
+	ssize_t		 n;
+	DIR		*d;
+	int		 f, rc = 0;
+
+	if (r->mask[0] != '\0' && run_unix_admin(r, r->mask, err,
+	    errlen) == -1)
+		return -1;
+	if ((d = opendir(MOAT_ADMIN_REGISTRY)) == NULL)
+		return 0;
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		/* As sandbox.c reads it: one path and a newline a file. */
+		if (de->d_name[0] == '.' || strchr(de->d_name, '.') != NULL)
+			continue;
+		if ((f = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW |
+		    O_NONBLOCK | O_CLOEXEC)) == -1)
+			continue;
+		n = read(f, path, sizeof(path));
+		close(f);
+		if (n < 2 || path[0] != '/' || path[n - 1] != '\n' ||
+		    memchr(path, '\0', (size_t)n) != NULL)
+			continue;
+		path[n - 1] = '\0';
+		rc = run_unix_admin(r, path, err, errlen);
+	}
+	closedir(d);
+	return rc;
+}
+
+/*
  * --allow-unix-socket: the supervisor of the workload's connect() calls,
  * in the user namespace of the init (the workload's, which owns nothing).
  */
@@ -682,6 +750,8 @@ run_setup(struct run *r, int *code, char *err, size_t errlen)
 		if (realpath(path, r->mask) == NULL)
 			r->mask[0] = '\0';
 	} else if (run_moatd_spawn(r, err, errlen) == -1)
+		return -1;
+	if (run_unix_admins(r, err, errlen) == -1)
 		return -1;
 	/*
 	 * The helper starts now, and loads while the namespaces are made:
