@@ -688,6 +688,8 @@ run_unix_admins(struct run *r, char *err, size_t errlen)
 	DIR		*d;
 	int		 f, rc = 0;
 
+	if (r->nunix_paths == 0)
+		return 0;
 	if (r->mask[0] != '\0' && run_unix_admin(r, r->mask, err,
 	    errlen) == -1)
 		return -1;
