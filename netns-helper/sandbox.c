@@ -28,8 +28,9 @@
  * sandbox_net (go), then the extras as 'B' + bytes (any number) and 'Z';
  * init -> parent: 'R' (ready for the network), 'L' with the seccomp
  * filter's listener and the init's nested user namespace in SCM_RIGHTS
- * (--allow-unix-socket only), 'S' (workload started), 'E' + text (failed; the init exits), 'N' or 'X' + text (the command was
- * not found, or could not be executed).
+ * (--allow-unix-socket only), 'S' (workload started), 'E' + text
+ * (failed; the init exits), 'N' or 'X' + text (the command was not
+ * found, or could not be executed).
  *
  * The extras: variables to set ("NAME=VALUE": the placeholders of the
  * sandbox's secrets) and to remove ("NAME": where moatd reads a secret's
