@@ -25,7 +25,9 @@ int	unixsuper_canon(const char *in, char *out, char *err, size_t errlen);
 /*
  * The entry of allowed (n canonical paths) that the path the workload
  * gave (len bytes, maybe without NUL) stands for, once canonical: its
- * index, or -1 (relative, abstract, unnamed, or not allowed).
+ * index, or -1 (relative, abstract, unnamed, or not allowed).  Resolves
+ * the path: to decide only; connect through a descriptor of one
+ * resolution (unixsuper.c) instead of resolving again.
  */
 int	unixsuper_match(const char *path, size_t len,
 	    char allowed[][UNIXSUPER_PATH_MAX], size_t n);
@@ -35,8 +37,9 @@ int	unixsuper_match(const char *path, size_t len,
  * notifications (every connect() of the workload) by performing each
  * connect themselves, on the workload's socket, with their own copy of
  * the address, from the workload's user namespace userns (-1: ours); a
- * Unix address is connected only when it matches allowed (then to the
- * allowed path), else it fails with EPERM.  Returns its pid (kill and
+ * Unix address is connected only when the socket its path leads to
+ * (resolved once) has one of allowed as canonical name, else it fails
+ * with EPERM.  Returns its pid (kill and
  * reap it when the sandbox is gone), or -1 with err set.  Close listener
  * and userns after: then with the workers gone, connect() fails (ENOSYS).
  */
