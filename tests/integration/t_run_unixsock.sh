@@ -20,7 +20,9 @@
 # performs every connect() itself): RELAY answers, by its name, through a
 # symlink and through a ".." spelling; a second relay (other.sock), a
 # symlink to it and an abstract name stay EPERM, and so does a datagram
-# socket; the proxy (TCP connect through the supervisor) still works;
+# socket; the proxy, DNS and a transparently proxied raw TCP connect
+# (connects through the supervisor) still work, a denied host stays
+# refused;
 # and connects on a buffer a second thread keeps rewriting between the
 # two relays' paths never reach the second one; a connect() that needs a
 # capability the workload lacks (netlink, group 1) still fails: the
@@ -97,6 +99,9 @@ $UG race "$relay" "$other" 300
 $UG nested "$other"
 $UG peer "$MT_T/ux/self.sock"
 $UG swap "$MT_T/ux/sw" "$other" 1000
+$MT_PROBE --tag dns resolve origin.test
+$MT_PROBE --tag tp raw 203.0.113.10 80 origin.test
+$MT_PROBE --tag tpother raw 203.0.113.12 80 other.test
 $MT_PROBE --tag px proxyget http://origin.test/
 EOF
 chmod 755 "$MT_T/paths.sh"
@@ -160,6 +165,14 @@ check_paths()
 	    0 "$(mt_out "$n" peer_fds)" "$MT_T/$n.out"
 	mt_eq "$who: --allow-unix-socket: no capability lent (netlink)" \
 	    EPERM "$(mt_out "$n" netlink)" "$MT_T/$n.out"
+	# Connects the supervisor performs stay in the sandbox's network.
+	mt_eq "$who: --allow-unix-socket: DNS still works" ok \
+	    "$(mt_out "$n" dns_result)" "$MT_T/$n.out"
+	mt_eq "$who: --allow-unix-socket: a raw TCP connect, transparently proxied" \
+	    "200 origin" "$(mt_out "$n" tp_status) $(mt_out "$n" tp_origin)" \
+	    "$MT_T/$n.out"
+	mt_in_set "$who: --allow-unix-socket: a raw TCP connect to a denied host is refused" \
+	    "$(mt_out "$n" tpother_status)" "403 none" "$MT_T/$n.out"
 	mt_eq "$who: --allow-unix-socket: the proxy still works" origin \
 	    "$(mt_out "$n" px_origin)" "$MT_T/$n.out"
 }
