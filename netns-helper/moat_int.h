@@ -328,6 +328,9 @@ struct sandbox_spec {
 					   NULL */
 	bool		 unix_sockets;	/* --allow-unix-sockets: no filter on
 					   socket(AF_UNIX) */
+	bool		 unix_notify;	/* --allow-unix-socket: the filter
+					   that sends connect() to a
+					   supervisor (sandbox_listener) */
 };
 
 /* What the sandbox's init needs once the network exists. */
@@ -363,6 +366,13 @@ int	sandbox_nsfd(const struct sandbox *sb, const char *type, char *err,
 int	sandbox_go(struct sandbox *sb, const struct sandbox_net *net,
 	    const char *extra, size_t extralen, int *code, char *err,
 	    size_t errlen);
+
+/*
+ * With spec->unix_notify, the listener of the workload's seccomp filter
+ * and (*userns) the init's nested user namespace, both sent by the init
+ * (for unixsuper_start), now the caller's to close; else -1.
+ */
+int	sandbox_take_listener(struct sandbox *sb, int *userns);
 
 /* The init's pid (in our PID namespace). */
 pid_t	sandbox_pid(const struct sandbox *sb);

@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <arpa/inet.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -44,7 +45,9 @@
 #include <jansson.h>
 
 #include "netns-helper/moat_int.h"
+#include "netns-helper/unixsuper.h"
 #include "policy/policy.h"
+#include "proxy/admin_proto.h"
 
 #define RUN_RESOLVERS_MAX	8	/* --resolver */
 #define RUN_PATH_MAX		4096
@@ -61,6 +64,10 @@ struct run {
 	size_t			 nresolvers;
 	bool			 no_tty;
 	bool			 unix_sockets;	/* --allow-unix-sockets */
+	char			 unix_paths[UNIXSUPER_PATHS_MAX]
+				    [UNIXSUPER_PATH_MAX]; /* canonical */
+	size_t			 nunix_paths;	/* --allow-unix-socket */
+	pid_t			 usuper;	/* their supervisor, or -1 */
 	bool			 verbose;
 	char			**argv;		/* the workload */
 	char			 mask[PATH_MAX]; /* admin socket to hide */
@@ -89,6 +96,10 @@ static int	run_moatd_child(void *arg) RUNCONF_SPAWNED;
 static int	run_network(struct run *r, int *fds, size_t *nfds,
 		    const char **protos, char *err, size_t errlen);
 static int	run_register(struct run *r, char *err, size_t errlen);
+static int	run_unix_admin(struct run *r, const char *admin, char *err,
+		    size_t errlen);
+static int	run_unix_admins(struct run *r, char *err, size_t errlen);
+static int	run_unixsuper(struct run *r, char *err, size_t errlen);
 static int	run_setup(struct run *r, int *code, char *err, size_t errlen);
 static int	run_loop(struct run *r);
 static void	run_teardown(struct run *r);
@@ -139,6 +150,11 @@ run_usage(FILE *f)
 	    "  --allow-unix-sockets  let COMMAND make Unix sockets (default:\n"
 	    "                        socket(AF_UNIX) fails with EPERM, so no\n"
 	    "                        host socket can relay its traffic)\n"
+	    "  --allow-unix-socket PATH\n"
+	    "                        let COMMAND connect to the stream or\n"
+	    "                        seqpacket Unix socket at the absolute\n"
+	    "                        PATH (repeatable; every connect() then\n"
+	    "                        goes through moat run)\n"
 	    "  -v, --verbose         moatd logs at info level\n"
 	    "  -h, --help            this text\n"
 	    "\n"
@@ -154,7 +170,8 @@ run_parse(struct run *r, int argc, char *argv[])
 		RUN_OPT_AUDIT = RUNCONF_OPT__END,
 		RUN_OPT_RESOLVER,
 		RUN_OPT_NO_TTY,
-		RUN_OPT_UNIX_SOCKETS
+		RUN_OPT_UNIX_SOCKETS,
+		RUN_OPT_UNIX_SOCKET
 	};
 	static const struct option	opts[] = {
 		RUNCONF_LONGOPTS,
@@ -163,10 +180,13 @@ run_parse(struct run *r, int argc, char *argv[])
 		{ "no-tty", no_argument, NULL, RUN_OPT_NO_TTY },
 		{ "allow-unix-sockets", no_argument, NULL,
 		    RUN_OPT_UNIX_SOCKETS },
+		{ "allow-unix-socket", required_argument, NULL,
+		    RUN_OPT_UNIX_SOCKET },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
+	char				err[MOAT_ERR_MAX];
 	int				ch;
 
 	optind = 1;
@@ -188,6 +208,22 @@ run_parse(struct run *r, int argc, char *argv[])
 			break;
 		case RUN_OPT_UNIX_SOCKETS:
 			r->unix_sockets = true;
+			break;
+		case RUN_OPT_UNIX_SOCKET:
+			if (r->nunix_paths == UNIXSUPER_PATHS_MAX) {
+				fprintf(stderr, "moat run: at most %d "
+				    "--allow-unix-socket\n",
+				    (int)UNIXSUPER_PATHS_MAX);
+				return -1;
+			}
+			if (unixsuper_canon(optarg,
+			    r->unix_paths[r->nunix_paths], err,
+			    sizeof(err)) == -1) {
+				fprintf(stderr, "moat run: "
+				    "--allow-unix-socket %s\n", err);
+				return -1;
+			}
+			r->nunix_paths++;
 			break;
 		case 'v':
 			r->verbose = true;
@@ -217,6 +253,11 @@ run_parse(struct run *r, int argc, char *argv[])
 	if (r->rc.moatd != NULL && (r->audit != NULL || r->nresolvers > 0)) {
 		fprintf(stderr, "moat run: --audit and --resolver configure a "
 		    "private moatd; a running one (--moatd) has its own\n");
+		return -1;
+	}
+	if (r->unix_sockets && r->nunix_paths > 0) {
+		fprintf(stderr, "moat run: --allow-unix-sockets already "
+		    "allows every --allow-unix-socket\n");
 		return -1;
 	}
 	if (r->rc.mode == RUNCONF_VETH && geteuid() != 0) {
@@ -608,6 +649,88 @@ run_register(struct run *r, char *err, size_t errlen)
 	return rc;
 }
 
+/*
+ * Whether an allowed path is the admin socket admin (same canonical name,
+ * or same socket): -1 with err set if so.  The sandbox hides admin
+ * sockets in its own mount namespace; the supervisor connects in ours.
+ */
+static int
+run_unix_admin(struct run *r, const char *admin, char *err, size_t errlen)
+{
+	struct stat	a, b;
+	char		real[PATH_MAX];
+	size_t		i;
+	bool		sock;
+
+	sock = stat(admin, &a) == 0 && S_ISSOCK(a.st_mode);
+	if (realpath(admin, real) == NULL)
+		real[0] = '\0';
+	for (i = 0; i < r->nunix_paths; i++) {
+		if (strcmp(real, r->unix_paths[i]) == 0 || (sock &&
+		    stat(r->unix_paths[i], &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)) {
+			snprintf(err, errlen, "--allow-unix-socket %s: an admin "
+			    "socket of moatd; no sandbox may reach one",
+			    r->unix_paths[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* No allowed path may be --moatd's or a listed admin socket. */
+static int
+run_unix_admins(struct run *r, char *err, size_t errlen)
+{
+	struct dirent	*de;
+	char		 path[PATH_MAX + 1];
+	ssize_t		 n;
+	DIR		*d;
+	int		 f, rc = 0;
+
+	if (r->nunix_paths == 0)
+		return 0;
+	if (r->mask[0] != '\0' && run_unix_admin(r, r->mask, err,
+	    errlen) == -1)
+		return -1;
+	if ((d = opendir(MOAT_ADMIN_REGISTRY)) == NULL)
+		return 0;
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		/* As sandbox.c reads it: one path and a newline a file. */
+		if (de->d_name[0] == '.' || strchr(de->d_name, '.') != NULL)
+			continue;
+		if ((f = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW |
+		    O_NONBLOCK | O_CLOEXEC)) == -1)
+			continue;
+		n = read(f, path, sizeof(path));
+		close(f);
+		if (n < 2 || path[0] != '/' || path[n - 1] != '\n' ||
+		    memchr(path, '\0', (size_t)n) != NULL)
+			continue;
+		path[n - 1] = '\0';
+		rc = run_unix_admin(r, path, err, errlen);
+	}
+	closedir(d);
+	return rc;
+}
+
+/*
+ * --allow-unix-socket: the supervisor of the workload's connect() calls,
+ * in the user namespace of the init (the workload's, which owns nothing).
+ */
+static int
+run_unixsuper(struct run *r, char *err, size_t errlen)
+{
+	int	listener, userns;
+
+	listener = sandbox_take_listener(r->sb, &userns);
+	r->usuper = unixsuper_start(listener, userns, r->unix_paths,
+	    r->nunix_paths, err, errlen);
+	close(listener);
+	close(userns);
+	return r->usuper == -1 ? -1 : 0;
+}
+
 static int
 run_setup(struct run *r, int *code, char *err, size_t errlen)
 {
@@ -630,6 +753,8 @@ run_setup(struct run *r, int *code, char *err, size_t errlen)
 			r->mask[0] = '\0';
 	} else if (run_moatd_spawn(r, err, errlen) == -1)
 		return -1;
+	if (run_unix_admins(r, err, errlen) == -1)
+		return -1;
 	/*
 	 * The helper starts now, and loads while the namespaces are made:
 	 * its first answer is read when it is first needed.
@@ -642,6 +767,7 @@ run_setup(struct run *r, int *code, char *err, size_t errlen)
 	spec.tty = r->pty != NULL ? pty_slave(r->pty) : -1;
 	spec.mask = r->mask[0] != '\0' ? r->mask : NULL;
 	spec.unix_sockets = r->unix_sockets;
+	spec.unix_notify = r->nunix_paths > 0;
 	if ((r->sb = sandbox_create(&spec, err, errlen)) == NULL)
 		return -1;
 	if (r->pty != NULL)
@@ -667,6 +793,9 @@ run_setup(struct run *r, int *code, char *err, size_t errlen)
 	rc = sandbox_go(r->sb, &net, extra, extralen, code, err, errlen);
 	free(extra);
 	if (rc == -1)
+		return -1;
+	/* The workload's first connect() waits for it, if it came first. */
+	if (r->nunix_paths > 0 && run_unixsuper(r, err, errlen) == -1)
 		return -1;
 	if (r->pty != NULL && pty_raw(r->pty) == -1) {
 		/* Not fatal: the relay works, only line editing stays ours. */
@@ -780,6 +909,12 @@ run_teardown(struct run *r)
 		sandbox_free(r->sb);
 		r->sb = NULL;
 	}
+	if (r->usuper != -1) {
+		(void)kill(r->usuper, SIGKILL);
+		while (waitpid(r->usuper, NULL, 0) == -1 && errno == EINTR)
+			;
+		r->usuper = -1;
+	}
 	if (r->pty != NULL) {
 		pty_drain(r->pty);
 		pty_restore(r->pty);
@@ -826,6 +961,7 @@ run_main(int argc, char *argv[])
 	memset(&r, 0, sizeof(r));
 	runconf_init(&r.rc, "moat run");
 	r.moatd = -1;
+	r.usuper = -1;
 	r.sfd = -1;
 	err[0] = '\0';
 	if (run_parse(&r, argc, argv) == -1) {

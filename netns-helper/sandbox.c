@@ -26,9 +26,11 @@
  * The handshake (nsjail's initParent / runChild, in small steps): one
  * SOCK_SEQPACKET pair; parent -> init: 'M' (ids mapped), 'G' + struct
  * sandbox_net (go), then the extras as 'B' + bytes (any number) and 'Z';
- * init -> parent: 'R' (ready for the network), 'S' (workload started),
- * 'E' + text (failed; the init exits), 'N' or 'X' + text (the command was
- * not found, or could not be executed).
+ * init -> parent: 'R' (ready for the network), 'L' with the seccomp
+ * filter's listener and the init's nested user namespace in SCM_RIGHTS
+ * (--allow-unix-socket only), 'S' (workload started), 'E' + text
+ * (failed; the init exits), 'N' or 'X' + text (the command was not
+ * found, or could not be executed).
  *
  * The extras: variables to set ("NAME=VALUE": the placeholders of the
  * sandbox's secrets) and to remove ("NAME": where moatd reads a secret's
@@ -87,6 +89,9 @@ struct sandbox {
 	pid_t	pid;	/* the init, in our PID namespace; -1 once reaped */
 	int	fd;	/* our end of the handshake */
 	bool	ready;	/* its 'R' was read */
+	bool	notify;	/* an 'L' comes before the 'S' */
+	int	listener; /* the filter's listener (--allow-unix-socket) */
+	int	userns;	/* and the init's (nested) user namespace */
 };
 
 /* The go message: its tag and what the init needs. */
@@ -136,6 +141,9 @@ static void	sandbox_exec(const struct sandbox_spec *spec,
 static void	sandbox_serve(pid_t wpid, int sfd, int fd)
 		    __attribute__((noreturn));
 static int	sandbox_recv(int fd, char *buf, size_t len, int timeout_ms);
+static void	sandbox_notify(int fd);
+static int	sandbox_recv_listener(struct sandbox *sb, char *err,
+		    size_t errlen);
 static int	sandbox_answer(struct sandbox *sb, char want, char *err,
 		    size_t errlen);
 
@@ -552,6 +560,51 @@ sandbox_serve(pid_t wpid, int sfd, int fd)
 	}
 }
 
+/*
+ * --allow-unix-socket: the filter that sends every connect() to moat
+ * run's supervisor, whose listener goes to moat run ('L') and is not
+ * kept: no process in the sandbox may answer its own calls.
+ */
+static void
+sandbox_notify(int fd)
+{
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	union {
+		char		buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr	align;
+	}		 u;
+	char		 tag = 'L';
+	int		 fds[2];
+
+	/* Ours: the nested one, where the supervisor's workers go. */
+	if ((fds[1] = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC)) ==
+	    -1)
+		sandbox_fail(fd, "/proc/self/ns/user: %s", strerror(errno));
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 ||
+	    (fds[0] = unixfilter_install_notify()) == -1)
+		sandbox_fail(fd, "cannot install the seccomp filter on Unix "
+		    "sockets: %s", strerror(errno));
+	memset(&mh, 0, sizeof(mh));
+	memset(&u, 0, sizeof(u));
+	iov.iov_base = &tag;
+	iov.iov_len = 1;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof(u.buf);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != 1)
+		_exit(MOAT_EXIT_LAUNCH);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 /* The clone's child: pid 1 of the new PID namespace. */
 static void
 sandbox_init(const struct sandbox_spec *spec, int fd)
@@ -633,8 +686,10 @@ sandbox_init(const struct sandbox_spec *spec, int fd)
 	 * cannot run a line before it; the init makes no socket from here.
 	 * no_new_privs first, as seccomp wants without CAP_SYS_ADMIN.
 	 */
-	if (!spec->unix_sockets && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0,
-	    0) == -1 || unixfilter_install() == -1))
+	if (spec->unix_notify)
+		sandbox_notify(fd);
+	else if (!spec->unix_sockets && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0,
+	    0, 0) == -1 || unixfilter_install() == -1))
 		sandbox_fail(fd, "cannot install the seccomp filter on Unix "
 		    "sockets: %s", strerror(errno));
 
@@ -712,6 +767,55 @@ sandbox_recv(int fd, char *buf, size_t len, int timeout_ms)
 	return (int)n;
 }
 
+/* The init's 'L' and the listener it carries (or its 'E'). */
+static int
+sandbox_recv_listener(struct sandbox *sb, char *err, size_t errlen)
+{
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	struct pollfd	 pfd;
+	union {
+		char		buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr	align;
+	}		 u;
+	char		 msg[SANDBOX_MSG_MAX];
+	int		 fds[2];
+	ssize_t		 n;
+	int		 r;
+
+	pfd.fd = sb->fd;
+	pfd.events = POLLIN;
+	do
+		r = poll(&pfd, 1, MOAT_STEP_TIMEOUT_MS);
+	while (r == -1 && errno == EINTR);
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = msg;
+	iov.iov_len = sizeof(msg) - 1;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof(u.buf);
+	n = r == 1 ? recvmsg(sb->fd, &mh, MSG_CMSG_CLOEXEC) : -1;
+	cm = n == 1 && msg[0] == 'L' ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (cm != NULL && cm->cmsg_level == SOL_SOCKET &&
+	    cm->cmsg_type == SCM_RIGHTS &&
+	    cm->cmsg_len == CMSG_LEN(sizeof(fds)) &&
+	    (mh.msg_flags & MSG_CTRUNC) == 0) {
+		memcpy(fds, CMSG_DATA(cm), sizeof(fds));
+		sb->listener = fds[0];
+		sb->userns = fds[1];
+		return 0;
+	}
+	if (n > 1 && msg[0] == 'E') {
+		msg[n] = '\0';
+		snprintf(err, errlen, "sandbox: %s", msg + 1);
+	} else
+		snprintf(err, errlen, "the sandbox's init did not send the "
+		    "seccomp filter's listener");
+	return -1;
+}
+
 /* Waits for the init's message want ('R', 'S'); 'E' is its error. */
 static int
 sandbox_answer(struct sandbox *sb, char want, char *err, size_t errlen)
@@ -749,6 +853,9 @@ sandbox_create(const struct sandbox_spec *spec, char *err, size_t errlen)
 	}
 	sb->pid = -1;
 	sb->fd = -1;
+	sb->listener = -1;
+	sb->userns = -1;
+	sb->notify = spec->unix_notify;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
 		snprintf(err, errlen, "socketpair: %s", strerror(errno));
 		free(sb);
@@ -860,6 +967,8 @@ sandbox_go(struct sandbox *sb, const struct sandbox_net *net,
 	}
 	if (send(sb->fd, "Z", 1, MSG_NOSIGNAL) != 1)
 		goto gone;
+	if (sb->notify && sandbox_recv_listener(sb, err, errlen) == -1)
+		return -1;
 	n = sandbox_recv(sb->fd, msg, sizeof(msg), MOAT_STEP_TIMEOUT_MS);
 	if (n == 1 && msg[0] == 'S')
 		return 0;
@@ -883,6 +992,16 @@ sandbox_go(struct sandbox *sb, const struct sandbox_net *net,
 	snprintf(err, errlen, "the sandbox's init is gone: %s",
 	    strerror(errno));
 	return -1;
+}
+
+int
+sandbox_take_listener(struct sandbox *sb, int *userns)
+{
+	int	fd = sb->listener;
+
+	*userns = sb->userns;
+	sb->listener = sb->userns = -1;
+	return fd;
 }
 
 pid_t
@@ -909,5 +1028,9 @@ sandbox_free(struct sandbox *sb)
 		return;
 	if (sb->fd != -1)
 		close(sb->fd);
+	if (sb->listener != -1)
+		close(sb->listener);
+	if (sb->userns != -1)
+		close(sb->userns);
 	free(sb);
 }

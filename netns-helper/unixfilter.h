@@ -13,4 +13,14 @@
  */
 int	unixfilter_install(void);
 
+/*
+ * The filter with allowed paths (--allow-unix-socket): socket(AF_UNIX)
+ * and socketpair(AF_UNIX) of types other than SOCK_STREAM and
+ * SOCK_SEQPACKET, io_uring_setup, seccomp() asking for a listener and
+ * other ABIs fail with EPERM; every
+ * connect() waits for the supervisor holding the returned listener
+ * (close-on-exec).  Returns the listener, or -1 and errno.
+ */
+int	unixfilter_install_notify(void);
+
 #endif /* MOAT_UNIXFILTER_H */

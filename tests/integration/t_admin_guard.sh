@@ -12,7 +12,8 @@
 #   +------------------------------------------------------------------+
 #   net: origin.py 203.0.113.10, dns.py 203.0.113.53
 #
-# Checks: the platform moatd lists its admin socket in the registry; a
+# Checks: the platform moatd lists its admin socket in the registry;
+# moat run refuses --allow-unix-socket naming it (directly or by a link); a
 # root `moat run` with its own private moatd cannot reach the platform's
 # admin socket (hidden) nor register through it; a register from a client
 # inside a registered sandbox's network namespace is refused, and so is
@@ -63,6 +64,16 @@ mt_in_set "private moat run: the platform's admin socket is hidden" \
 mt_in_set "private moat run: no register gets through it" \
     "$(mt_out reach admin_result | cut -d' ' -f1)" \
     "ECONNREFUSED ENOTSOCK EACCES ENOENT" "$MT_T/reach.out"
+# --allow-unix-socket naming it (or a link to it): refused, since moat
+# run's supervisor connects where the sandbox's hiding does not apply.
+ln -s "$adm" "$MT_T/admlink.sock"
+for spell in "$adm" "$MT_T/admlink.sock"; do
+	mt_moat_run root allowadm $PRIV --allow origin.test \
+	    --allow-unix-socket "$spell" -- "$MT_T/reach.sh"
+	mt_eq "--allow-unix-socket $spell: refused" "125 1" "$MT_RUN_RC $(grep \
+	    -c 'an admin socket of moatd' "$MT_T/allowadm.err")" \
+	    "$MT_T/allowadm.err" "$MT_T/allowadm.out"
+done
 if grep -q '"detail":"registered"' "$MT_T/audit.log"; then
 	mt_fail "the platform registered a sandbox from the private run" \
 	    "$MT_T/audit.log"

@@ -37,6 +37,7 @@ main(int argc, char *argv[])
 	test_dnsbudget_register();
 	test_upstream_register();
 	test_unixfilter_register();
+	test_unixsuper_register();
 	if (CU_get_error() != CUE_SUCCESS) {
 		fprintf(stderr, "unit: cannot register suites: %s\n",
 		    CU_get_error_msg());
