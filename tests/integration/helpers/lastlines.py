@@ -121,6 +121,9 @@ def main():
     ap.add_argument("--moatd", required=True)
     ap.add_argument("--runs", type=int, default=120)
     ap.add_argument("--max-us", type=int, default=1200)
+    ap.add_argument("--seconds", type=float, default=25,
+                    help="stop starting rounds after this long (the "
+                    "delays are spread over the rounds done so far)")
     args = ap.parse_args()
     if not 0 < args.runs <= 1000:
         sys.exit("lastlines.py: --runs must be 1..1000")
@@ -133,16 +136,27 @@ def main():
                                              "action": "deny",
                                              "hosts": ["unused.invalid"]}]},
                        "audit": {"path": audit}}, f)
-        bad = 0
+        bad = done = 0
+        end = time.monotonic() + args.seconds
+        # Delays in a shuffled order (a fixed stride through the range),
+        # so that rounds cut short by the time bound still cover it.
+        stride = 7 if args.runs % 7 else 11
         for i in range(args.runs):
-            delay = args.max_us * i // max(args.runs - 1, 1)
+            if time.monotonic() > end:
+                break
+            k = (i * stride) % args.runs
+            delay = args.max_us * k // max(args.runs - 1, 1)
             what = one_round(args.moatd, conf, audit, delay)
+            done += 1
             if what is not None:
                 bad += 1
-                print("round %d (SIGTERM after %d us): %s" % (i, delay, what))
-        print("lastlines: %d of %d rounds lost lines or went wrong"
-              % (bad, args.runs))
-    return 1 if bad else 0
+                print("round %d (SIGTERM after %d us): %s" % (i, delay, what),
+                      flush=True)
+        print("lastlines: %d of %d rounds lost lines or went wrong%s"
+              % (bad, done, "" if done == args.runs else
+                 " (time bound: %d of %d rounds run)" % (done, args.runs)),
+              flush=True)
+    return 1 if bad or done == 0 else 0
 
 
 if __name__ == "__main__":
