@@ -60,12 +60,16 @@ intercept_name_denied(const struct conn *c, const char *name,
 	t.path = path;
 	if (policy_decide(conn_policy(c), &t, d) == POLICY_ALLOW)
 		return 0;
-	/* With a name, an IP rule never allows: only a refusal that names
-	 * this host (or its deny set) overrides the address's verdict. */
+	/*
+	 * With a name, an IP rule never allows: only a refusal that names
+	 * this host (a deny rule, a metadata name) overrides the address's
+	 * verdict.  Not private-address: the address was judged already,
+	 * and a special-purpose name's own verdict ("localhost") is about
+	 * where it would resolve, while nothing is resolved here.
+	 */
 	switch (d->reason) {
 	case POLICY_R_DENIED_BY_RULE:
 	case POLICY_R_METADATA:
-	case POLICY_R_PRIVATE_ADDRESS:
 		return -1;
 	default:
 		return 0;

@@ -133,6 +133,12 @@ mt_eq "...and the origin served nothing" 0 \
 mt_curl i2 -x "http://$H" --cacert "$MT_T/origin.crt" \
     --connect-to other.wild.test:443:203.0.113.10:443 https://other.wild.test/i2
 mt_allowed "TLS for a name no rule names, through the allowed address" i2
+# A special-purpose name ("localhost", private-address if it were dialled
+# by name): nothing is resolved here, the address was judged (the bench's
+# TLS workload sends "localhost" to 127.0.0.1).
+mt_curl i3 -x "http://$H" -k \
+    --connect-to localhost:443:203.0.113.10:443 https://localhost/i3
+mt_allowed "TLS for localhost through the allowed address" i3
 
 # --- protocols -------------------------------------------------------------------
 mt_mark
