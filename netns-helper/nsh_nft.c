@@ -143,6 +143,9 @@ static void	nsh_nft_egress_chain(struct nsh_nft_tx *tx, const char *table,
 		    const char *name);
 static void	nsh_nft_ether_type(struct nsh_nft_rule *rb, uint16_t type);
 static void	nsh_nft_post_filter(struct nsh_nft_tx *tx, const char *sbx_if);
+static void	nsh_nft_gateway_rules(struct nsh_nft_tx *tx, const char *chain,
+		    const char *dns_oif, const char *sbx_if,
+		    const struct nsh_veth_addrs *a);
 static void	nsh_nft_redirect(struct nsh_nft_rule *rb, uint16_t port);
 static void	nsh_nft_dnat(struct nsh_nft_rule *rb, int family,
 		    const void *addr, uint16_t port);
@@ -771,6 +774,43 @@ nsh_nft_post_filter(struct nsh_nft_tx *tx, const char *sbx_if)
 	nsh_nft_rule_end(&rb);
 }
 
+/*
+ * What a veth sandbox may send to its gateway besides TCP, in table
+ * NSH_TABLE's chain: [oifname DNS_OIF] udp/tcp dport 53 to the host side's
+ * addresses accept; oifname SBX_IF ICMPv6 neighbour discovery accept.
+ */
+static void
+nsh_nft_gateway_rules(struct nsh_nft_tx *tx, const char *chain,
+    const char *dns_oif, const char *sbx_if, const struct nsh_veth_addrs *a)
+{
+	static const uint8_t	 nd[] = { NSH_ND_SOLICIT, NSH_ND_ADVERT };
+	static const uint8_t	 l4[] = { IPPROTO_UDP, IPPROTO_TCP };
+	struct nsh_nft_rule	 rb;
+	size_t			 i, v;
+
+	for (i = 0; i < sizeof(l4); i++) {
+		for (v = 0; v < 2; v++) {
+			nsh_nft_rule_start(&rb, tx, NSH_TABLE, chain);
+			if (dns_oif != NULL)
+				nsh_nft_ifname(&rb, NFT_META_OIFNAME, dns_oif);
+			if (v == 0)
+				nsh_nft_daddr4(&rb, a->host4, 32);
+			else
+				nsh_nft_daddr6(&rb, &a->host6);
+			nsh_nft_dport(&rb, l4[i], 53);
+			nsh_nft_verdict(&rb, NF_ACCEPT);
+			nsh_nft_rule_end(&rb);
+		}
+	}
+	for (i = 0; i < sizeof(nd); i++) {
+		nsh_nft_rule_start(&rb, tx, NSH_TABLE, chain);
+		nsh_nft_ifname(&rb, NFT_META_OIFNAME, sbx_if);
+		nsh_nft_icmp6_type(&rb, nd[i]);
+		nsh_nft_verdict(&rb, NF_ACCEPT);
+		nsh_nft_rule_end(&rb);
+	}
+}
+
 /* --- the rulesets --------------------------------------------------- */
 
 int
@@ -848,7 +888,6 @@ int
 nsh_nft_veth_sandbox(struct mnl_socket *nl, const char *owner,
     const char *sbx_if, const struct nsh_veth_addrs *a)
 {
-	static const uint8_t	 nd[] = { NSH_ND_SOLICIT, NSH_ND_ADVERT };
 	static const uint8_t	 l4[] = { IPPROTO_UDP, IPPROTO_TCP };
 	struct nsh_nft_tx	 tx;
 	struct nsh_nft_rule	 rb;
@@ -923,25 +962,7 @@ nsh_nft_veth_sandbox(struct mnl_socket *nl, const char *owner,
 	 * the namespace's own interface for a query to its own resolver).
 	 * filter_post then checks that it really leaves by sbx_if.
 	 */
-	for (i = 0; i < sizeof(l4); i++) {
-		for (v = 0; v < 2; v++) {
-			nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "filter_out");
-			if (v == 0)
-				nsh_nft_daddr4(&rb, a->host4, 32);
-			else
-				nsh_nft_daddr6(&rb, &a->host6);
-			nsh_nft_dport(&rb, l4[i], 53);
-			nsh_nft_verdict(&rb, NF_ACCEPT);
-			nsh_nft_rule_end(&rb);
-		}
-	}
-	for (i = 0; i < sizeof(nd); i++) {
-		nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "filter_out");
-		nsh_nft_ifname(&rb, NFT_META_OIFNAME, sbx_if);
-		nsh_nft_icmp6_type(&rb, nd[i]);
-		nsh_nft_verdict(&rb, NF_ACCEPT);
-		nsh_nft_rule_end(&rb);
-	}
+	nsh_nft_gateway_rules(&tx, "filter_out", NULL, sbx_if, a);
 	nsh_nft_post_filter(&tx, sbx_if);
 
 	rc = nsh_nft_tx_commit(nl, &tx);
@@ -1098,11 +1119,9 @@ int
 nsh_nft_egress(struct mnl_socket *nl, const char *owner, const char *sbx_if,
     const struct nsh_veth_addrs *a)
 {
-	static const uint8_t	 nd[] = { NSH_ND_SOLICIT, NSH_ND_ADVERT };
-	static const uint8_t	 l4[] = { IPPROTO_UDP, IPPROTO_TCP };
 	struct nsh_nft_tx	 tx;
 	struct nsh_nft_rule	 rb;
-	size_t			 i, v;
+	size_t			 v;
 	int			 rc, saved;
 
 	if (nsh_nft_tx_begin(&tx) == -1)
@@ -1129,27 +1148,7 @@ nsh_nft_egress(struct mnl_socket *nl, const char *owner, const char *sbx_if,
 			nsh_nft_verdict(&rb, NF_ACCEPT);
 			nsh_nft_rule_end(&rb);
 		}
-		for (i = 0; i < sizeof(l4); i++) {
-			for (v = 0; v < 2; v++) {
-				nsh_nft_rule_start(&rb, &tx, NSH_TABLE,
-				    "egress");
-				nsh_nft_ifname(&rb, NFT_META_OIFNAME, sbx_if);
-				if (v == 0)
-					nsh_nft_daddr4(&rb, a->host4, 32);
-				else
-					nsh_nft_daddr6(&rb, &a->host6);
-				nsh_nft_dport(&rb, l4[i], 53);
-				nsh_nft_verdict(&rb, NF_ACCEPT);
-				nsh_nft_rule_end(&rb);
-			}
-		}
-		for (i = 0; i < sizeof(nd); i++) {
-			nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "egress");
-			nsh_nft_ifname(&rb, NFT_META_OIFNAME, sbx_if);
-			nsh_nft_icmp6_type(&rb, nd[i]);
-			nsh_nft_verdict(&rb, NF_ACCEPT);
-			nsh_nft_rule_end(&rb);
-		}
+		nsh_nft_gateway_rules(&tx, "egress", sbx_if, sbx_if, a);
 	}
 	rc = nsh_nft_tx_commit(nl, &tx);
 	saved = errno;
