@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -31,6 +33,7 @@
 
 #define AUDIT_RETRY_MS		1000	/* held lines are tried again this often */
 #define AUDIT_WARN_MS		10000	/* one stderr line per this, at most */
+#define AUDIT_LINE_WAIT_MS	1000	/* a stalled reader, to finish a line */
 
 static struct {
 	pthread_mutex_t	 mu;
@@ -91,10 +94,19 @@ audit_open(const char *path, int *own)
 		return -1;
 	if (strcmp(path, "-") == 0)
 		return STDERR_FILENO;
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
-	    0640);
-	if (fd == -1)
+	/*
+	 * O_NONBLOCK: a FIFO or socket whose reader stops must not hold the
+	 * writer (and with it a reload, or moatd's exit) in write(2): lines
+	 * it does not take are held and counted like on a full disk.  A FIFO
+	 * without a reader is an error (ENXIO), not a wait.
+	 */
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
+	    O_NONBLOCK, 0640);
+	if (fd == -1) {
+		if (errno == ENXIO)
+			errno = EPIPE;	/* says "no reader" better */
 		return -2;
+	}
 	*own = 1;
 	return fd;
 }
@@ -158,6 +170,47 @@ audit_reopen(void)
 }
 
 /*
+ * How much of buf to write to a pipe at once: whole lines up to PIPE_BUF,
+ * which a pipe takes whole or not at all, so that a stalled reader leaves
+ * no piece of a line in it; a longer line alone.
+ */
+static size_t
+audit_pipe_step(const char *buf, size_t len)
+{
+	const char	*nl;
+	size_t		 step = 0, end;
+
+	while (step < len) {
+		if ((nl = memchr(buf + step, '\n', len - step)) == NULL)
+			end = len;
+		else
+			end = (size_t)(nl - buf) + 1;
+		if (end > PIPE_BUF && step > 0)
+			break;
+		step = end;
+		if (step >= PIPE_BUF)
+			break;
+	}
+	return step;
+}
+
+/*
+ * A non-blocking sink (FIFO, socket) took part of a line: waits up to
+ * AUDIT_LINE_WAIT_MS for room to finish it.  1 if there is room.
+ */
+static int
+audit_wait_writable(int fd)
+{
+	struct pollfd	pfd = { .fd = fd, .events = POLLOUT };
+	int		n;
+
+	do
+		n = poll(&pfd, 1, AUDIT_LINE_WAIT_MS);
+	while (n == -1 && errno == EINTR);
+	return n == 1 && (pfd.revents & POLLOUT);
+}
+
+/*
  * Writes buf (whole lines) to fd.  Returns 0 when all of it was written;
  * else -1 with errno, and *done the bytes of the whole lines that made it.
  * A line is never left cut in a file: after a short write (a full disk)
@@ -181,12 +234,18 @@ audit_write_lines(int fd, const char *buf, size_t len, size_t *done)
 		}
 		A.torn = 0;
 	}
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+	if (fstat(fd, &st) == -1)
+		st.st_mode = 0;
+	if (S_ISREG(st.st_mode))
 		start = st.st_size;	/* O_APPEND: lines go there */
 	while (w < len) {
-		n = write(fd, buf + w, len - w);
+		n = write(fd, buf + w, S_ISFIFO(st.st_mode) ?
+		    audit_pipe_step(buf + w, len - w) : len - w);
 		if (n == -1 && errno == EINTR)
 			continue;
+		if (n == -1 && errno == EAGAIN && w > 0 &&
+		    buf[w - 1] != '\n' && audit_wait_writable(fd))
+			continue;	/* finish the line begun */
 		if (n <= 0) {
 			saved = n == 0 ? ENOSPC : errno;
 			break;
@@ -306,8 +365,10 @@ audit_flush(const char *buf, size_t len, uint64_t dropped)
 		atomic_store(&A.failing, 1);
 		snprintf(msg, sizeof(msg), "cannot write to %s: %s; %zu bytes "
 		    "of lines wait, %llu lines lost since start",
-		    A.path != NULL ? A.path : "stderr", strerror(saved),
-		    A.heldlen, (unsigned long long)A.lost_total);
+		    A.path != NULL ? A.path : "stderr", saved == EAGAIN ?
+		    "its reader does not take lines (stalled)" :
+		    strerror(saved), A.heldlen,
+		    (unsigned long long)A.lost_total);
 		audit_warn_lost(msg);
 		return;
 	}
