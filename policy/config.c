@@ -123,6 +123,10 @@ static const struct config_default	config_defaults[] = {
 	/* limits.body_inspect_bytes: request body scanned for secrets */
 	{ "limits", "body_inspect_bytes", CONFIG_T_SIZE, 1048576, 0, 67108864,
 	    NULL, CONFIG_OFF(limits.body_inspect_bytes) },
+	/* limits.partial_heads_bytes: what unfinished request heads may
+	 * hold in moatd's memory, all connections together */
+	{ "limits", "partial_heads_bytes", CONFIG_T_SIZE, 33554432, 1048576,
+	    4294967296ull, NULL, CONFIG_OFF(limits.partial_heads_bytes) },
 	/* limits.dns_cache_entries: cached answers per worker (0: none) */
 	{ "limits", "dns_cache_entries", CONFIG_T_SIZE, 4096, 0, 1000000,
 	    NULL, CONFIG_OFF(limits.dns_cache_entries) },

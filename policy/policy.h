@@ -412,6 +412,8 @@ struct moat_limits {
 	size_t		header_count;
 	size_t		connections;		/* open client connections, all workers */
 	size_t		body_inspect_bytes;	/* request body scanned for secrets */
+	size_t		partial_heads_bytes;	/* all unfinished request heads
+						   together, all workers */
 	size_t		dns_cache_entries;	/* per worker */
 	size_t		dns_wildcard_names;	/* new names a sandbox may have
 						   resolved per minute under

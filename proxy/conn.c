@@ -133,6 +133,8 @@ conn_accept(struct worker *w, struct listener *l, int fd,
 	}
 	TAILQ_INSERT_TAIL(&w->conns, c, link);
 	w->nconns++;
+	if (w->nconns > w->peak_conns)
+		w->peak_conns = w->nconns;
 	atomic_fetch_add(&worker_conns_open, 1);
 	log_debug("conn=%llu accepted from %s on %s", (unsigned long long)c->id,
 	    c->client, l->address);
@@ -775,6 +777,35 @@ conn_audit_tunnel_close(struct conn *c, enum policy_reason reason)
 	secrets_view_done(&sv);
 }
 
+/* Bytes held by unfinished request heads, all workers. */
+static atomic_size_t	conn_heads_held;
+
+int
+conn_head_hold(struct conn *c, size_t len)
+{
+	size_t	total;
+
+	if (len <= c->head_held)
+		return 0;
+	total = atomic_fetch_add(&conn_heads_held, len - c->head_held) +
+	    (len - c->head_held);
+	c->head_held = len;
+	if (total > c->cfg->limits.partial_heads_bytes) {
+		conn_head_release(c);
+		return -1;
+	}
+	return 0;
+}
+
+void
+conn_head_release(struct conn *c)
+{
+	if (c->head_held > 0) {
+		atomic_fetch_sub(&conn_heads_held, c->head_held);
+		c->head_held = 0;
+	}
+}
+
 void
 conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 {
@@ -785,6 +816,7 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 		    policy_reason_str(reason), detail);
 	if (c->kind == CONN_KIND_DNS)
 		dns_conn_closing(c);
+	conn_head_release(c);
 	resolver_cancel(c->rq);
 	upstream_connect_cancel(c->uc);
 	if (c->timer != NULL)

@@ -162,6 +162,10 @@ struct conn {
 	char			 tun_rule[72];
 	char			 tun_ip[64];
 
+	/* Bytes of an unfinished request head counted against
+	 * limits.partial_heads_bytes (conn_head_hold). */
+	size_t			 head_held;
+
 	/* Secrets of the current request (inject.c), or NULL. */
 	struct inject		*inj;
 };
@@ -198,6 +202,14 @@ void	conn_http_target(const struct conn *c, struct policy_target *t);
 
 /* Stops reading from the client once its buffered input is too large. */
 void	conn_hold_input(struct conn *c);
+/*
+ * An unfinished request head of len bytes waits in c's buffer: counts it
+ * against limits.partial_heads_bytes, shared by all connections.  -1 if
+ * that total would be passed (c's count is then released).
+ */
+int	conn_head_hold(struct conn *c, size_t len);
+/* c's head is complete or gone: its bytes no longer count. */
+void	conn_head_release(struct conn *c);
 /* 1 if c->dec's rule has no "rate" or a token was left; 0 otherwise. */
 int	conn_rate_ok(struct conn *c);
 /* Connects to addrs[0..n) (already judged) and continues as conn_route. */

@@ -242,8 +242,18 @@ http_read_head(struct conn *c)
 	}
 	rc = http_head_scan((const char *)p, len, &lim, &c->scan_state,
 	    &head_len, &err);
-	if (rc == HTTP_NEED_MORE)
+	if (rc == HTTP_NEED_MORE) {
+		/* A head that comes in pieces waits in memory: all of them
+		 * together are bounded, so that many slow clients cannot
+		 * take moatd's memory (a burst of them is refused). */
+		if (conn_head_hold(c, len) == -1) {
+			c->kind = CONN_KIND_HTTP;
+			http_denied_code(c, 503, POLICY_R_LIMIT, "unfinished "
+			    "request heads hold limits.partial_heads_bytes");
+		}
 		return;
+	}
+	conn_head_release(c);
 	if (rc == HTTP_OK)
 		rc = http_request_head_parse((const char *)p, head_len, &lim,
 		    &c->req, &err);

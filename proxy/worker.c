@@ -14,6 +14,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#ifdef HAVE_MALLOC_TRIM
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +46,7 @@ static void	 worker_wake_cb(evutil_socket_t fd, short what, void *arg);
 static void	 worker_accept_cb(evutil_socket_t fd, short what, void *arg);
 static void	 worker_udp_cb(evutil_socket_t fd, short what, void *arg);
 static void	 worker_pause_cb(evutil_socket_t fd, short what, void *arg);
+static void	 worker_trim_cb(evutil_socket_t fd, short what, void *arg);
 static void	 worker_accepting(struct worker *w, int on);
 static void	 worker_pause(struct worker *w, const char *why);
 static void	 worker_check_done(struct worker *w);
@@ -92,7 +96,8 @@ worker_new(int idx, struct moat_config *cfg, struct tls *tls,
 	if (w->res == NULL)
 		goto fail;
 	if ((w->accept_pause = evtimer_new(w->base, worker_pause_cb, w)) ==
-	    NULL)
+	    NULL ||
+	    (w->trim = evtimer_new(w->base, worker_trim_cb, w)) == NULL)
 		goto nomem;
 	for (l = listeners; l != NULL; l = l->next)
 		if (worker_watch(w, l) == -1)
@@ -206,6 +211,8 @@ worker_free(struct worker *w)
 	}
 	if (w->accept_pause != NULL)
 		event_free(w->accept_pause);
+	if (w->trim != NULL)
+		event_free(w->trim);
 	resolver_free(w->res);
 	if (w->base != NULL)
 		event_base_free(w->base);
@@ -417,10 +424,37 @@ worker_check_done(struct worker *w)
 		event_base_loopbreak(w->base);
 }
 
+/*
+ * After a burst (many connections, then few) the allocator keeps the freed
+ * memory for reuse: moatd stays at its peak size.  A second after the
+ * connections fell to a quarter of a large peak, glibc's malloc_trim()
+ * gives free pages of every arena back to the kernel (it locks each arena
+ * in turn: done once per burst, not per connection).
+ */
+static void
+worker_trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker	*w = arg;
+
+#ifdef HAVE_MALLOC_TRIM
+	(void)malloc_trim(0);
+#endif
+	log_debug("worker %d: memory trimmed after a burst of %zu "
+	    "connections (now %zu)", w->idx, w->peak_conns, w->nconns);
+	w->peak_conns = w->nconns;
+}
+
 void
 worker_conn_closed(struct worker *w)
 {
+	struct timeval	tv = { WORKER_TRIM_DELAY_MS / 1000,
+			    (WORKER_TRIM_DELAY_MS % 1000) * 1000 };
+
 	atomic_fetch_sub(&worker_conns_open, 1);
+	if (w->peak_conns >= WORKER_TRIM_MIN_CONNS &&
+	    w->nconns <= w->peak_conns / 4 && w->trim != NULL &&
+	    !evtimer_pending(w->trim, NULL))
+		evtimer_add(w->trim, &tv);
 	worker_check_done(w);
 }
 

@@ -36,6 +36,9 @@ struct uppool_entry;
 #define WORKER_PIPE_BYTES	(256 << 10) /* capacity asked for each pipe */
 #define WORKER_ACCEPT_BATCH	64	/* accept(2) calls per wakeup */
 #define WORKER_ACCEPT_PAUSE_MS	100	/* pause when out of fds or at the limit */
+#define WORKER_TRIM_MIN_CONNS	256	/* a burst this large ... */
+#define WORKER_TRIM_DELAY_MS	1000	/* ... gives memory back this long after
+					   it fell to a quarter */
 
 /* A listening socket this worker watches. */
 struct worker_accept {
@@ -74,6 +77,8 @@ struct worker {
 
 	TAILQ_HEAD(, conn)	 conns;
 	size_t			 nconns;
+	size_t			 peak_conns;	/* since memory was last trimmed */
+	struct event		*trim;		/* gives memory back after a burst */
 	LIST_HEAD(, tunnel)	 tunnels;
 	size_t			 ntunnels;
 	LIST_HEAD(, dns_pending) dnsq;		/* DNS queries waiting */

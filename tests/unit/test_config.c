@@ -316,6 +316,11 @@ static const struct cfg_vec	cfg_vectors[] = {
 	      "\"auto\"" },
 	    { 9, 11, "\"-x\"", "user: \"-x\" is not a user name (1-32 of A-Z "
 	      "a-z 0-9 . _ -, not starting with -)" } } },
+	{ "limits.partial_heads_bytes below its range",
+	  "{\n  " LISTEN ", " POLICY ",\n"
+	  "  \"limits\": {\"partial_heads_bytes\": 65536}\n}", 1, 0, {
+	    { 3, 37, "65536", "limits.partial_heads_bytes: 65536 is out of "
+	      "range (1048576-4294967296)" } } },
 	{ "legal but suspicious: warnings only",
 	  "{\n  " LISTEN ",\n  \"policy\": {\"rules\": [\n"
 	  "    {\"name\": \"lan\", \"action\": \"allow\", \"cidrs\": "
@@ -915,6 +920,7 @@ test_config_defaults(void)
 	CU_ASSERT_EQUAL(c->limits.body_inspect_bytes, 1048576);
 	CU_ASSERT_EQUAL(c->limits.dns_cache_entries, 4096);
 	CU_ASSERT_EQUAL(c->limits.dns_wildcard_names, 100);
+	CU_ASSERT_EQUAL(c->limits.partial_heads_bytes, 33554432);
 	CU_ASSERT_EQUAL(c->workers, 0);
 	CU_ASSERT_PTR_NULL(c->user);
 	policy_config_unref(c);
