@@ -525,19 +525,31 @@ worker_sandbox_limit(const struct worker *w, const struct listener *l)
 static void
 worker_refuse(struct worker *w, struct listener *l, int fd)
 {
+#define REFUSE_BODY	"moat refused this connection: its sandbox has too " \
+			    "many open (limit).\n"
 	static const char	resp[] =
 	    "HTTP/1.1 503 Service Unavailable\r\n"
 	    "Content-Type: text/plain; charset=utf-8\r\n"
-	    "Content-Length: 72\r\n"
+	    "Content-Length: 69\r\n"
 	    "Cache-Control: no-store\r\n"
 	    "X-Moat-Reason: limit\r\n"
-	    "Connection: close\r\n\r\n"
-	    "moat refused this connection: the sandbox has too many open "
-	    "(limit).\n";
+	    "Connection: close\r\n\r\n" REFUSE_BODY;
+	_Static_assert(sizeof(REFUSE_BODY) - 1 == 69, "Content-Length");
+#undef REFUSE_BODY
 	struct timeval		tv = { SANDBOX_REFUSED_AUDIT_MS / 1000,
 				    (SANDBOX_REFUSED_AUDIT_MS % 1000) * 1000 };
+	char			buf[4096];
 	uint64_t		n;
+	int			i;
 
+	/*
+	 * What the client sent already is read and dropped: closing with
+	 * unread bytes would reset the connection, and the reset could
+	 * reach the client before it reads the answer.
+	 */
+	for (i = 0; i < 4 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT) ==
+	    (ssize_t)sizeof(buf); i++)
+		continue;
 	if (l->proto == MOAT_PROTO_HTTP)
 		(void)!send(fd, resp, sizeof(resp) - 1, MSG_NOSIGNAL |
 		    MSG_DONTWAIT);
