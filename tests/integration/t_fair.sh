@@ -6,19 +6,25 @@
 #        fair.py quiet --> moatd 10.200.0.1:3129 (sandbox "quiet")
 #        hold.py, curl --> moatd 10.200.0.1:3130 (sandbox "capped",
 #                          "connections": 5)
+#        hold.py, fair.py flood --> 10.200.0.1:3131, :3132 (registered
+#                          by fair.py register in moat, admin socket)
 #     --> net: origin.py 203.0.113.10
 #   (the full drawing is at the top of lib.sh)
 #
 # limits.connections 400 and no limits.sandbox_connections: each sandbox
 # may have a quarter, 100, open.  "flood" opens 1000 connections in a
-# burst and trickles a request head on each, never finishing it; while it
-# holds them, "quiet" makes 100 requests one after the other, each on a
-# new connection: all are answered, the 99th percentile of their latency
-# is under a second (the median and p99 are printed).  The flood has
-# exactly 100 open, every other one was refused at once, and the refusals
-# are audited with reason limit in a line per second at most, whose counts
-# add up to the refusals.  The listener's "connections": 5 of "capped"
-# holds 5 tunnels and answers a 6th connection 503 with X-Moat-Reason limit.
+# burst and trickles a request head on each, never finishing it; each one
+# refused is replaced (5000 a second at most, 12 s); meanwhile "quiet"
+# makes 100 requests one after the other, each on a new connection: all
+# are answered, the 99th percentile of their latency is under a second
+# (the median and p99 are printed).  The flood has exactly 100 open, every
+# other one was refused at once, and the refusals are audited with reason
+# limit in a line per second at most, whose counts add up to the
+# refusals.  The listener's "connections": 5 of "capped" holds 5 tunnels
+# and answers a 6th connection 503 with X-Moat-Reason limit.  Sandboxes
+# registered on the admin socket: their own limits.sandbox_connections (3)
+# holds, one larger than the daemon's (1000) gets the daemon's (100), and
+# other limits or a bad value are refused.
 #
 # Without the per-sandbox limit (a single pool), the flood takes all 400
 # places, every worker stops accepting, and the quiet requests time out.
@@ -28,6 +34,8 @@
 FLOOD=10.200.0.1:3128
 QUIET=10.200.0.1:3129
 CAPPED=10.200.0.1:3130
+REG=10.200.0.1:3131	# registered sandboxes' listeners (bound in moat's
+BIG=10.200.0.1:3132	# namespace by fair.py register, handed over)
 FLOOD_COUNT=1000
 FLOOD_HOLD_S=14		# the flood holds its connections this long, then ends
 FLOOD_AGAIN=60000	# ... and replaces a refused one this many times,
@@ -46,6 +54,8 @@ mt_conf_set "$conf" listen "[
   {\"proto\": \"http\", \"address\": \"$CAPPED\", \"sandbox\": \"capped\",
    \"connections\": 5}]"
 mt_conf_set "$conf" limits '{"connections": 400}'
+adm=$MT_T/admin.sock
+mt_conf_set "$conf" admin "{\"address\": \"unix:$adm\"}"
 # The flood's heads stay unfinished longer than it lasts: it keeps its
 # places until it closes them.
 mt_conf_set "$conf" timeouts '{"request_head_ms": 60000}'
@@ -76,6 +86,55 @@ mt_allowed "another sandbox is served while \"capped\" is at its limit" \
     capped_other
 kill -TERM "$MT_PID_hold"
 mt_wait_exit "$MT_PID_hold" 30
+
+# --- a registration's own limits.sandbox_connections -------------------------------
+# reg NAME ADDR LIMITS: registers NAME (its listener at ADDR) and holds it;
+# "ok" or the error on stdout.
+reg()
+{
+	if mt_bg "$1" moat "$MT_PY" "$MT_HELPERS/fair.py" register \
+	    --admin "$adm" --name "$1" --listen "$2" --limits "$3" \
+	    --hold-s 100 --ready-fd 3 >/dev/null; then
+		echo ok
+	else
+		sed -n 's/^admin_result=refused admin_error=//p' "$MT_T/$1.out"
+	fi
+}
+mt_eq "a registration with limits.sandbox_connections 3" ok \
+    "$(reg reg3 "$REG" '{"sandbox_connections": 3}')"
+mt_bg hold3 cli "$MT_PY" "$MT_HELPERS/hold.py" --proxy "$REG" \
+    --target origin.test:8080 --count 3 --out "$MT_T/hold3.out" \
+    --lifetime 60 --ready-fd 3 || mt_fail "hold.py did not start"
+mt_eq "its own limit holds 3 tunnels" "0 200 1 200 2 200 " \
+    "$(tr '\n' ' ' < "$MT_T/hold3.out")"
+mt_curl reg4 -x "http://$REG" --max-time 5 http://origin.test/fourth
+mt_eq "a 4th connection of the registered sandbox is refused" "503 limit" \
+    "$MT_CODE $(mt_hdr reg4 X-Moat-Reason)"
+kill -TERM "$MT_PID_hold3"
+mt_wait_exit "$MT_PID_hold3" 30
+# Its own limit only lowers the daemon's: 1000 asked, 100 (the daemon's
+# quarter) given.
+mt_eq "a registration with limits.sandbox_connections 1000" ok \
+    "$(reg big "$BIG" '{"sandbox_connections": 1000}')"
+mt_bg bigflood cli "$MT_PY" "$MT_HELPERS/fair.py" flood --proxy "$BIG" \
+    --count 200 --burst-s 3 --hold-s 4 --ready-fd 3 ||
+    mt_fail "the flood of \"big\" did not start"
+mt_wait_exit "$MT_PID_bigflood" 100
+mt_eq "... holds 100 connections, the daemon's limit" "100 100" \
+    "$(sed -n 's/^open=//p' "$MT_T/bigflood.out") $(sed -n \
+    's/^refused=//p' "$MT_T/bigflood.out")"
+got=$(reg bad1 "10.200.0.1:3133" '{"connections": 5}')
+case $got in
+*'"limits.connections" cannot be set per sandbox'*)
+	mt_pass "a registration's limits.connections is refused: $got" ;;
+*)	mt_fail "a registration's limits.connections: '$got'" ;;
+esac
+got=$(reg bad2 "10.200.0.1:3134" '{"sandbox_connections": 0}')
+case $got in
+*'limits.sandbox_connections: 0 is out of range'*)
+	mt_pass "a registration's limits.sandbox_connections 0 is refused: $got" ;;
+*)	mt_fail "a registration's limits.sandbox_connections 0: '$got'" ;;
+esac
 
 # --- a flood from one sandbox, requests from another -------------------------------
 mt_bg flood cli "$MT_PY" "$MT_HELPERS/fair.py" flood --proxy "$FLOOD" \

@@ -27,15 +27,25 @@ What it is: the load of t_fair.sh.
       prints ok=, failed=, codes= (status counts), and the latencies of
       the answered ones: median_ms=, p99_ms=, max_ms= (and p99_us=).
 
+  fair.py register --admin PATH --name NAME --listen IP:PORT
+      --limits JSON [--hold-s S]
+      Registers sandbox NAME with moatd's admin socket PATH: an allow-all
+      policy, "limits": JSON, one http listener bound here at IP:PORT.
+      Prints "admin_result=ok" (then writes "ready" on --ready-fd and
+      holds the admin connection, and so the sandbox, --hold-s seconds) or
+      "admin_result=refused admin_error=TEXT".
+
 Bounded in count and time, stops by itself.  Python standard library only.
 """
 
 import argparse
 import errno
+import json
 import os
 import resource
 import select
 import socket
+import struct
 import sys
 import time
 
@@ -223,6 +233,61 @@ def quiet(args):
     return 0
 
 
+def admin_msg(s, obj, fds=()):
+    body = json.dumps(obj).encode()
+    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+            struct.pack("%di" % len(fds), *fds))] if fds else []
+    s.sendmsg([struct.pack(">I", len(body))], anc)
+    s.sendall(body)
+    hdr = b""
+    while len(hdr) < 4:
+        b = s.recv(4 - len(hdr))
+        if not b:
+            raise EOFError("moatd closed the admin connection")
+        hdr += b
+    n = struct.unpack(">I", hdr)[0]
+    body = b""
+    while len(body) < n:
+        b = s.recv(n - len(body))
+        if not b:
+            raise EOFError("moatd closed the admin connection")
+        body += b
+    return json.loads(body)
+
+
+def register(args):
+    fam, addr = addr_of(args.listen)
+    lst = socket.socket(fam, socket.SOCK_STREAM)
+    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lst.bind(addr)
+    lst.listen(4096)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    try:
+        s.connect(args.admin)
+        a = admin_msg(s, {"op": "hello", "version": 1})
+        if a.get("ok"):
+            a = admin_msg(s, {
+                "op": "register", "sandbox": args.name,
+                "config": {"policy": {"default": "deny", "rules": [
+                    {"name": "all", "action": "allow", "hosts": ["*"],
+                     "ports": [80, 8080]}],
+                    "allow_private": ["203.0.113.0/24"]},
+                    "limits": json.loads(args.limits)},
+                "listeners": [{"proto": "http", "fd": 0}]}, [lst.fileno()])
+    except (OSError, EOFError, ValueError) as e:
+        a = {"error": str(e)}
+    lst.close()
+    if not a.get("ok"):
+        print("admin_result=refused admin_error=%s" % a.get("error"))
+        return 0
+    print("admin_result=ok")
+    sys.stdout.flush()
+    ready(args.ready_fd)
+    time.sleep(args.hold_s)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -240,7 +305,18 @@ def main():
     q.add_argument("--count", type=int, required=True)
     q.add_argument("--timeout", type=float, default=3.0)
     q.add_argument("--deadline", type=float, default=60.0)
+    r = sub.add_parser("register")
+    r.add_argument("--admin", required=True)
+    r.add_argument("--name", required=True)
+    r.add_argument("--listen", required=True)
+    r.add_argument("--limits", required=True)
+    r.add_argument("--hold-s", type=float, default=30.0)
+    r.add_argument("--ready-fd", type=int, default=1)
     args = ap.parse_args()
+    if args.cmd == "register":
+        if not 0 < args.hold_s <= 120:
+            ap.error("--hold-s 0..120")
+        return register(args)
     if args.cmd == "flood":
         if not 0 < args.count <= 5000 or not 0 < args.hold_s <= 60 or \
                 not 0 < args.burst_s <= args.hold_s or \
