@@ -191,8 +191,7 @@ if [[ $last =~ ^[0-9]+$ ]] && [[ $burst =~ ^[0-9]+$ ]] &&
 	mt_pass "the flood was refused until $last ms, after the quiet" \
 	    "requests ($burst to ~$((burst + quiet_ms)) ms)"
 else
-	mt_fail "the flood's last refusal at '${last:-?}' ms came before the" \
-	    "quiet requests ended (~$((${burst:-0} + quiet_ms)) ms)" \
+	mt_fail "the flood's last refusal at '${last:-?}' ms came before the quiet requests ended (~$((${burst:-0} + quiet_ms)) ms)" \
 	    "$MT_T/flood.out"
 fi
 mt_eq "the flood holds a quarter of limits.connections" 100 "${open:-?}"
