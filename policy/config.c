@@ -68,6 +68,10 @@ static const struct config_default	config_defaults[] = {
 	/* listen[].sandbox: the identity audit lines carry */
 	{ "listen", "sandbox", CONFIG_T_STRING, 0, 0, 0, "default",
 	    CONFIG_NOOFF },
+	/* listen[].connections: the listener's sandbox's open connections,
+	 * instead of limits.sandbox_connections (no default: absent) */
+	{ "listen", "connections", CONFIG_T_RANGE, 0, 1, 1000000, NULL,
+	    CONFIG_NOOFF },
 	/* audit.path: "-" is moatd's stderr */
 	{ "audit", "path", CONFIG_T_STRING, 0, 0, 0, "-", CONFIG_NOOFF },
 	/* resolver.tries: attempts per query before dns-failure */
@@ -120,6 +124,11 @@ static const struct config_default	config_defaults[] = {
 	/* limits.connections: open client connections, all workers */
 	{ "limits", "connections", CONFIG_T_SIZE, 10000, 1, 1000000, NULL,
 	    CONFIG_OFF(limits.connections) },
+	/* limits.sandbox_connections: open connections of one sandbox, all
+	 * workers; 0 stands for "not given": a quarter of limits.connections
+	 * (config_limits) */
+	{ "limits", "sandbox_connections", CONFIG_T_SIZE, 0, 1, 1000000, NULL,
+	    CONFIG_OFF(limits.sandbox_connections) },
 	/* limits.body_inspect_bytes: request body scanned for secrets */
 	{ "limits", "body_inspect_bytes", CONFIG_T_SIZE, 1048576, 0, 67108864,
 	    NULL, CONFIG_OFF(limits.body_inspect_bytes) },
@@ -338,6 +347,7 @@ static void	config_user(struct config_ctx *x, json_t *v, size_t pos);
 static void	config_check_addresses(struct config_ctx *x);
 static void	config_check_inspection(struct config_ctx *x);
 static void	config_check_secrets(struct config_ctx *x);
+static void	config_limits(struct moat_config *c);
 
 /* Whole load. */
 static void	config_syntax(struct policy_diags *d, const char *buf,
@@ -1024,6 +1034,31 @@ config_top(struct config_ctx *x, json_t *root)
 	config_check_secrets(x);
 }
 
+/*
+ * limits.sandbox_connections not given: where moatd serves several
+ * sandboxes (an admin socket, or listeners of more than one sandbox name),
+ * a quarter of limits.connections, so that one sandbox that opens
+ * connections as fast as it can (or holds them idle) leaves three quarters
+ * of the daemon's to the others; where it serves one, all of them.
+ * Whether it was given is kept: a registered sandbox's own value counts
+ * only then.
+ */
+static void
+config_limits(struct moat_config *c)
+{
+	struct moat_limits	*lim = &c->limits;
+	bool			 several = c->admin_address != NULL;
+	size_t			 i;
+
+	for (i = 1; i < c->nlisten && !several; i++)
+		several = strcmp(c->listen[i].sandbox, c->listen[0].sandbox) !=
+		    0;
+	lim->sandbox_connections_set = lim->sandbox_connections != 0;
+	if (!lim->sandbox_connections_set)
+		lim->sandbox_connections = !several ? lim->connections :
+		    lim->connections / 4 > 0 ? lim->connections / 4 : 1;
+}
+
 /* ------------------------------------------------------------------ */
 /* listen                                                               */
 /* ------------------------------------------------------------------ */
@@ -1056,7 +1091,7 @@ config_listen(struct config_ctx *x, json_t *v, size_t pos)
 
 enum {
 	LSN_PROTO = 0, LSN_ADDRESS, LSN_MODE, LSN_SANDBOX, LSN_AUTH,
-	LSN__COUNT
+	LSN_CONNECTIONS, LSN__COUNT
 };
 
 static void
@@ -1069,9 +1104,11 @@ config_listener(struct config_ctx *x, json_t *v, size_t pos,
 		[LSN_MODE] = { "mode", NULL, 0 },
 		[LSN_SANDBOX] = { "sandbox", NULL, 0 },
 		[LSN_AUTH] = { "auth", NULL, 0 },
+		[LSN_CONNECTIONS] = { "connections", NULL, 0 },
 	};
 	const char		*s;
 	size_t			 n, i, old;
+	long long		 num;
 	bool			 proto_ok = false, addr_ok = false;
 
 	l->line = (int)x->jp->v[pos].vline;
@@ -1154,6 +1191,14 @@ config_listener(struct config_ctx *x, json_t *v, size_t pos,
 		else
 			config_refs(x, f[LSN_AUTH].v, f[LSN_AUTH].pos, false,
 			    &l->auth, &l->nauth);
+		config_pop(x, old);
+	}
+	if (f[LSN_CONNECTIONS].v != NULL) {
+		old = config_push_key(x, "connections");
+		if (config_number(x, f[LSN_CONNECTIONS].v,
+		    f[LSN_CONNECTIONS].pos, config_default("listen",
+		    "connections"), &num))
+			l->connections = (size_t)num;
 		config_pop(x, old);
 	}
 }
@@ -3465,6 +3510,7 @@ policy_config_load(const char *name, const char *buf, size_t len,
 	x.len = len;
 	domain_init(&x.rule_names);
 	config_top(&x, root);
+	config_limits(c);
 	if (c->audit_path == NULL && (c->audit_path =
 	    strdup(config_default("audit", "path")->sdef)) == NULL)
 		goto oom;

@@ -389,6 +389,10 @@ struct moat_listen {
 	char			*sandbox;	/* identity in audit lines; default "default" */
 	struct moat_secret_ref	*auth;		/* "auth": identities that may log in, or NULL */
 	size_t			 nauth;		/* 0: no authentication asked */
+	size_t			 connections;	/* open connections of its sandbox,
+						   instead of
+						   limits.sandbox_connections;
+						   0: not given */
 	int			 line, column;	/* of this listener in the config */
 };
 
@@ -411,6 +415,9 @@ struct moat_limits {
 	size_t		header_bytes;		/* whole request or response head */
 	size_t		header_count;
 	size_t		connections;		/* open client connections, all workers */
+	size_t		sandbox_connections;	/* ... of one sandbox, all workers
+						   (default connections / 4) */
+	bool		sandbox_connections_set; /* given, not the default */
 	size_t		body_inspect_bytes;	/* request body scanned for secrets */
 	size_t		partial_heads_bytes;	/* all unfinished request heads
 						   together, all workers */

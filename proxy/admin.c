@@ -627,9 +627,10 @@ admin_geoip(json_t *doc, const struct moat_config *cfg)
 }
 
 /*
- * Builds a config from the client's "config" object (only "policy" and
- * "secrets" belong to a sandbox: the rest is the daemon's) and validates
- * it exactly like moatd's own.
+ * Builds a config from the client's "config" object (only "policy",
+ * "secrets" and "limits.sandbox_connections" belong to a sandbox: the
+ * rest is the daemon's) and validates it exactly like moatd's own.  Its
+ * connection limit only ever lowers the daemon's (worker.c).
  */
 static struct moat_config *
 admin_config(struct admin_conn *ac, const char *name, json_t *cfg)
@@ -646,9 +647,20 @@ admin_config(struct admin_conn *ac, const char *name, json_t *cfg)
 		return NULL;
 	}
 	json_object_foreach(cfg, key, v) {
-		if (strcmp(key, "policy") != 0 && strcmp(key, "secrets") != 0) {
+		if (strcmp(key, "policy") != 0 && strcmp(key, "secrets") != 0 &&
+		    strcmp(key, "limits") != 0) {
 			admin_fail(ac, "config key \"%.32s\" cannot be set per "
-			    "sandbox (only \"policy\" and \"secrets\")", key);
+			    "sandbox (only \"policy\", \"secrets\" and "
+			    "\"limits\": {\"sandbox_connections\": N})", key);
+			return NULL;
+		}
+	}
+	/* Not an object: the validation below says so, with its line. */
+	json_object_foreach(json_object_get(cfg, "limits"), key, v) {
+		if (strcmp(key, "sandbox_connections") != 0) {
+			admin_fail(ac, "config key \"limits.%.32s\" cannot be "
+			    "set per sandbox (only \"limits\": "
+			    "{\"sandbox_connections\": N})", key);
 			return NULL;
 		}
 	}

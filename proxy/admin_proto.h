@@ -28,8 +28,10 @@
  *     NAME: [A-Za-z0-9._-]{1,64}, unique among live sandboxes and not
  *       the "sandbox" of one of moatd's configured listeners.
  *     CONFIG: a moat.json object holding only "policy" (and, with TLS
- *       interception, "secrets"); validated like moatd's own config,
- *       errors reported as "sandbox NAME:LINE:COLUMN: message".
+ *       interception, "secrets"; and "limits": {"sandbox_connections":
+ *       N}, the sandbox's open connections at most, capped by moatd's
+ *       own limits.sandbox_connections); validated like moatd's own
+ *       config, errors reported as "sandbox NAME:LINE:COLUMN: message".
  *     PROTO: "http", "socks5", "http+socks5", "transparent", "dns-udp",
  *       "dns-tcp"; I indexes the descriptors of this message; each is a
  *       socket already bound (and, but for dns-udp, listening), usually

@@ -82,6 +82,7 @@ audit_rec_init(struct audit_rec *r)
 	r->bytes_down = -1;
 	r->duration_ms = -1;
 	r->asn = -1;
+	r->refused = -1;
 }
 
 static int
@@ -713,6 +714,7 @@ audit_format(const struct audit_rec *r, char *buf, size_t cap)
 	jw_kstr(&w, "qtype", r->qtype);
 	jw_kstr(&w, "answer", r->answer);
 	jw_kstr(&w, "end", r->end);
+	jw_kint(&w, "refused", r->refused);
 	jw_kstr(&w, "detail", f[3]);
 	jw_raw(&w, "}\n", 2);
 	for (i = 0; i < AUDIT_CLIENT_FIELDS; i++)

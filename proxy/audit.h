@@ -55,6 +55,9 @@ struct audit_rec {
 	const char		*qtype;		/* dns events: "A", "AAAA", ... */
 	const char		*answer;	/* dns events: addresses answered */
 	const char *const	*injected;	/* NULL-terminated secret names */
+	int64_t			 refused;	/* "connection" events: how many
+						   connections the line stands
+						   for; -1: absent */
 	/*
 	 * The sandbox's secrets scanner, or NULL: the fields that repeat
 	 * what the client sent (host, method, path, detail) show

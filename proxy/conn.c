@@ -103,6 +103,7 @@ conn_accept(struct worker *w, struct listener *l, int fd,
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		log_warnx("accept: out of memory, connection dropped");
 		close(fd);
+		sandbox_conn_put(l->sb);
 		return;
 	}
 	c->id = atomic_fetch_add(&worker_next_id, 1) + 1;
@@ -127,6 +128,7 @@ conn_accept(struct worker *w, struct listener *l, int fd,
 		if (c->timer != NULL)
 			event_free(c->timer);
 		policy_config_unref(c->cfg);
+		sandbox_conn_put(c->sb);
 		sandbox_unref(c->sb);
 		free(c);
 		return;
@@ -710,10 +712,13 @@ conn_to_tunnel(struct conn *c, int ufd)
 	m.t_start = c->t_start;
 	/* The tunnel takes the buffered bytes and both sockets. */
 	cfd = io_fd(c->cio);
-	/* A live tunnel counts as an open connection, as c did. */
+	/* A live tunnel counts as an open connection, as c did, for the
+	 * daemon and for its sandbox. */
 	if (tunnel_start(w, cfd, ufd, to_up, to_client, &m,
-	    c->cfg->timeouts.idle_tunnel_ms) == 0)
+	    c->cfg->timeouts.idle_tunnel_ms) == 0) {
 		atomic_fetch_add(&worker_conns_open, 1);
+		sandbox_conn_hold(c->sb);
+	}
 	(void)io_release(c->cio);
 	c->cio = NULL;
 	conn_close(c, POLICY_R_ALLOWED, NULL);
@@ -831,9 +836,9 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 	inject_end(c);
 	tls_unref(c->tls);
 	policy_config_unref(c->cfg);
-	sandbox_unref(c->sb);
 	TAILQ_REMOVE(&w->conns, c, link);
 	w->nconns--;
+	worker_conn_closed(w, c->sb);
+	sandbox_unref(c->sb);
 	free(c);
-	worker_conn_closed(w);
 }

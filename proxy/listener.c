@@ -272,6 +272,7 @@ listener_bind_all(const struct moat_config *cfg, size_t nworkers, char *err,
 			    ml->sandbox ? ml->sandbox : "default");
 			l->nfds = ml->is_unix ? 1 : nworkers;
 			l->nodelay = !ml->is_unix && !l->udp;
+			l->connections = ml->connections;
 			l->fds = calloc(l->nfds, sizeof(*l->fds));
 			if (l->address == NULL || l->sb == NULL ||
 			    l->fds == NULL)

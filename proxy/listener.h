@@ -41,6 +41,9 @@ struct listener {
 	size_t			 nfds;
 	int			 nodelay;	/* accepted sockets inherit
 						 * TCP_NODELAY (bound here) */
+	size_t			 connections;	/* its sandbox's open connections
+						 * at most (listen[].connections),
+						 * or 0: the sandbox's limit */
 	struct listener_auth	*auth;		/* NULL: no authentication */
 	size_t			 nauth;
 	atomic_int		 refcnt;

@@ -101,6 +101,9 @@ sandbox_new(const char *name, struct moat_config *cfg)
 	sb->cfg = cfg;
 	sb->dns_tokens = SANDBOX_DNS_BURST;
 	sb->dns_last_ms = util_now_ms();
+	atomic_init(&sb->conns, 0);
+	atomic_init(&sb->conns_refused, 0);
+	atomic_init(&sb->conns_audit_ms, 0);
 	return sb;
 }
 
@@ -343,4 +346,65 @@ sandbox_names_take(struct sandbox *sb, const struct policy *p,
 		break;
 	}
 	return 0;
+}
+
+int
+sandbox_conn_take(struct sandbox *sb, size_t limit)
+{
+	/*
+	 * Add first, then look: of workers racing for the last place, one
+	 * gets it and the others give theirs back, so the count of admitted
+	 * connections never passes limit.
+	 */
+	if (sb == NULL)
+		return 1;
+	if (atomic_fetch_add(&sb->conns, 1) < limit)
+		return 1;
+	atomic_fetch_sub(&sb->conns, 1);
+	return 0;
+}
+
+void
+sandbox_conn_hold(struct sandbox *sb)
+{
+	if (sb != NULL)
+		atomic_fetch_add(&sb->conns, 1);
+}
+
+void
+sandbox_conn_put(struct sandbox *sb)
+{
+	if (sb != NULL)
+		atomic_fetch_sub(&sb->conns, 1);
+}
+
+/* Claims the next audit line of refusals, if one is due at now_ms. */
+static int
+sandbox_refusals_claim(struct sandbox *sb, uint64_t now_ms)
+{
+	uint_fast64_t	last = atomic_load(&sb->conns_audit_ms);
+
+	if (last != 0 && now_ms - last < SANDBOX_REFUSED_AUDIT_MS)
+		return 0;
+	/* Of workers that saw it due, the one that moves the time writes. */
+	return atomic_compare_exchange_strong(&sb->conns_audit_ms, &last,
+	    now_ms != 0 ? now_ms : 1);
+}
+
+uint64_t
+sandbox_conn_refused(struct sandbox *sb, uint64_t now_ms)
+{
+	atomic_fetch_add(&sb->conns_refused, 1);
+	if (!sandbox_refusals_claim(sb, now_ms))
+		return 0;
+	return atomic_exchange(&sb->conns_refused, 0);
+}
+
+uint64_t
+sandbox_conn_refusals_due(struct sandbox *sb, uint64_t now_ms)
+{
+	if (atomic_load(&sb->conns_refused) == 0 ||
+	    !sandbox_refusals_claim(sb, now_ms))
+		return 0;
+	return atomic_exchange(&sb->conns_refused, 0);
 }

@@ -56,6 +56,12 @@ struct sandbox {
 	/* New names under wildcards (dnsbudget.h), under attrs' mutex;
 	 * created when first needed. */
 	struct dnsbudget	*names;
+	/* Open connections and tunnels of this sandbox, all workers, and
+	 * those refused at its limit since the last audit line of them
+	 * (sandbox_conn_*): atomics, no lock on the accept path. */
+	atomic_size_t		 conns;
+	atomic_uint_fast64_t	 conns_refused;
+	atomic_uint_fast64_t	 conns_audit_ms;	/* that line's time */
 };
 
 /*
@@ -118,5 +124,34 @@ int	sandbox_rate_take(struct sandbox *sb, const struct policy *p,
 int	sandbox_names_take(struct sandbox *sb, const struct policy *p,
 	    const struct policy_decision *d, const char *name, size_t limit,
 	    char *why, size_t len);
+
+/*
+ * Connections of sb, counted across workers.  sandbox_conn_take() counts
+ * one more if sb has fewer than limit open and returns 1, else returns 0
+ * (refuse it: reason limit); sandbox_conn_hold() counts one more without
+ * a limit (a connection that becomes a tunnel keeps its place);
+ * sandbox_conn_put() gives one back.  sb NULL: no-ops (take returns 1).
+ * Thread-safe, lock-free.
+ */
+int	sandbox_conn_take(struct sandbox *sb, size_t limit);
+void	sandbox_conn_hold(struct sandbox *sb);
+void	sandbox_conn_put(struct sandbox *sb);
+
+#define SANDBOX_REFUSED_AUDIT_MS 1000	/* at most one line of refusals at
+					   the limit per sandbox this often */
+
+/*
+ * Counts one connection refused at sb's limit.  Returns how many refusals
+ * (this one included) the caller writes one audit line for now, or 0 if a
+ * line was written less than SANDBOX_REFUSED_AUDIT_MS ago: they wait for
+ * sandbox_conn_refusals_due().  The first refusal after a quiet second is
+ * audited at once.  Thread-safe: of workers refusing at once, one writes.
+ */
+uint64_t sandbox_conn_refused(struct sandbox *sb, uint64_t now_ms);
+/*
+ * The refusals still waiting for a line, if the last line is at least
+ * SANDBOX_REFUSED_AUDIT_MS old (then the caller writes it), else 0.
+ */
+uint64_t sandbox_conn_refusals_due(struct sandbox *sb, uint64_t now_ms);
 
 #endif /* MOAT_SANDBOX_H */

@@ -462,10 +462,10 @@ tunnel_close(struct tunnel *t, enum tunnel_end end)
 	close(t->ufd);
 	LIST_REMOVE(t, link);
 	w->ntunnels--;
+	worker_conn_closed(w, t->sb);
 	sandbox_unref(t->sb);
 	free(t->strs);
 	free(t);
-	worker_conn_closed(w);
 }
 
 void

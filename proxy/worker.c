@@ -25,6 +25,7 @@
 #include <event2/event.h>
 
 #include "policy/policy.h"
+#include "proxy/audit.h"
 #include "proxy/conn.h"
 #include "proxy/dns.h"
 #include "proxy/listener.h"
@@ -47,6 +48,12 @@ static void	 worker_accept_cb(evutil_socket_t fd, short what, void *arg);
 static void	 worker_udp_cb(evutil_socket_t fd, short what, void *arg);
 static void	 worker_pause_cb(evutil_socket_t fd, short what, void *arg);
 static void	 worker_trim_cb(evutil_socket_t fd, short what, void *arg);
+static void	 worker_flush_cb(evutil_socket_t fd, short what, void *arg);
+static size_t	 worker_sandbox_limit(const struct worker *w,
+		    const struct listener *l);
+static void	 worker_refuse(struct worker *w, struct listener *l, int fd);
+static void	 worker_audit_refused(struct worker *w, struct listener *l,
+		    struct sandbox *sb, uint64_t n);
 static void	 worker_accepting(struct worker *w, int on);
 static void	 worker_pause(struct worker *w, const char *why);
 static void	 worker_check_done(struct worker *w);
@@ -97,7 +104,9 @@ worker_new(int idx, struct moat_config *cfg, struct tls *tls,
 		goto fail;
 	if ((w->accept_pause = evtimer_new(w->base, worker_pause_cb, w)) ==
 	    NULL ||
-	    (w->trim = evtimer_new(w->base, worker_trim_cb, w)) == NULL)
+	    (w->trim = evtimer_new(w->base, worker_trim_cb, w)) == NULL ||
+	    (w->refused_flush = evtimer_new(w->base, worker_flush_cb, w)) ==
+	    NULL)
 		goto nomem;
 	for (l = listeners; l != NULL; l = l->next)
 		if (worker_watch(w, l) == -1)
@@ -213,6 +222,8 @@ worker_free(struct worker *w)
 		event_free(w->accept_pause);
 	if (w->trim != NULL)
 		event_free(w->trim);
+	if (w->refused_flush != NULL)
+		event_free(w->refused_flush);
 	resolver_free(w->res);
 	if (w->base != NULL)
 		event_base_free(w->base);
@@ -333,11 +344,16 @@ worker_sandbox_gone(struct worker *w, struct sandbox *sb)
 {
 	struct worker_accept	*a, *an;
 	struct conn		*c, *cn;
+	uint64_t		 n;
 
 	for (a = TAILQ_FIRST(&w->acc); a != NULL; a = an) {
 		an = TAILQ_NEXT(a, link);
-		if (a->l->sb == sb)
-			worker_unwatch(w, a);
+		if (a->l->sb != sb)
+			continue;
+		/* Refusals that waited for their line: now or never. */
+		if ((n = atomic_exchange(&sb->conns_refused, 0)) > 0)
+			worker_audit_refused(w, a->l, sb, n);
+		worker_unwatch(w, a);
 	}
 	for (c = TAILQ_FIRST(&w->conns); c != NULL; c = cn) {
 		cn = TAILQ_NEXT(c, link);
@@ -445,7 +461,7 @@ worker_trim_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 void
-worker_conn_closed(struct worker *w)
+worker_conn_closed(struct worker *w, struct sandbox *sb)
 {
 	struct timeval	tv = { WORKER_TRIM_DELAY_MS / 1000,
 			    (WORKER_TRIM_DELAY_MS % 1000) * 1000 };
@@ -455,6 +471,7 @@ worker_conn_closed(struct worker *w)
 	    w->nconns <= w->peak_conns / 4 && w->trim != NULL &&
 	    !evtimer_pending(w->trim, NULL))
 		evtimer_add(w->trim, &tv);
+	sandbox_conn_put(sb);
 	worker_check_done(w);
 }
 
@@ -509,6 +526,120 @@ worker_pause_cb(evutil_socket_t fd, short what, void *arg)
 		worker_accepting(w, 1);
 }
 
+/*
+ * The most connections l's sandbox may have open: the listener's own
+ * "connections", else the daemon's limits.sandbox_connections, or for a
+ * registered sandbox the smaller of that and its own.
+ */
+static size_t
+worker_sandbox_limit(const struct worker *w, const struct listener *l)
+{
+	const struct moat_limits	*own;
+	size_t				 n = w->cfg->limits.sandbox_connections;
+
+	if (l->connections != 0)
+		return l->connections;
+	if (l->sb != NULL && l->sb->cfg != NULL) {
+		own = &l->sb->cfg->limits;
+		if (own->sandbox_connections_set &&
+		    own->sandbox_connections < n)
+			n = own->sandbox_connections;
+	}
+	return n;
+}
+
+/*
+ * A connection accepted while its sandbox is at its limit: refused at
+ * once, so that the listeners of other sandboxes keep being served
+ * (pausing the worker, as the global limit does, would stop them too).
+ * An HTTP client gets a 503 it can read, if the socket takes it in one
+ * write; anything else is closed.  Refusals are audited at most once a
+ * second per sandbox, with their count, so that a flood cannot flood the
+ * audit log.
+ */
+static void
+worker_refuse(struct worker *w, struct listener *l, int fd)
+{
+#define REFUSE_BODY	"moat refused this connection: its sandbox has too " \
+			    "many open (limit).\n"
+	static const char	resp[] =
+	    "HTTP/1.1 503 Service Unavailable\r\n"
+	    "Content-Type: text/plain; charset=utf-8\r\n"
+	    "Content-Length: 69\r\n"
+	    "Cache-Control: no-store\r\n"
+	    "X-Moat-Reason: limit\r\n"
+	    "Connection: close\r\n\r\n" REFUSE_BODY;
+	_Static_assert(sizeof(REFUSE_BODY) - 1 == 69, "Content-Length");
+#undef REFUSE_BODY
+	struct timeval		tv = { SANDBOX_REFUSED_AUDIT_MS / 1000,
+				    (SANDBOX_REFUSED_AUDIT_MS % 1000) * 1000 };
+	char			buf[4096];
+	uint64_t		n;
+	int			i;
+
+	/*
+	 * What the client sent already is read and dropped: closing with
+	 * unread bytes would reset the connection, and the reset could
+	 * reach the client before it reads the answer.
+	 */
+	for (i = 0; i < 4 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT) ==
+	    (ssize_t)sizeof(buf); i++)
+		continue;
+	if (l->proto == MOAT_PROTO_HTTP)
+		(void)!send(fd, resp, sizeof(resp) - 1, MSG_NOSIGNAL |
+		    MSG_DONTWAIT);
+	close(fd);
+	if ((n = sandbox_conn_refused(l->sb, util_now_ms())) > 0)
+		worker_audit_refused(w, l, l->sb, n);
+	else if (!evtimer_pending(w->refused_flush, NULL))
+		evtimer_add(w->refused_flush, &tv);
+}
+
+static void
+worker_audit_refused(struct worker *w, struct listener *l, struct sandbox *sb,
+    uint64_t n)
+{
+	struct audit_rec	r;
+	char			d[160];
+
+	snprintf(d, sizeof(d), "%llu connection%s refused: the sandbox "
+	    "had %zu open, its limit is %zu", (unsigned long long)n,
+	    n == 1 ? "" : "s", atomic_load(&sb->conns),
+	    worker_sandbox_limit(w, l));
+	audit_rec_init(&r);
+	r.event = "connection";
+	r.sandbox = sb->name;
+	r.proto = policy_proto_str(l->proto);
+	r.verdict = POLICY_DENY;
+	r.reason = POLICY_R_LIMIT;
+	r.refused = n > INT64_MAX ? INT64_MAX : (int64_t)n;
+	r.detail = d;
+	audit_emit(&r);
+}
+
+/* Refusals that waited for their line: one line per sandbox now due. */
+static void
+worker_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker		*w = arg;
+	struct worker_accept	*a;
+	struct timeval		 tv = { SANDBOX_REFUSED_AUDIT_MS / 1000,
+				    (SANDBOX_REFUSED_AUDIT_MS % 1000) * 1000 };
+	uint64_t		 now = util_now_ms(), n;
+	int			 again = 0;
+
+	TAILQ_FOREACH(a, &w->acc, link) {
+		if (a->l->udp || a->l->sb == NULL)
+			continue;
+		if ((n = sandbox_conn_refusals_due(a->l->sb, now)) > 0)
+			worker_audit_refused(w, a->l, a->l->sb, n);
+		else if (atomic_load(&a->l->sb->conns_refused) > 0)
+			again = 1;
+	}
+	if (again)
+		evtimer_add(w->refused_flush, &tv);
+}
+
 static void
 worker_accept_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -519,6 +650,7 @@ worker_accept_cb(evutil_socket_t fd, short what, void *arg)
 	int			 cfd, i;
 
 	for (i = 0; i < WORKER_ACCEPT_BATCH; i++) {
+		/* The last resort: every sandbox's connections together. */
 		if (atomic_load(&worker_conns_open) >=
 		    w->cfg->limits.connections) {
 			worker_pause(w, "limits.connections reached");
@@ -550,10 +682,16 @@ worker_accept_cb(evutil_socket_t fd, short what, void *arg)
 				return;
 			}
 		}
+		if (!sandbox_conn_take(a->l->sb,
+		    worker_sandbox_limit(w, a->l))) {
+			worker_refuse(w, a->l, cfd);
+			continue;
+		}
 		if (slen == 0 || ss.ss_family == AF_UNSPEC) {
 			ss.ss_family = AF_UNIX;
 			slen = sizeof(sa_family_t);
 		}
+		/* The connection owns the place it took (conn_close). */
 		conn_accept(w, a->l, cfd, (struct sockaddr *)&ss, slen);
 	}
 }

@@ -34,7 +34,9 @@ struct uppool_entry;
 
 #define WORKER_PIPE_POOL_MAX	64	/* idle pipes a worker keeps */
 #define WORKER_PIPE_BYTES	(256 << 10) /* capacity asked for each pipe */
-#define WORKER_ACCEPT_BATCH	64	/* accept(2) calls per wakeup */
+#define WORKER_ACCEPT_BATCH	64	/* accept(2) calls per listener and
+					   wakeup: a flood on one listener
+					   waits its turn behind the others */
 #define WORKER_ACCEPT_PAUSE_MS	100	/* pause when out of fds or at the limit */
 #define WORKER_TRIM_MIN_CONNS	256	/* a burst this large ... */
 #define WORKER_TRIM_DELAY_MS	1000	/* ... gives memory back this long after
@@ -74,6 +76,9 @@ struct worker {
 	TAILQ_HEAD(, worker_accept) acc;
 	struct event		*accept_pause;	/* timer re-enabling accepts */
 	int			 accepting;
+	struct event		*refused_flush;	/* audits refusals at a
+						   sandbox's limit that
+						   waited (sandbox.h) */
 
 	TAILQ_HEAD(, conn)	 conns;
 	size_t			 nconns;
@@ -138,8 +143,11 @@ int		 worker_post_listener(struct worker *w, struct listener *l);
  */
 int		 worker_post_sandbox_gone(struct worker *w, struct sandbox *sb);
 
-/* For connections: the current config, and the accounting of closes. */
-void		 worker_conn_closed(struct worker *w);
+/*
+ * For connections and tunnels: the accounting of closes (the global count
+ * and sb's, sandbox.h; sb may be NULL).
+ */
+void		 worker_conn_closed(struct worker *w, struct sandbox *sb);
 /* A DNS query left w->dnsq (a draining worker may be done). */
 void		 worker_dns_done(struct worker *w);
 /* A pipe from the pool (or a new one); -1 with errno if none. */

@@ -74,7 +74,7 @@ cat > "$tmp/moatd.json" <<EOF
                "hosts": ["127.0.0.1"], "ports": [18080, 18443, 18444]}]
   },
   "audit": {"path": "/dev/null"},
-  "limits": {"connections": 100000}
+  "limits": {"connections": 100000, "sandbox_connections": 100000}
 }
 EOF
 
@@ -96,7 +96,7 @@ cat > "$tmp/moatd-intercept.json" <<EOC
   "tls": {"ca_cert": "$tmp/ca/ca.crt", "ca_key": "$tmp/ca/ca.key",
           "upstream_ca_files": ["\$PXBENCH_ORIGIN_CA"]},
   "audit": {"path": "/dev/null"},
-  "limits": {"connections": 100000}
+  "limits": {"connections": 100000, "sandbox_connections": 100000}
 }
 EOC
 exec "$MOATD" -q -c "$tmp/moatd-intercept.json"

@@ -23,7 +23,7 @@ mt_world
 conf=$MT_T/moatd.json
 mt_conf "$conf"
 mt_conf_set "$conf" timeouts '{"request_head_ms": 1000, "idle_client_ms": 1500}'
-mt_conf_set "$conf" limits '{"connections": 4}'
+mt_conf_set "$conf" limits '{"connections": 4, "sandbox_connections": 4}'
 mt_moatd_start "$conf"
 RSS_GROWTH_MAX_KIB=16384	# far below the 200 MB a buffering proxy would hold
 ORIGIN_AHEAD_MAX=$((48 * 1024 * 1024))	# bytes the origin may get ahead

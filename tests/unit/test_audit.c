@@ -114,8 +114,17 @@ test_audit_absent(void)
 	CU_ASSERT_PTR_NULL(json_object_get(o, "sni"));
 	CU_ASSERT_PTR_NULL(json_object_get(o, "status"));
 	CU_ASSERT_PTR_NULL(json_object_get(o, "bytes_up"));
+	CU_ASSERT_PTR_NULL(json_object_get(o, "refused"));
 	CU_ASSERT_STRING_EQUAL(jstr(o, "verdict"), "deny");
 	CU_ASSERT_STRING_EQUAL(jstr(o, "reason"), "metadata");
+	json_decref(o);
+	/* Refusals at a sandbox's connection limit: their count. */
+	r.event = "connection";
+	r.reason = POLICY_R_LIMIT;
+	r.refused = 17;
+	o = audit_roundtrip(&r);
+	CU_ASSERT_EQUAL(json_integer_value(json_object_get(o, "refused")), 17);
+	CU_ASSERT_STRING_EQUAL(jstr(o, "reason"), "limit");
 	json_decref(o);
 }
 

@@ -321,6 +321,28 @@ static const struct cfg_vec	cfg_vectors[] = {
 	  "  \"limits\": {\"partial_heads_bytes\": 65536}\n}", 1, 0, {
 	    { 3, 37, "65536", "limits.partial_heads_bytes: 65536 is out of "
 	      "range (1048576-4294967296)" } } },
+	{ "connection limits: per sandbox, per listener",
+	  "{\n  \"listen\": [\n"
+	  "    {\"proto\": \"http\", \"address\": \"127.0.0.1:80\", "
+	  "\"connections\": 0},\n"
+	  "    {\"proto\": \"http\", \"address\": \"127.0.0.1:81\", "
+	  "\"connections\": \"5\"},\n"
+	  "    {\"proto\": \"http\", \"address\": \"127.0.0.1:82\", "
+	  "\"connections\": 2.5}\n"
+	  "  ],\n  " POLICY ",\n"
+	  "  \"limits\": {\"sandbox_connections\": 0, "
+	  "\"sandbox_conections\": 5}\n}", 5, 0, {
+	    { 3, 65, "0", "listen[0].connections: 0 is out of range "
+	      "(1-1000000)" },
+	    { 4, 65, "\"5\"", "listen[1].connections: expected an integer, "
+	      "got a string" },
+	    { 5, 65, "2.5", "listen[2].connections: expected an integer, got "
+	      "2.5" },
+	    { 8, 37, "0", "limits.sandbox_connections: 0 is out of range "
+	      "(1-1000000)" },
+	    { 8, 40, "\"sandbox_conections\"", "unknown key "
+	      "\"sandbox_conections\" in limits (did you mean "
+	      "\"sandbox_connections\"?)" } } },
 	{ "legal but suspicious: warnings only",
 	  "{\n  " LISTEN ",\n  \"policy\": {\"rules\": [\n"
 	  "    {\"name\": \"lan\", \"action\": \"allow\", \"cidrs\": "
@@ -917,6 +939,8 @@ test_config_defaults(void)
 	CU_ASSERT_EQUAL(c->limits.header_bytes, 65536);
 	CU_ASSERT_EQUAL(c->limits.header_count, 100);
 	CU_ASSERT_EQUAL(c->limits.connections, 10000);
+	CU_ASSERT_EQUAL(c->limits.sandbox_connections, 10000); /* one */
+	CU_ASSERT_FALSE(c->limits.sandbox_connections_set);
 	CU_ASSERT_EQUAL(c->limits.body_inspect_bytes, 1048576);
 	CU_ASSERT_EQUAL(c->limits.dns_cache_entries, 4096);
 	CU_ASSERT_EQUAL(c->limits.dns_wildcard_names, 100);
@@ -925,6 +949,60 @@ test_config_defaults(void)
 	CU_ASSERT_PTR_NULL(c->user);
 	policy_config_unref(c);
 	policy_diags_clear(&d);
+}
+
+/*
+ * limits.sandbox_connections: unless given (and then marked as given), a
+ * quarter of limits.connections (at least 1) where moatd serves several
+ * sandboxes (listeners of two names, or an admin socket), all of them
+ * where it serves one; listen[].connections kept per listener, 0 when
+ * absent.
+ */
+static void
+test_config_sandbox_connections(void)
+{
+	static const struct {
+		const char	*limits;
+		const char	*second;	/* in the second listener */
+		const char	*top;		/* more top-level keys */
+		size_t		 want;
+		bool		 set;
+	} v[] = {
+		{ "{}", "", "", 10000, false },
+		{ "{\"connections\": 400}", "", "", 400, false },
+		{ "{}", ", \"sandbox\": \"b\"", "", 2500, false },
+		{ "{\"connections\": 400}", ", \"sandbox\": \"b\"", "", 100,
+		  false },
+		{ "{\"connections\": 3}", ", \"sandbox\": \"b\"", "", 1,
+		  false },
+		{ "{}", "", ", \"admin\": {\"address\": \"unix:/run/a.sock\"}",
+		  2500, false },
+		{ "{\"sandbox_connections\": 7}", "", "", 7, true },
+		{ "{\"connections\": 10, \"sandbox_connections\": 50}", "", "",
+		  50, true },
+	};
+	struct policy_diags	 d;
+	struct moat_config	*c;
+	char			 json[512];
+	size_t			 i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		snprintf(json, sizeof(json), "{\"listen\": [{\"proto\": "
+		    "\"http\", \"address\": \"127.0.0.1:3128\", "
+		    "\"connections\": 9}, {\"proto\": \"socks5\", "
+		    "\"address\": \"127.0.0.1:1080\"%s}], " POLICY ", "
+		    "\"limits\": %s%s}", v[i].second, v[i].limits, v[i].top);
+		policy_diags_init(&d);
+		c = policy_config_load("t.json", json, strlen(json), &d);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+		CU_ASSERT_EQUAL(d.n, 0);
+		CU_ASSERT_EQUAL(c->limits.sandbox_connections, v[i].want);
+		CU_ASSERT_EQUAL(c->limits.sandbox_connections_set, v[i].set);
+		CU_ASSERT_EQUAL(c->listen[0].connections, 9);
+		CU_ASSERT_EQUAL(c->listen[1].connections, 0);
+		policy_config_unref(c);
+		policy_diags_clear(&d);
+	}
 }
 
 static void
@@ -1242,6 +1320,8 @@ test_config_register(void)
 	    test_config_vectors);
 	CU_add_test(s, "a full config: values", test_config_good);
 	CU_add_test(s, "a minimal config: defaults", test_config_defaults);
+	CU_add_test(s, "connection limits per sandbox and listener",
+	    test_config_sandbox_connections);
 	CU_add_test(s, "the embedded default config", test_config_default_embedded);
 	CU_add_test(s, "conf/examples load clean", test_config_examples);
 	CU_add_test(s, "diagnostic format", test_config_format);
