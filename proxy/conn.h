@@ -275,6 +275,8 @@ void	http_denied(struct conn *c, enum policy_reason reason,
 	    const char *detail);
 void	http_connected(struct conn *c, int ufd);
 void	http_head_timeout(struct conn *c);
+/* 503 with reason internal: moatd is out of descriptors or memory. */
+void	http_unavailable(struct conn *c, const char *detail);
 void	http_upstream_event(struct io *io, int ev, void *arg);
 void	http_free_request(struct conn *c);
 

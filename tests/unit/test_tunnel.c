@@ -12,10 +12,8 @@
  */
 #include "config.h"
 
-#include <sys/resource.h>
 #include <sys/socket.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -168,10 +166,6 @@ rig_wait_end(struct rig *r)
 	return LIST_EMPTY(&r->w.tunnels);
 }
 
-struct fdfill;
-static int	fdfill_start(struct fdfill *f);
-static void	fdfill_end(struct fdfill *f);
-
 static void
 fill(char *p, size_t n, unsigned seed)
 {
@@ -187,7 +181,7 @@ fill(char *p, size_t n, unsigned seed)
  * must write all of it and then the EOF, in order, with nothing lost.
  */
 static void
-fin_behind_full(struct fdfill *f)
+fin_behind_full(struct unit_fdfill *f)
 {
 	struct rig	r;
 	char		want[SMALL_WRITES * 10], got[sizeof(want) + 16];
@@ -200,7 +194,7 @@ fin_behind_full(struct fdfill *f)
 		CU_ASSERT_FATAL(write(r.ua, want + i * 10, 10) == 10);
 	CU_ASSERT_FATAL(shutdown(r.ua, SHUT_WR) == 0);
 	if (f != NULL)
-		CU_ASSERT_FATAL(fdfill_start(f) == 0);
+		CU_ASSERT_FATAL(unit_fdfill_start(f) == 0);
 	CU_ASSERT_FATAL(rig_start(&r, NULL, NULL) == 0);
 
 	CU_ASSERT_EQUAL(rig_read(&r, r.ca, got, sizeof(got), &len, 1), 1);
@@ -217,7 +211,7 @@ fin_behind_full(struct fdfill *f)
 	CU_ASSERT_EQUAL(len, 0);
 	if (f != NULL) {
 		CU_ASSERT_EQUAL(r.w.npipes, 0);	/* it copied */
-		fdfill_end(f);
+		unit_fdfill_end(f);
 	}
 	rig_close(&r);
 }
@@ -321,55 +315,6 @@ test_tunnel_pending_first(void)
 	rig_close(&r);
 }
 
-/* Descriptors taken so that pipe2(2) says EMFILE, and given back. */
-struct fdfill {
-	struct rlimit	 saved;
-	int		 fds[1024];
-	size_t		 n;
-};
-
-/*
- * Lowers the soft descriptor limit to just above the highest descriptor
- * open, then opens /dev/null until EMFILE.  Returns 0 when the process is
- * out of descriptors, -1 if that could not be arranged.
- */
-static int
-fdfill_start(struct fdfill *f)
-{
-	struct rlimit	 rl;
-	struct dirent	*de;
-	DIR		*d;
-	int		 fd, top = 0;
-
-	f->n = 0;
-	if (getrlimit(RLIMIT_NOFILE, &f->saved) == -1 ||
-	    (d = opendir("/proc/self/fd")) == NULL)
-		return -1;
-	while ((de = readdir(d)) != NULL)
-		if ((fd = atoi(de->d_name)) > top)
-			top = fd;	/* includes the DIR's own: freed below */
-	closedir(d);
-	rl = f->saved;
-	rl.rlim_cur = (rlim_t)top + 1;
-	if (rl.rlim_cur > f->saved.rlim_cur || setrlimit(RLIMIT_NOFILE,
-	    &rl) == -1)
-		return -1;
-	while (f->n < sizeof(f->fds) / sizeof(f->fds[0])) {
-		if ((fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1)
-			return errno == EMFILE ? 0 : -1;
-		f->fds[f->n++] = fd;
-	}
-	return -1;
-}
-
-static void
-fdfill_end(struct fdfill *f)
-{
-	while (f->n > 0)
-		close(f->fds[--f->n]);
-	(void)setrlimit(RLIMIT_NOFILE, &f->saved);
-}
-
 /* The audit line of the tunnel that just ended, from the file at path. */
 static int
 audit_last_line(const char *path, char *buf, size_t cap)
@@ -395,7 +340,7 @@ static void
 test_tunnel_copy_without_pipes(void)
 {
 	struct rig	 r;
-	struct fdfill	 f;
+	struct unit_fdfill	 f;
 	static char	 req[5000], resp[300000], got[sizeof(resp) + 16];
 	char		 path[] = "/tmp/moat-unit-audit-XXXXXX", line[2048];
 	size_t		 len = 0, off = 0;
@@ -410,7 +355,7 @@ test_tunnel_copy_without_pipes(void)
 	CU_ASSERT_FATAL(rig_open(&r) == 0);
 	fill(req, sizeof(req), 4);
 	fill(resp, sizeof(resp), 5);
-	filled = fdfill_start(&f);
+	filled = unit_fdfill_start(&f);
 	CU_ASSERT_EQUAL(filled, 0);
 	if (filled == 0) {
 		int p[2];
@@ -447,7 +392,7 @@ test_tunnel_copy_without_pipes(void)
 	/* No pipe was ever had, so none went back to the pool. */
 	CU_ASSERT_EQUAL(r.w.npipes, 0);
 	if (filled == 0)
-		fdfill_end(&f);
+		unit_fdfill_end(&f);
 	signal(SIGPIPE, osig);
 
 	audit_stop();
@@ -464,7 +409,7 @@ test_tunnel_copy_without_pipes(void)
 static void
 test_tunnel_fin_copy(void)
 {
-	struct fdfill	f;
+	struct unit_fdfill	f;
 
 	fin_behind_full(&f);
 }
