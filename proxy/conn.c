@@ -162,6 +162,31 @@ conn_accept(struct worker *w, struct listener *l, int fd,
 	}
 }
 
+void
+conn_refuse_accepted(struct worker *w, struct listener *l, int fd,
+    const struct sockaddr *sa, socklen_t salen, const char *detail)
+{
+	struct audit_rec	r;
+	char			client[64];
+
+	(void)w;
+	close(fd);
+	conn_format_peer(sa, salen, client, sizeof(client));
+	audit_rec_init(&r);
+	r.event = "open";
+	r.id = atomic_fetch_add(&worker_next_id, 1) + 1;
+	r.sandbox = l->sandbox;
+	/* Nothing was read: the listener's protocol, where it has one. */
+	r.proto = l->proto == MOAT_PROTO_SOCKS5 ? "socks5" :
+	    l->proto == MOAT_PROTO_TRANSPARENT ? "transparent" :
+	    l->proto == MOAT_PROTO_DNS ? "dns" : NULL;
+	r.client = client;
+	r.verdict = POLICY_DENY;
+	r.reason = POLICY_R_INTERNAL;
+	r.detail = detail;
+	audit_emit(&r);
+}
+
 /*
  * http+socks5 listener: the first byte tells the protocols apart.  SOCKS5
  * starts with its version, 5; no HTTP method starts with a control byte.

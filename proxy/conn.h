@@ -169,6 +169,13 @@ struct conn {
 /* Called by the worker for each accepted socket. */
 void	conn_accept(struct worker *w, struct listener *l, int fd,
 	    const struct sockaddr *sa, socklen_t salen);
+/*
+ * A socket accepted only to be closed at once: moatd is out of
+ * descriptors (worker.c's spare one made room for it).  Audits an "open"
+ * deny, reason internal, with detail, and closes fd.
+ */
+void	conn_refuse_accepted(struct worker *w, struct listener *l, int fd,
+	    const struct sockaddr *sa, socklen_t salen, const char *detail);
 /* Worker draining: close c if it is between requests. */
 void	conn_drain(struct conn *c);
 /* Ends c now (shutdown deadline), auditing it. */

@@ -71,6 +71,8 @@ struct worker {
 	TAILQ_HEAD(, worker_accept) acc;
 	struct event		*accept_pause;	/* timer re-enabling accepts */
 	int			 accepting;
+	int			 spare_fd;	/* given up to refuse a client
+						 * when out of descriptors */
 
 	TAILQ_HEAD(, conn)	 conns;
 	size_t			 nconns;
