@@ -116,7 +116,8 @@ for proto in connect socks5; do
 done
 
 # --- the tunnels opened before -------------------------------------------------------------
-mt_eq "all $K tunnels moved their data" "$K" "$(kv tunnels_ok)" \
+mt_eq "all $K tunnels moved their data, $(kv pump_at_ms) ms after they opened" \
+    "$K" "$(kv tunnels_ok)" \
     "$MT_T/fd.kv" "$MT_T/moatd.err"
 if grep -q "tunnel: no pipe for splice" "$MT_T/moatd.err"; then
 	mt_pass "the tunnels copied without pipes (logged)"

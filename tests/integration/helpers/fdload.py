@@ -24,7 +24,8 @@ found moatd still refusing),
 http_status, http_reason (X-Moat-Reason), socks_rep, then per tunnel i
 t<i>_port (its local port, the audit line's client), t<i>_sent,
 t<i>_received, t<i>_body (body bytes), t<i>_eof; tunnels_ok,
-refused_total and connect_failed (in all steps), then after_ok and
+refused_total and connect_failed (in all steps), pump_at_ms (when step
+5 began: the origin ends connections idle for 30 s), then after_ok and
 after_ms.
 
 Every loop is bounded in count and in time.  Python standard library only.
@@ -210,7 +211,8 @@ def main():
     host, _, port = args.socks.rpartition(":")
     socks = (host, int(port))
     ip, _, iport = args.ip_target.rpartition(":")
-    deadline = now() + args.time_s
+    t_start = now()
+    deadline = t_start + args.time_s
     out = {}
 
     # 1. tunnels that move nothing yet
@@ -262,6 +264,7 @@ def main():
 
     # 5. the tunnels move data while descriptors are still out
     out["refused_again_2"] = int(fill.exhaust())
+    out["pump_at_ms"] = int((now() - t_start) * 1000)
     res = pump_all(tunnels, get_request(args.target, args.bytes), deadline)
     ok = 0
     for i, (s, r) in enumerate(zip(tunnels, res)):
