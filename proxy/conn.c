@@ -51,6 +51,7 @@ static int	conn_take_pooled(struct conn *c);
 static void	conn_audit_tunnel_close(struct conn *c,
 		    enum policy_reason reason);
 static void	conn_connected_cb(int fd, size_t idx, int err, void *arg);
+static void	conn_fail_local(struct conn *c, int err, const char *what);
 static void	conn_fail(struct conn *c, enum policy_reason reason,
 		    const char *detail);
 static void	conn_format_peer(const struct sockaddr *sa, socklen_t salen,
@@ -163,6 +164,31 @@ conn_accept(struct worker *w, struct listener *l, int fd,
 		conn_close(c, POLICY_R_INTERNAL, "listener kind not served here");
 		break;
 	}
+}
+
+void
+conn_refuse_accepted(struct worker *w, struct listener *l, int fd,
+    const struct sockaddr *sa, socklen_t salen, const char *detail)
+{
+	struct audit_rec	r;
+	char			client[64];
+
+	(void)w;
+	close(fd);
+	conn_format_peer(sa, salen, client, sizeof(client));
+	audit_rec_init(&r);
+	r.event = "open";
+	r.id = atomic_fetch_add(&worker_next_id, 1) + 1;
+	r.sandbox = l->sandbox;
+	/* Nothing was read: the listener's protocol, where it has one. */
+	r.proto = l->proto == MOAT_PROTO_SOCKS5 ? "socks5" :
+	    l->proto == MOAT_PROTO_TRANSPARENT ? "transparent" :
+	    l->proto == MOAT_PROTO_DNS ? "dns" : NULL;
+	r.client = client;
+	r.verdict = POLICY_DENY;
+	r.reason = POLICY_R_INTERNAL;
+	r.detail = detail;
+	audit_emit(&r);
 }
 
 /*
@@ -614,6 +640,11 @@ conn_connected_cb(int fd, size_t idx, int err, void *arg)
 	c->uc = NULL;
 	policy_addr_format(&c->addrs[idx < c->naddrs ? idx : 0], c->ip,
 	    sizeof(c->ip));
+	if (fd == -1 && upstream_err_local(err)) {
+		conn_fail_local(c, err, "cannot open a socket to the "
+		    "upstream");
+		return;
+	}
 	if (fd == -1) {
 		snprintf(detail, sizeof(detail), "%s: %s%s", c->ip,
 		    strerror(err), c->naddrs > 1 ? " (and every other "
@@ -629,6 +660,27 @@ conn_connected_cb(int fd, size_t idx, int err, void *arg)
 		transparent_connected(c, fd);
 	else
 		http_connected(c, fd);
+}
+
+/*
+ * moatd ran out of descriptors or memory on the way to the upstream:
+ * "internal", with what ran out, and a refusal that says "try later"
+ * (HTTP 503, SOCKS5 0x01 general failure), not an unreachable upstream.
+ */
+static void
+conn_fail_local(struct conn *c, int err, const char *what)
+{
+	char	detail[160];
+
+	snprintf(detail, sizeof(detail), "%s: %s (%s)",
+	    err == EMFILE || err == ENFILE ? "out of file descriptors" :
+	    "out of memory", what, strerror(err));
+	if (c->kind == CONN_KIND_SOCKS5)
+		socks5_denied(c, POLICY_R_INTERNAL, detail);
+	else if (c->kind == CONN_KIND_TRANSPARENT)
+		transparent_denied(c, POLICY_R_INTERNAL, detail);
+	else
+		http_unavailable(c, detail);
 }
 
 static void

@@ -173,6 +173,13 @@ struct conn {
 /* Called by the worker for each accepted socket. */
 void	conn_accept(struct worker *w, struct listener *l, int fd,
 	    const struct sockaddr *sa, socklen_t salen);
+/*
+ * A socket accepted only to be closed at once: moatd is out of
+ * descriptors (worker.c's spare one made room for it).  Audits an "open"
+ * deny, reason internal, with detail, and closes fd.
+ */
+void	conn_refuse_accepted(struct worker *w, struct listener *l, int fd,
+	    const struct sockaddr *sa, socklen_t salen, const char *detail);
 /* Worker draining: close c if it is between requests. */
 void	conn_drain(struct conn *c);
 /* Ends c now (shutdown deadline), auditing it. */
@@ -287,6 +294,8 @@ void	http_denied(struct conn *c, enum policy_reason reason,
 	    const char *detail);
 void	http_connected(struct conn *c, int ufd);
 void	http_head_timeout(struct conn *c);
+/* 503 with reason internal: moatd is out of descriptors or memory. */
+void	http_unavailable(struct conn *c, const char *detail);
 void	http_upstream_event(struct io *io, int ev, void *arg);
 void	http_free_request(struct conn *c);
 

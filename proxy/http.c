@@ -747,6 +747,16 @@ http_denied(struct conn *c, enum policy_reason reason, const char *detail)
 	http_denied_code(c, 0, reason, detail);
 }
 
+/*
+ * moatd itself is short of descriptors or memory (audited "internal"):
+ * 503, which tells the client to try again later, not 500.
+ */
+void
+http_unavailable(struct conn *c, const char *detail)
+{
+	http_denied_code(c, 503, POLICY_R_INTERNAL, detail);
+}
+
 /* A client too slow to send its request head gets 408, not 504. */
 void
 http_head_timeout(struct conn *c)

@@ -41,6 +41,8 @@
 
 #define MOATD_CONFIG_MAX_BYTES	(64u << 20)	/* largest config file read */
 #define MOATD_MAX_WORKERS	256
+#define MOATD_NOFILE_RESERVE	64	/* stdio, audit, admin, signals... */
+#define MOATD_NOFILE_PER_WORKER	8	/* epoll, eventfd, spare, resolver */
 
 struct moatd {
 	const char		*config_path;	/* NULL: embedded default */
@@ -70,6 +72,8 @@ static struct moat_config *load_config(struct moatd *m, int quiet_ok,
 static int	check_secrets(const struct moat_config *cfg);
 static size_t	count_cpus(void);
 static void	raise_nofile(void);
+static void	check_nofile(const struct moat_config *cfg, size_t nworkers,
+		    const char *what);
 static int	drop_privileges(const char *user);
 static void	on_sighup(evutil_socket_t fd, short what, void *arg);
 static void	on_sigterm(evutil_socket_t fd, short what, void *arg);
@@ -255,16 +259,68 @@ count_cpus(void)
 	return n > 0 ? (size_t)n : 1;
 }
 
+/*
+ * Every connection may hold descriptors, so take all the kernel allows:
+ * the soft limit goes up to the hard one.
+ */
 static void
 raise_nofile(void)
 {
 	struct rlimit	rl;
+	rlim_t		was;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
-			log_warn("cannot raise the descriptor limit");
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1) {
+		log_warn("getrlimit(RLIMIT_NOFILE)");
+		return;
 	}
+	was = rl.rlim_cur;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == -1) {
+			log_warn("cannot raise the descriptor limit from %llu "
+			    "to %llu", (unsigned long long)was,
+			    (unsigned long long)rl.rlim_max);
+			return;
+		}
+	}
+	if (was != rl.rlim_cur)
+		log_info("descriptor limit %llu (raised from %llu)",
+		    (unsigned long long)rl.rlim_cur, (unsigned long long)was);
+	else
+		log_info("descriptor limit %llu", (unsigned long long)rl.rlim_cur);
+}
+
+/*
+ * Descriptors that limits.connections asks for, roughly: 2 per connection
+ * (client and upstream), 2 per pipe of each worker's pool, and a reserve
+ * for listeners (a socket per worker each), each worker's own (event
+ * loop, wake-up, spare, resolver) and the main thread's (stdio, audit,
+ * admin, signals).  Documented in README ("Out of file descriptors").
+ */
+static void
+check_nofile(const struct moat_config *cfg, size_t nworkers,
+    const char *what)
+{
+	struct rlimit		rl;
+	unsigned long long	need, reserve, fit;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	reserve = MOATD_NOFILE_RESERVE + nworkers * (MOATD_NOFILE_PER_WORKER +
+	    cfg->nlisten);
+	need = 2ULL * cfg->limits.connections + nworkers * 2ULL *
+	    WORKER_PIPE_POOL_MAX + reserve;
+	if (need <= rl.rlim_cur)
+		return;
+	fit = rl.rlim_cur > reserve ? (rl.rlim_cur - reserve) / 2 : 0;
+	log_warnx("%slimits.connections %zu needs about %llu descriptors "
+	    "(2 per connection, %d per worker for pipes, %llu in reserve), "
+	    "but the limit is %llu: about %llu connections fit; when "
+	    "descriptors run out, new connections are refused.  Raise the "
+	    "hard limit (LimitNOFILE=, ulimit -Hn) or lower "
+	    "limits.connections", what, cfg->limits.connections, need,
+	    2 * WORKER_PIPE_POOL_MAX, reserve,
+	    (unsigned long long)rl.rlim_cur, fit);
 }
 
 /*
@@ -372,6 +428,7 @@ on_sighup(evutil_socket_t fd, short what, void *arg)
 		policy_config_unref(cfg);
 		return;
 	}
+	check_nofile(cfg, m->nworkers, "reload: ");
 	if (audit_set_path(cfg->audit_path) == -1)
 		log_warn("reload: cannot open the new audit log %s, keeping "
 		    "the old one", cfg->audit_path);
@@ -599,6 +656,7 @@ main(int argc, char *argv[])
 	m.nworkers = m.cfg->workers ? m.cfg->workers : count_cpus();
 	if (m.nworkers > MOATD_MAX_WORKERS)
 		m.nworkers = MOATD_MAX_WORKERS;
+	check_nofile(m.cfg, m.nworkers, "");
 	if (audit_start(m.cfg->audit_path) == -1)
 		fatal("audit log %s", m.cfg->audit_path);
 	m.listeners = listener_bind_all(m.cfg, m.nworkers, err, sizeof(err));

@@ -21,6 +21,14 @@
  * the last bytes with SPLICE_F_MORE so that the FIN passed on by
  * shutdown(2) or close(2) leaves in the same segment: the usual end of a
  * response costs the other side one segment and one wake-up, not two.
+ *
+ * When no pipe can be had (the process or the system is out of
+ * descriptors), a direction copies through a buffer of its own instead:
+ * read(2) into it, write(2) out of it, by the same rules (read only into
+ * an empty buffer but after a FIN, write everything before reading on).
+ * The buffer is freed once empty, like the pipe, and the next burst tries
+ * for a pipe again; so running out of descriptors costs a tunnel some
+ * copying, never its life, and an idle tunnel still holds neither.
  */
 #include "config.h"
 
@@ -48,6 +56,9 @@ struct tunnel_dir {
 	int		 to;
 	int		 pipe[2];	/* -1 when none is held */
 	size_t		 in_pipe;	/* bytes in the pipe */
+	char		*buf;		/* copy mode: NULL when not copying */
+	size_t		 buf_off;	/* first byte not written yet */
+	size_t		 buf_len;	/* bytes in buf from buf_off */
 	struct evbuffer	*pending;	/* bytes to write to "to" first */
 	uint64_t	 bytes;
 	unsigned	 eof:1;		/* "from" reached EOF */
@@ -81,6 +92,10 @@ static const char *const tunnel_end_names[] = {
 };
 
 static int	tdir_pump(struct tunnel *t, struct tunnel_dir *d);
+static int	tdir_copy(struct tunnel *t, struct tunnel_dir *d, int rounds);
+static int	tdir_copy_start(struct tunnel *t, struct tunnel_dir *d,
+		    int rounds);
+static void	tdir_shut(struct tunnel *t, struct tunnel_dir *d);
 static int	tdir_flush_pending(struct tunnel *t, struct tunnel_dir *d);
 static void	tdir_release_pipe(struct tunnel *t, struct tunnel_dir *d);
 static int	tdir_wants_write(const struct tunnel_dir *d);
@@ -266,6 +281,8 @@ tdir_pump(struct tunnel *t, struct tunnel_dir *d)
 		return -1;
 	if (d->pending != NULL)
 		return 0;	/* the socket is full */
+	if (d->buf != NULL)
+		return tdir_copy(t, d, 0);
 	for (rounds = 0; rounds < TUNNEL_ROUNDS; rounds++) {
 		if (d->in_pipe > 0 && !more) {
 			n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
@@ -285,21 +302,18 @@ tdir_pump(struct tunnel *t, struct tunnel_dir *d)
 		}
 		if (d->eof) {
 			tdir_release_pipe(t, d);
-			if (!d->shut) {
-				struct tunnel_dir *o = d == &t->up ? &t->down :
-				    &t->up;
-
-				d->shut = 1;
-				/* The other way is done too: close() says FIN
-				 * in a moment, no need for a shutdown first. */
-				if (!o->shut)
-					(void)shutdown(d->to, SHUT_WR);
-			}
+			tdir_shut(t, d);
 			return 0;
 		}
 		more = 0;
-		if (d->pipe[0] < 0 && worker_pipe_get(t->w, d->pipe) == -1)
+		if (d->pipe[0] < 0 && worker_pipe_get(t->w, d->pipe) == -1) {
+			/* Out of descriptors: copy instead (in_pipe is 0, and
+			 * so is more, here). */
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOMEM)
+				return tdir_copy_start(t, d, rounds);
 			return -1;
+		}
 		n = splice(d->from, NULL, d->pipe[1], NULL,
 		    TUNNEL_SPLICE_BYTES - d->in_pipe,
 		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -320,6 +334,121 @@ tdir_pump(struct tunnel *t, struct tunnel_dir *d)
 			if (d->in_pipe > 0)
 				continue;	/* read on after FIN: pipe full */
 			tdir_release_pipe(t, d);
+			return 0;
+		}
+		return -1;
+	}
+	return 1;
+}
+
+/* "to" gets its FIN once everything "from" sent has been written. */
+static void
+tdir_shut(struct tunnel *t, struct tunnel_dir *d)
+{
+	struct tunnel_dir	*o = d == &t->up ? &t->down : &t->up;
+
+	if (d->shut)
+		return;
+	d->shut = 1;
+	/* The other way is done too: close() says FIN in a moment, no need
+	 * for a shutdown first. */
+	if (!o->shut)
+		(void)shutdown(d->to, SHUT_WR);
+}
+
+/*
+ * No pipe could be had: this direction copies through a buffer until it
+ * is drained.  Said in the log at most once a minute per worker thread,
+ * since under exhaustion every tunnel that moves bytes comes here.
+ */
+static int
+tdir_copy_start(struct tunnel *t, struct tunnel_dir *d, int rounds)
+{
+	static _Thread_local uint64_t	last;
+	uint64_t			now = util_now_ms();
+	int				err = errno;
+
+	if (last == 0 || now - last >= 60000) {
+		last = now;
+		log_warnx("tunnel: no pipe for splice (%s): copying through "
+		    "a buffer instead until descriptors are free",
+		    strerror(err));
+	}
+	if ((d->buf = malloc(TUNNEL_COPY_BYTES)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	d->buf_off = d->buf_len = 0;
+	return tdir_copy(t, d, rounds);
+}
+
+static void
+tdir_copy_end(struct tunnel_dir *d)
+{
+	free(d->buf);
+	d->buf = NULL;
+	d->buf_off = d->buf_len = 0;
+}
+
+/*
+ * tdir_pump's loop with read(2) and send(2) through d->buf instead of
+ * splice(2) through a pipe, from round "rounds" on; same returns.  Reads
+ * go only into an empty buffer, so that EAGAIN means the socket is
+ * drained, except after the peer's FIN, when it reads on to EOF or a
+ * full buffer; then the last bytes leave with MSG_MORE, as with splice.
+ */
+static int
+tdir_copy(struct tunnel *t, struct tunnel_dir *d, int rounds)
+{
+	ssize_t	n;
+	size_t	room;
+	int	more = 0;
+
+	for (; rounds < TUNNEL_ROUNDS; rounds++) {
+		if (d->buf_len > 0 && !more) {
+			n = send(d->to, d->buf + d->buf_off, d->buf_len,
+			    MSG_NOSIGNAL | MSG_DONTWAIT |
+			    (d->eof ? MSG_MORE : 0));
+			if (n > 0) {
+				d->buf_off += (size_t)n;
+				d->buf_len -= (size_t)n;
+				d->bytes += (uint64_t)n;
+				t->last_ms = 0;
+				if (d->buf_len == 0)
+					d->buf_off = 0;
+				continue;
+			}
+			if (n == -1 && errno == EINTR)
+				continue;
+			if (n == -1 && errno == EAGAIN)
+				return 0;
+			return -1;
+		}
+		if (d->eof) {
+			tdir_copy_end(d);
+			tdir_shut(t, d);
+			return 0;
+		}
+		more = 0;
+		room = TUNNEL_COPY_BYTES - d->buf_off - d->buf_len;
+		n = read(d->from, d->buf + d->buf_off + d->buf_len, room);
+		if (n > 0) {
+			d->buf_len += (size_t)n;
+			t->last_ms = 0;
+			/* After the peer's FIN: read on to EOF first. */
+			more = d->rdhup && (size_t)n < room;
+			continue;
+		}
+		if (n == 0) {
+			d->eof = 1;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN) {
+			if (d->buf_len > 0)
+				continue;	/* read on after FIN: drained */
+			tdir_copy_end(d);
 			return 0;
 		}
 		return -1;
@@ -359,7 +488,7 @@ tunnel_after(struct tunnel *t, int r1, int r2)
 static int
 tdir_wants_write(const struct tunnel_dir *d)
 {
-	return d->in_pipe > 0 || d->pending != NULL;
+	return d->in_pipe > 0 || d->buf_len > 0 || d->pending != NULL;
 }
 
 static void
@@ -454,6 +583,8 @@ tunnel_close(struct tunnel *t, enum tunnel_end end)
 	event_free(t->timer);
 	tdir_release_pipe(t, &t->up);
 	tdir_release_pipe(t, &t->down);
+	tdir_copy_end(&t->up);
+	tdir_copy_end(&t->down);
 	if (t->up.pending != NULL)
 		evbuffer_free(t->up.pending);
 	if (t->down.pending != NULL)

@@ -4,7 +4,10 @@
  * through user-space buffers.
  *
  * An idle tunnel holds two sockets, two events and this struct: its pipes
- * go back to the worker's pool whenever they are empty.  The tunnel ends
+ * go back to the worker's pool whenever they are empty.  When no pipe can
+ * be had (out of descriptors), a direction copies through a buffer
+ * instead, freed as soon as it is empty: a tunnel never ends for want of
+ * a pipe.  The tunnel ends
  * when both directions have reached EOF and been flushed, on an error, on
  * the idle timeout, or at shutdown; it then writes the "close" audit line
  * with the bytes each way and the duration.
@@ -23,6 +26,7 @@ struct worker;
 
 #define TUNNEL_SPLICE_BYTES	(256u << 10)	/* most bytes one splice moves */
 #define TUNNEL_ROUNDS		16		/* splice rounds per wakeup */
+#define TUNNEL_COPY_BYTES	(64u << 10)	/* copy buffer, when no pipe */
 
 /* What the close audit line needs to say; strings are copied. */
 struct tunnel_meta {

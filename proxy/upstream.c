@@ -133,6 +133,8 @@ uc_next(struct upstream_connect *uc)
 		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (uc->fd == -1) {
 			uc->err = errno;
+			if (upstream_err_local(uc->err))
+				break;
 			continue;
 		}
 		(void)setsockopt(uc->fd, IPPROTO_TCP, TCP_NODELAY, &one,
@@ -158,6 +160,13 @@ uc_next(struct upstream_connect *uc)
 		uc->fd = util_close(uc->fd);
 	}
 	event_active(uc->done, EV_TIMEOUT, 0);
+}
+
+int
+upstream_err_local(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS ||
+	    err == ENOMEM;
 }
 
 static void

@@ -37,6 +37,14 @@ struct upstream_connect	*upstream_connect_start(struct event_base *base,
 /* Stops a pending connect: no callback, socket closed.  NULL is ok. */
 void			 upstream_connect_cancel(struct upstream_connect *uc);
 
+/*
+ * 1 if err says this host, not the upstream, is short of something
+ * (descriptors, socket buffers, memory): audited "internal", never
+ * "upstream-unreachable".  A callback gets such an err when socket(2)
+ * failed; the other addresses are not tried, they would fail the same.
+ */
+int			 upstream_err_local(int err);
+
 /* Fills a sockaddr for addr:port.  Returns its length. */
 socklen_t		 upstream_sockaddr(const struct policy_addr *addr,
 			    uint16_t port, struct sockaddr_storage *ss);

@@ -62,6 +62,9 @@ static int	 worker_watch(struct worker *w, struct listener *l);
 static void	 worker_unwatch(struct worker *w, struct worker_accept *a);
 static void	 worker_sandbox_gone(struct worker *w, struct sandbox *sb);
 static void	 worker_messages(struct worker *w);
+static int	 worker_spare_open(void);
+static int	 worker_refuse_nofd(struct worker *w, struct worker_accept *a,
+		    int err);
 
 struct worker *
 worker_new(int idx, struct moat_config *cfg, struct tls *tls,
@@ -76,6 +79,7 @@ worker_new(int idx, struct moat_config *cfg, struct tls *tls,
 		goto nomem;
 	w->idx = idx;
 	w->done_fd = -1;
+	w->spare_fd = -1;
 	TAILQ_INIT(&w->acc);
 	TAILQ_INIT(&w->conns);
 	TAILQ_INIT(&w->msgs);
@@ -108,6 +112,10 @@ worker_new(int idx, struct moat_config *cfg, struct tls *tls,
 	    (w->refused_flush = evtimer_new(w->base, worker_flush_cb, w)) ==
 	    NULL)
 		goto nomem;
+	if ((w->spare_fd = worker_spare_open()) == -1) {
+		snprintf(err, errlen, "/dev/null: %s", strerror(errno));
+		goto fail;
+	}
 	for (l = listeners; l != NULL; l = l->next)
 		if (worker_watch(w, l) == -1)
 			goto nomem;
@@ -224,6 +232,8 @@ worker_free(struct worker *w)
 		event_free(w->trim);
 	if (w->refused_flush != NULL)
 		event_free(w->refused_flush);
+	if (w->spare_fd >= 0)
+		close(w->spare_fd);
 	resolver_free(w->res);
 	if (w->base != NULL)
 		event_base_free(w->base);
@@ -522,6 +532,8 @@ worker_pause_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker	*w = arg;
 
+	if (w->spare_fd == -1)
+		w->spare_fd = worker_spare_open();
 	if (!w->draining)
 		worker_accepting(w, 1);
 }
@@ -638,6 +650,57 @@ worker_flush_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (again)
 		evtimer_add(w->refused_flush, &tv);
+/* The descriptor a worker holds in reserve (see worker_refuse_nofd). */
+static int
+worker_spare_open(void)
+{
+	return open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/*
+ * accept(2) said EMFILE or ENFILE: the client waits in the listening
+ * socket's queue, and would wait there, its connect(2) long done, until
+ * descriptors are free.  Rather, give up the spare descriptor, accept
+ * the client into it, audit the refusal and close it, then take the
+ * spare back: a client is told at once (its connection closes) while
+ * open connections and tunnels go on.  Returns 0 when a client was
+ * refused (try the next), -1 when nothing more can be done now.
+ */
+static int
+worker_refuse_nofd(struct worker *w, struct worker_accept *a, int err)
+{
+	static _Thread_local uint64_t	last;
+	struct sockaddr_storage		ss;
+	socklen_t			slen = sizeof(ss);
+	uint64_t			now = util_now_ms();
+	char				detail[160];
+	int				cfd;
+
+	if (w->spare_fd == -1)
+		return -1;
+	close(w->spare_fd);
+	cfd = accept4(a->fd, (struct sockaddr *)&ss, &slen, SOCK_CLOEXEC);
+	if (cfd == -1) {
+		/* Another thread took the descriptor, or none waits. */
+		w->spare_fd = worker_spare_open();
+		return -1;
+	}
+	if (slen == 0 || ss.ss_family == AF_UNSPEC) {
+		ss.ss_family = AF_UNIX;
+		slen = sizeof(sa_family_t);
+	}
+	snprintf(detail, sizeof(detail), "out of file descriptors: new "
+	    "connection refused (%s)", strerror(err));
+	conn_refuse_accepted(w, a->l, cfd, (struct sockaddr *)&ss, slen,
+	    detail);
+	w->spare_fd = worker_spare_open();
+	if (now - last > 10000) {
+		last = now;
+		log_warnx("worker %d: out of file descriptors (%s): refusing "
+		    "new connections on %s", w->idx, strerror(err),
+		    a->l->address);
+	}
+	return w->spare_fd == -1 ? -1 : 0;
 }
 
 static void
@@ -647,7 +710,7 @@ worker_accept_cb(evutil_socket_t fd, short what, void *arg)
 	struct worker		*w = a->w;
 	struct sockaddr_storage	 ss;
 	socklen_t		 slen;
-	int			 cfd, i;
+	int			 cfd, i, err;
 
 	for (i = 0; i < WORKER_ACCEPT_BATCH; i++) {
 		/* The last resort: every sandbox's connections together. */
@@ -665,9 +728,19 @@ worker_accept_cb(evutil_socket_t fd, short what, void *arg)
 				return;
 			case EMFILE:
 			case ENFILE:
+				/* Idle kept upstreams are the first to go;
+				 * then new clients are refused. */
+				err = errno;
+				if (w->nuppool > 0) {
+					uppool_flush(w, NULL);
+					continue;
+				}
+				if (worker_refuse_nofd(w, a, err) == 0)
+					continue;
+				worker_pause(w, strerror(err));
+				return;
 			case ENOBUFS:
 			case ENOMEM:
-				/* Idle kept upstreams are the first to go. */
 				uppool_flush(w, NULL);
 				worker_pause(w, strerror(errno));
 				return;

@@ -79,6 +79,8 @@ struct worker {
 	struct event		*refused_flush;	/* audits refusals at a
 						   sandbox's limit that
 						   waited (sandbox.h) */
+	int			 spare_fd;	/* given up to refuse a client
+						 * when out of descriptors */
 
 	TAILQ_HEAD(, conn)	 conns;
 	size_t			 nconns;

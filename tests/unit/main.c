@@ -2,12 +2,61 @@
  * main.c - runs every CUnit suite of moat.  With arguments, runs only the
  * suites whose names are given.  Exit status 0 only if every test passed.
  */
+#include <sys/resource.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
 #include "tests/unit/unit.h"
+
+/*
+ * Lowers the soft descriptor limit to just above the highest descriptor
+ * open, then opens /dev/null until EMFILE.  Returns 0 when the process is
+ * out of descriptors, -1 if that could not be arranged.
+ */
+int
+unit_fdfill_start(struct unit_fdfill *f)
+{
+	struct rlimit	 rl;
+	struct dirent	*de;
+	DIR		*d;
+	int		 fd, top = 0;
+
+	f->n = 0;
+	if (getrlimit(RLIMIT_NOFILE, &f->saved) == -1 ||
+	    (d = opendir("/proc/self/fd")) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		if ((fd = atoi(de->d_name)) > top)
+			top = fd;	/* includes the DIR's own: freed below */
+	closedir(d);
+	rl = f->saved;
+	rl.rlim_cur = (rlim_t)top + 1;
+	if (rl.rlim_cur > f->saved.rlim_cur || setrlimit(RLIMIT_NOFILE,
+	    &rl) == -1)
+		return -1;
+	while (f->n < sizeof(f->fds) / sizeof(f->fds[0])) {
+		if ((fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1)
+			return errno == EMFILE ? 0 : -1;
+		f->fds[f->n++] = fd;
+	}
+	return -1;
+}
+
+void
+unit_fdfill_end(struct unit_fdfill *f)
+{
+	while (f->n > 0)
+		close(f->fds[--f->n]);
+	(void)setrlimit(RLIMIT_NOFILE, &f->saved);
+}
 
 int
 main(int argc, char *argv[])

@@ -17,6 +17,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,6 +28,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "proxy/audit.h"
 #include "proxy/tunnel.h"
 #include "proxy/worker.h"
 #include "tests/unit/unit.h"
@@ -178,7 +181,7 @@ fill(char *p, size_t n, unsigned seed)
  * must write all of it and then the EOF, in order, with nothing lost.
  */
 static void
-test_tunnel_fin_behind_full_pipe(void)
+fin_behind_full(struct unit_fdfill *f)
 {
 	struct rig	r;
 	char		want[SMALL_WRITES * 10], got[sizeof(want) + 16];
@@ -190,6 +193,8 @@ test_tunnel_fin_behind_full_pipe(void)
 	for (i = 0; i < SMALL_WRITES; i++)
 		CU_ASSERT_FATAL(write(r.ua, want + i * 10, 10) == 10);
 	CU_ASSERT_FATAL(shutdown(r.ua, SHUT_WR) == 0);
+	if (f != NULL)
+		CU_ASSERT_FATAL(unit_fdfill_start(f) == 0);
 	CU_ASSERT_FATAL(rig_start(&r, NULL, NULL) == 0);
 
 	CU_ASSERT_EQUAL(rig_read(&r, r.ca, got, sizeof(got), &len, 1), 1);
@@ -204,7 +209,17 @@ test_tunnel_fin_behind_full_pipe(void)
 	len = 0;
 	CU_ASSERT_EQUAL(rig_read(&r, r.ua, got, sizeof(got), &len, 1), 1);
 	CU_ASSERT_EQUAL(len, 0);
+	if (f != NULL) {
+		CU_ASSERT_EQUAL(r.w.npipes, 0);	/* it copied */
+		unit_fdfill_end(f);
+	}
 	rig_close(&r);
+}
+
+static void
+test_tunnel_fin_behind_full_pipe(void)
+{
+	fin_behind_full(NULL);
 }
 
 /*
@@ -300,6 +315,105 @@ test_tunnel_pending_first(void)
 	rig_close(&r);
 }
 
+/* The audit line of the tunnel that just ended, from the file at path. */
+static int
+audit_last_line(const char *path, char *buf, size_t cap)
+{
+	FILE	*fp;
+	int	 found = 0;
+
+	if ((fp = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(buf, (int)cap, fp) != NULL)
+		found = 1;
+	fclose(fp);
+	return found ? 0 : -1;
+}
+
+/*
+ * Out of descriptors, no pipe can be had: the tunnel copies through a
+ * buffer instead, and still moves every byte both ways, passes each EOF
+ * on, ends with "end":"eof" and counts the bytes in its close line.
+ * Without the fallback, the first burst ends the tunnel ("internal").
+ */
+static void
+test_tunnel_copy_without_pipes(void)
+{
+	struct rig	 r;
+	struct unit_fdfill	 f;
+	static char	 req[5000], resp[300000], got[sizeof(resp) + 16];
+	char		 path[] = "/tmp/moat-unit-audit-XXXXXX", line[2048];
+	size_t		 len = 0, off = 0;
+	ssize_t		 n;
+	uint64_t	 dl;
+	int		 afd, filled;
+	void		(*osig)(int);
+
+	CU_ASSERT_FATAL((afd = mkstemp(path)) != -1);
+	close(afd);
+	CU_ASSERT_FATAL(audit_start(path) == 0);
+	CU_ASSERT_FATAL(rig_open(&r) == 0);
+	fill(req, sizeof(req), 4);
+	fill(resp, sizeof(resp), 5);
+	filled = unit_fdfill_start(&f);
+	CU_ASSERT_EQUAL(filled, 0);
+	if (filled == 0) {
+		int p[2];
+
+		CU_ASSERT_EQUAL(pipe(p), -1);	/* the premise */
+	}
+	/* A tunnel that died must fail the checks, not kill the run. */
+	osig = signal(SIGPIPE, SIG_IGN);
+	CU_ASSERT(rig_start(&r, NULL, NULL) == 0);
+
+	CU_ASSERT(write(r.ca, req, sizeof(req)) == (ssize_t)sizeof(req));
+	CU_ASSERT(shutdown(r.ca, SHUT_WR) == 0);
+	CU_ASSERT_EQUAL(rig_read(&r, r.ua, got, sizeof(got), &len, 1), 1);
+	CU_ASSERT_EQUAL(len, sizeof(req));
+	CU_ASSERT(memcmp(got, req, sizeof(req)) == 0);
+	CU_ASSERT_FALSE(LIST_EMPTY(&r.w.tunnels));
+
+	/* Far more than a socket's buffer: the copy blocks and resumes. */
+	len = 0;
+	dl = now_ms() + DEADLINE_MS;
+	while (off < sizeof(resp) && now_ms() < dl) {
+		n = write(r.ua, resp + off, sizeof(resp) - off);
+		if (n > 0)
+			off += (size_t)n;
+		else if (rig_step(&r, r.ca, got, sizeof(got), &len) != 0)
+			break;
+	}
+	CU_ASSERT_EQUAL(off, sizeof(resp));
+	CU_ASSERT(shutdown(r.ua, SHUT_WR) == 0);
+	CU_ASSERT_EQUAL(rig_read(&r, r.ca, got, sizeof(got), &len, 1), 1);
+	CU_ASSERT_EQUAL(len, sizeof(resp));
+	CU_ASSERT(memcmp(got, resp, sizeof(resp)) == 0);
+	CU_ASSERT(rig_wait_end(&r));
+	/* No pipe was ever had, so none went back to the pool. */
+	CU_ASSERT_EQUAL(r.w.npipes, 0);
+	if (filled == 0)
+		unit_fdfill_end(&f);
+	signal(SIGPIPE, osig);
+
+	audit_stop();
+	CU_ASSERT_FATAL(audit_last_line(path, line, sizeof(line)) == 0);
+	CU_ASSERT(strstr(line, "\"event\":\"close\"") != NULL);
+	CU_ASSERT(strstr(line, "\"bytes_up\":5000,") != NULL);
+	CU_ASSERT(strstr(line, "\"bytes_down\":300000,") != NULL);
+	CU_ASSERT(strstr(line, "\"end\":\"eof\"") != NULL);
+	unlink(path);
+	rig_close(&r);
+}
+
+/* The same with no pipe to be had: the copy reads on after the FIN. */
+static void
+test_tunnel_fin_copy(void)
+{
+	struct unit_fdfill	f;
+
+	fin_behind_full(&f);
+}
+
 void
 test_tunnel_register(void)
 {
@@ -311,4 +425,8 @@ test_tunnel_register(void)
 	    test_tunnel_client_half_close);
 	CU_add_test(s, "bytes queued before the hand-over go first",
 	    test_tunnel_pending_first);
+	CU_add_test(s, "out of descriptors: no pipe, the tunnel copies",
+	    test_tunnel_copy_without_pipes);
+	CU_add_test(s, "a FIN behind many small writes, copying",
+	    test_tunnel_fin_copy);
 }

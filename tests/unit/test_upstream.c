@@ -3,7 +3,9 @@
  * connection made inside connect(2) (as a peer on this host answers) is
  * still reported from the event loop, never from upstream_connect_start;
  * a refused address is skipped for the next one; when every address
- * refuses, the callback gets the last errno and index.
+ * refuses, the callback gets the last errno and index; out of descriptors,
+ * the callback gets EMFILE at once, which upstream_err_local() calls
+ * moatd's own shortage.
  *
  * "Refused" is a loopback port that was bound and closed again: nothing
  * listens there, so the kernel answers the SYN with a RST at once.
@@ -217,6 +219,45 @@ test_upstream_cancel(void)
 	event_base_free(base);
 }
 
+/*
+ * No descriptor for the socket: EMFILE, reported from the loop as for any
+ * failure (the listening address, last, cannot be reached either), and
+ * it is local, unlike a refusal.
+ */
+static void
+test_upstream_out_of_fds(void)
+{
+	struct event_base	*base = event_base_new();
+	struct policy_addr	 a[2];
+	struct result		 r = { 0, -1, 0, 0 };
+	struct unit_fdfill	 f;
+	int			 lfd = -1;
+	uint16_t		 port = loopback_port(&lfd);
+
+	CU_ASSERT_FATAL(base != NULL);
+	loopback_addr(&a[0], 2);
+	loopback_addr(&a[1], 1);
+	CU_ASSERT_FATAL(unit_fdfill_start(&f) == 0);
+	CU_ASSERT(upstream_connect_start(base, a, 2, port, 2000, on_result,
+	    &r) != NULL);
+	CU_ASSERT_EQUAL(r.calls, 0);
+	run_until_result(base, &r);
+	unit_fdfill_end(&f);
+	CU_ASSERT_EQUAL(r.calls, 1);
+	CU_ASSERT_EQUAL(r.fd, -1);
+	CU_ASSERT_EQUAL(r.err, EMFILE);
+	CU_ASSERT(upstream_err_local(r.err));
+	CU_ASSERT(upstream_err_local(ENFILE));
+	CU_ASSERT(upstream_err_local(ENOBUFS));
+	CU_ASSERT_FALSE(upstream_err_local(ECONNREFUSED));
+	CU_ASSERT_FALSE(upstream_err_local(EHOSTUNREACH));
+	CU_ASSERT_FALSE(upstream_err_local(ETIMEDOUT));
+	if (r.fd >= 0)
+		close(r.fd);
+	close(lfd);
+	event_base_free(base);
+}
+
 void
 test_upstream_register(void)
 {
@@ -230,4 +271,6 @@ test_upstream_register(void)
 	    test_upstream_all_refused);
 	CU_add_test(s, "a cancelled connect never calls back",
 	    test_upstream_cancel);
+	CU_add_test(s, "out of descriptors: EMFILE, which is local",
+	    test_upstream_out_of_fds);
 }

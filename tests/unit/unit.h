@@ -5,6 +5,9 @@
 #ifndef MOAT_TESTS_UNIT_H
 #define MOAT_TESTS_UNIT_H
 
+#include <sys/resource.h>
+
+#include <stddef.h>
 #include <stdint.h>
 
 #include <CUnit/CUnit.h>
@@ -37,5 +40,19 @@ void	test_unixsuper_register(void);
 enum policy_verdict unit_policy_decide(const struct moat_config *c,
 	    const char *name, const char *addr, uint16_t port,
 	    const char *method, const char *path, struct policy_decision *d);
+
+/*
+ * main.c: runs this process out of descriptors (the soft limit lowered to
+ * just above the highest one open, the rest filled with /dev/null), so
+ * that the next socket(2) or pipe2(2) says EMFILE; 0, or -1 if that could
+ * not be arranged.  unit_fdfill_end gives everything back.
+ */
+struct unit_fdfill {
+	struct rlimit	 saved;
+	int		 fds[1024];
+	size_t		 n;
+};
+int	unit_fdfill_start(struct unit_fdfill *f);
+void	unit_fdfill_end(struct unit_fdfill *f);
 
 #endif
