@@ -650,6 +650,8 @@ worker_flush_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (again)
 		evtimer_add(w->refused_flush, &tv);
+}
+
 /* The descriptor a worker holds in reserve (see worker_refuse_nofd). */
 static int
 worker_spare_open(void)
