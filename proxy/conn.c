@@ -658,8 +658,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		http_head_timeout(c);
 		return;
 	case CONN_ST_HTTP_EXCHANGE:
-		http_denied(c, POLICY_R_TIMEOUT, "the upstream did not answer "
-		    "in time");
+		http_exchange_timer(c);
 		return;
 	case CONN_ST_INTERCEPT_PEEK:
 	case CONN_ST_TLS_HANDSHAKE:

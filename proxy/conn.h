@@ -127,6 +127,14 @@ struct conn {
 	uint64_t		 bytes_up;
 	uint64_t		 bytes_down;
 	unsigned		 nrequests;
+	/* HTTP_EXCHANGE's clock (http.c): the response head is due at
+	 * head_due (ms, 0: not yet: the request is still going out); a
+	 * body being moved stalls when both sockets' byte counts
+	 * (xfer_bytes, as last seen) stay put for idle_body_ms. */
+	uint64_t		 head_due;
+	uint64_t		 xfer_bytes;
+	uint64_t		 xfer_seen;	/* ms: when they last changed */
+	bool			 xfer_ticking;	/* the body clock runs */
 
 	/* SOCKS5 */
 	uint8_t			 socks_method;
@@ -275,6 +283,8 @@ void	http_denied(struct conn *c, enum policy_reason reason,
 	    const char *detail);
 void	http_connected(struct conn *c, int ufd);
 void	http_head_timeout(struct conn *c);
+/* The HTTP_EXCHANGE deadline fired: a late response head or a stall. */
+void	http_exchange_timer(struct conn *c);
 void	http_upstream_event(struct io *io, int ev, void *arg);
 void	http_free_request(struct conn *c);
 
