@@ -107,16 +107,19 @@ conn_accept(struct worker *w, struct listener *l, int fd,
 	}
 	c->id = atomic_fetch_add(&worker_next_id, 1) + 1;
 	c->w = w;
-	c->l = l;
+	c->l = listener_ref(l);	/* a draining worker lets go of its own */
 	c->cfg = policy_config_ref(w->cfg);
 	c->cfg_gen = w->cfg_gen;
 	c->sb = sandbox_ref(l->sb);
 	c->sandbox = l->sandbox;
 	conn_format_peer(sa, salen, c->client, sizeof(c->client));
-	/* Config listeners pass TCP_NODELAY on; held sockets may not. */
-	if (sa->sa_family != AF_UNIX && !l->nodelay)
+	/* Config listeners pass TCP_NODELAY and keepalive on; held
+	 * sockets may not. */
+	if (sa->sa_family != AF_UNIX && !l->inherits) {
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 		    sizeof(one));
+		(void)util_tcp_keepalive(fd);
+	}
 	c->timer = evtimer_new(w->base, conn_timer_cb, c);
 	c->cio = io_new(w->base, fd, conn_sniff_event, c);
 	if (c->timer == NULL || c->cio == NULL) {
@@ -128,6 +131,7 @@ conn_accept(struct worker *w, struct listener *l, int fd,
 			event_free(c->timer);
 		policy_config_unref(c->cfg);
 		sandbox_unref(c->sb);
+		listener_unref(c->l);
 		free(c);
 		return;
 	}
@@ -799,6 +803,7 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 	tls_unref(c->tls);
 	policy_config_unref(c->cfg);
 	sandbox_unref(c->sb);
+	listener_unref(c->l);
 	TAILQ_REMOVE(&w->conns, c, link);
 	w->nconns--;
 	free(c);

@@ -79,7 +79,7 @@ struct conn_body {
 struct conn {
 	uint64_t		 id;
 	struct worker		*w;
-	const struct listener	*l;
+	struct listener		*l;		/* a reference */
 	struct moat_config	*cfg;		/* reference; refreshed per request */
 	uint64_t		 cfg_gen;
 	enum conn_state		 state;

@@ -39,8 +39,11 @@ struct listener {
 						 * address (listener_claim),
 						 * or -1 */
 	size_t			 nfds;
-	int			 nodelay;	/* accepted sockets inherit
-						 * TCP_NODELAY (bound here) */
+	int			 inherits;	/* accepted sockets inherit
+						 * TCP_NODELAY and keepalive
+						 * (bound here) */
+	int			 held;		/* handed over by a registration:
+						 * others may hold it too */
 	struct listener_auth	*auth;		/* NULL: no authentication */
 	size_t			 nauth;
 	atomic_int		 refcnt;

@@ -36,6 +36,8 @@ struct uppool_entry;
 #define WORKER_PIPE_BYTES	(256 << 10) /* capacity asked for each pipe */
 #define WORKER_ACCEPT_BATCH	64	/* accept(2) calls per wakeup */
 #define WORKER_ACCEPT_PAUSE_MS	100	/* pause when out of fds or at the limit */
+#define WORKER_REFUSE_MAX	4096	/* queued connections closed at a drain,
+					 * per listener (its backlog) */
 
 /* A listening socket this worker watches. */
 struct worker_accept {
