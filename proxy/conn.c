@@ -53,6 +53,7 @@ static void	conn_audit_tunnel_close(struct conn *c,
 static void	conn_connected_cb(int fd, size_t idx, int err, void *arg);
 static void	conn_fail(struct conn *c, enum policy_reason reason,
 		    const char *detail);
+static void	conn_handshake_cut(struct conn *c);
 static void	conn_format_peer(const struct sockaddr *sa, socklen_t salen,
 		    char *buf, size_t len);
 
@@ -676,10 +677,30 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		guard_timeout(c);
 		return;
 	case CONN_ST_PEEK:
+		if (io_in_len(c->cio) > 0) {
+			/* Started to speak, did not finish: a cut, not a
+			 * server-first protocol. */
+			transparent_denied(c, POLICY_R_TIMEOUT, "the first "
+			    "bytes (a TLS ClientHello or an HTTP head) did not "
+			    "arrive whole in time (timeouts.request_head_ms)");
+			return;
+		}
 		transparent_denied(c, POLICY_R_NO_RULE, "nothing named the "
 		    "destination in time: no DNS answer from moatd, no TLS "
 		    "server name, no HTTP Host (a server-first protocol needs "
 		    "an IP rule or moatd's DNS)");
+		return;
+	case CONN_ST_SOCKS_GREETING:
+	case CONN_ST_SOCKS_AUTH:
+	case CONN_ST_SOCKS_REQUEST:
+		conn_handshake_cut(c);
+		return;
+	case CONN_ST_DNS_TCP:
+		if (io_in_len(c->cio) > 0)
+			conn_audit(c, "dns", POLICY_DENY, POLICY_R_TIMEOUT,
+			    "a query over TCP did not arrive whole in time "
+			    "(timeouts.request_head_ms)");
+		conn_close(c, POLICY_R_TIMEOUT, NULL);
 		return;
 	default:
 		log_debug("conn=%llu timeout in state %s",
@@ -687,6 +708,28 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		conn_close(c, POLICY_R_TIMEOUT, NULL);
 		return;
 	}
+}
+
+/*
+ * request_head_ms passed in the SOCKS5 handshake.  A client that sent
+ * nothing is an idle connection; one that stopped part-way is audited, as
+ * a cut HTTP head is: a scanner or a stuck client shows in the log.
+ */
+static void
+conn_handshake_cut(struct conn *c)
+{
+	uint64_t	in, out;
+
+	io_counts(c->cio, &in, &out);
+	if (in > 0 || io_in_len(c->cio) > 0)
+		conn_audit(c, "open", POLICY_DENY, POLICY_R_TIMEOUT,
+		    c->state == CONN_ST_SOCKS_GREETING ? "the SOCKS5 greeting "
+		    "did not arrive whole in time (timeouts.request_head_ms)" :
+		    c->state == CONN_ST_SOCKS_AUTH ? "the SOCKS5 "
+		    "username/password did not arrive whole in time "
+		    "(timeouts.request_head_ms)" : "the SOCKS5 request did not "
+		    "arrive whole in time (timeouts.request_head_ms)");
+	conn_close(c, POLICY_R_TIMEOUT, NULL);
 }
 
 void

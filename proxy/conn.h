@@ -146,6 +146,9 @@ struct conn {
 
 	/* DNS over TCP */
 	unsigned		 dns_pending;	/* queries being answered */
+	bool			 dns_partial;	/* part of a query is in: the
+						 * rest is due in
+						 * request_head_ms */
 
 	/* Inspected tunnels: moatd reads the HTTP inside. */
 	bool			 intercept;	/* requests come from inside a tunnel */

@@ -739,12 +739,21 @@ http_denied(struct conn *c, enum policy_reason reason, const char *detail)
 	http_denied_code(c, 0, reason, detail);
 }
 
-/* A client too slow to send its request head gets 408, not 504. */
+/*
+ * A client too slow to send its request head gets 408, not 504, and an
+ * audit line: part of a request came (an idle connection that sent
+ * nothing is closed quietly by the caller).
+ */
 void
 http_head_timeout(struct conn *c)
 {
-	http_denied_code(c, 408, POLICY_R_TIMEOUT, "the request head did not "
-	    "arrive in time");
+	char	d[128];
+
+	snprintf(d, sizeof(d), "the request head did not arrive whole in "
+	    "time (timeouts.request_head_ms): %zu bytes of it came",
+	    io_in_len(c->cio));
+	c->kind = CONN_KIND_HTTP;
+	http_denied_code(c, 408, POLICY_R_TIMEOUT, d);
 }
 
 static void
@@ -756,9 +765,8 @@ http_denied_code(struct conn *c, int code, enum policy_reason reason,
 
 	conn_set_deadline(c, 0);
 	c->status = code ? code : http_status_for(reason).code;
-	if (c->host[0] != '\0' || reason != POLICY_R_TIMEOUT)
-		conn_audit(c, c->kind == CONN_KIND_CONNECT ? "open" : "request",
-		    POLICY_DENY, reason, detail);
+	conn_audit(c, c->kind == CONN_KIND_CONNECT ? "open" : "request",
+	    POLICY_DENY, reason, detail);
 	if (reason != POLICY_R_BAD_REQUEST && reason != POLICY_R_LIMIT)
 		log_debug("conn=%llu %s %s:%u denied: %s",
 		    (unsigned long long)c->id, conn_proto(c),
