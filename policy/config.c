@@ -100,6 +100,9 @@ static const struct config_default	config_defaults[] = {
 	/* timeouts.response_head_ms: upstream's response head (slow APIs) */
 	{ "timeouts", "response_head_ms", CONFIG_T_UINT, 300000, 1, 86400000,
 	    NULL, CONFIG_OFF(timeouts.response_head_ms) },
+	/* timeouts.idle_body_ms: a request or response body that stalls */
+	{ "timeouts", "idle_body_ms", CONFIG_T_UINT, 60000, 1, 86400000,
+	    NULL, CONFIG_OFF(timeouts.idle_body_ms) },
 	/* timeouts.idle_tunnel_ms: tunnel with no byte either way */
 	{ "timeouts", "idle_tunnel_ms", CONFIG_T_UINT, 3600000, 1, 86400000,
 	    NULL, CONFIG_OFF(timeouts.idle_tunnel_ms) },

@@ -403,6 +403,7 @@ struct moat_timeouts {
 	unsigned	dns_ms;			/* one name resolution */
 	unsigned	connect_ms;		/* one upstream connect attempt */
 	unsigned	response_head_ms;	/* upstream's response head after request */
+	unsigned	idle_body_ms;		/* a body with no byte moved either way */
 	unsigned	idle_tunnel_ms;		/* tunnel with no byte either way */
 	unsigned	idle_upstream_ms;	/* pooled idle upstream connection */
 	unsigned	tls_handshake_ms;	/* either TLS handshake */

@@ -54,6 +54,7 @@ static void	conn_connected_cb(int fd, size_t idx, int err, void *arg);
 static void	conn_fail_local(struct conn *c, int err, const char *what);
 static void	conn_fail(struct conn *c, enum policy_reason reason,
 		    const char *detail);
+static void	conn_handshake_cut(struct conn *c);
 static void	conn_format_peer(const struct sockaddr *sa, socklen_t salen,
 		    char *buf, size_t len);
 
@@ -109,16 +110,19 @@ conn_accept(struct worker *w, struct listener *l, int fd,
 	}
 	c->id = atomic_fetch_add(&worker_next_id, 1) + 1;
 	c->w = w;
-	c->l = l;
+	c->l = listener_ref(l);	/* a draining worker lets go of its own */
 	c->cfg = policy_config_ref(w->cfg);
 	c->cfg_gen = w->cfg_gen;
 	c->sb = sandbox_ref(l->sb);
 	c->sandbox = l->sandbox;
 	conn_format_peer(sa, salen, c->client, sizeof(c->client));
-	/* Config listeners pass TCP_NODELAY on; held sockets may not. */
-	if (sa->sa_family != AF_UNIX && !l->nodelay)
+	/* Config listeners pass TCP_NODELAY and keepalive on; held
+	 * sockets may not. */
+	if (sa->sa_family != AF_UNIX && !l->inherits) {
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 		    sizeof(one));
+		(void)util_tcp_keepalive(fd);
+	}
 	c->timer = evtimer_new(w->base, conn_timer_cb, c);
 	c->cio = io_new(w->base, fd, conn_sniff_event, c);
 	if (c->timer == NULL || c->cio == NULL) {
@@ -131,6 +135,7 @@ conn_accept(struct worker *w, struct listener *l, int fd,
 		policy_config_unref(c->cfg);
 		sandbox_conn_put(c->sb);
 		sandbox_unref(c->sb);
+		listener_unref(c->l);
 		free(c);
 		return;
 	}
@@ -714,8 +719,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		http_head_timeout(c);
 		return;
 	case CONN_ST_HTTP_EXCHANGE:
-		http_denied(c, POLICY_R_TIMEOUT, "the upstream did not answer "
-		    "in time");
+		http_exchange_timer(c);
 		return;
 	case CONN_ST_INTERCEPT_PEEK:
 	case CONN_ST_TLS_HANDSHAKE:
@@ -729,10 +733,30 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		guard_timeout(c);
 		return;
 	case CONN_ST_PEEK:
+		if (io_in_len(c->cio) > 0) {
+			/* Started to speak, did not finish: a cut, not a
+			 * server-first protocol. */
+			transparent_denied(c, POLICY_R_TIMEOUT, "the first "
+			    "bytes (a TLS ClientHello or an HTTP head) did not "
+			    "arrive whole in time (timeouts.request_head_ms)");
+			return;
+		}
 		transparent_denied(c, POLICY_R_NO_RULE, "nothing named the "
 		    "destination in time: no DNS answer from moatd, no TLS "
 		    "server name, no HTTP Host (a server-first protocol needs "
 		    "an IP rule or moatd's DNS)");
+		return;
+	case CONN_ST_SOCKS_GREETING:
+	case CONN_ST_SOCKS_AUTH:
+	case CONN_ST_SOCKS_REQUEST:
+		conn_handshake_cut(c);
+		return;
+	case CONN_ST_DNS_TCP:
+		if (io_in_len(c->cio) > 0)
+			conn_audit(c, "dns", POLICY_DENY, POLICY_R_TIMEOUT,
+			    "a query over TCP did not arrive whole in time "
+			    "(timeouts.request_head_ms)");
+		conn_close(c, POLICY_R_TIMEOUT, NULL);
 		return;
 	default:
 		log_debug("conn=%llu timeout in state %s",
@@ -740,6 +764,28 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		conn_close(c, POLICY_R_TIMEOUT, NULL);
 		return;
 	}
+}
+
+/*
+ * request_head_ms passed in the SOCKS5 handshake.  A client that sent
+ * nothing is an idle connection; one that stopped part-way is audited, as
+ * a cut HTTP head is: a scanner or a stuck client shows in the log.
+ */
+static void
+conn_handshake_cut(struct conn *c)
+{
+	uint64_t	in, out;
+
+	io_counts(c->cio, &in, &out);
+	if (in > 0 || io_in_len(c->cio) > 0)
+		conn_audit(c, "open", POLICY_DENY, POLICY_R_TIMEOUT,
+		    c->state == CONN_ST_SOCKS_GREETING ? "the SOCKS5 greeting "
+		    "did not arrive whole in time (timeouts.request_head_ms)" :
+		    c->state == CONN_ST_SOCKS_AUTH ? "the SOCKS5 "
+		    "username/password did not arrive whole in time "
+		    "(timeouts.request_head_ms)" : "the SOCKS5 request did not "
+		    "arrive whole in time (timeouts.request_head_ms)");
+	conn_close(c, POLICY_R_TIMEOUT, NULL);
 }
 
 void
@@ -888,6 +934,7 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 	inject_end(c);
 	tls_unref(c->tls);
 	policy_config_unref(c->cfg);
+	listener_unref(c->l);
 	TAILQ_REMOVE(&w->conns, c, link);
 	w->nconns--;
 	worker_conn_closed(w, c->sb);

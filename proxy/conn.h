@@ -79,7 +79,7 @@ struct conn_body {
 struct conn {
 	uint64_t		 id;
 	struct worker		*w;
-	const struct listener	*l;
+	struct listener		*l;		/* a reference */
 	struct moat_config	*cfg;		/* reference; refreshed per request */
 	uint64_t		 cfg_gen;
 	enum conn_state		 state;
@@ -127,6 +127,14 @@ struct conn {
 	uint64_t		 bytes_up;
 	uint64_t		 bytes_down;
 	unsigned		 nrequests;
+	/* HTTP_EXCHANGE's clock (http.c): the response head is due at
+	 * head_due (ms, 0: not yet: the request is still going out); a
+	 * body being moved stalls when both sockets' byte counts
+	 * (xfer_bytes, as last seen) stay put for idle_body_ms. */
+	uint64_t		 head_due;
+	uint64_t		 xfer_bytes;
+	uint64_t		 xfer_seen;	/* ms: when they last changed */
+	bool			 xfer_ticking;	/* the body clock runs */
 
 	/* SOCKS5 */
 	uint8_t			 socks_method;
@@ -138,6 +146,9 @@ struct conn {
 
 	/* DNS over TCP */
 	unsigned		 dns_pending;	/* queries being answered */
+	bool			 dns_partial;	/* part of a query is in: the
+						 * rest is due in
+						 * request_head_ms */
 
 	/* Inspected tunnels: moatd reads the HTTP inside. */
 	bool			 intercept;	/* requests come from inside a tunnel */
@@ -296,6 +307,8 @@ void	http_connected(struct conn *c, int ufd);
 void	http_head_timeout(struct conn *c);
 /* 503 with reason internal: moatd is out of descriptors or memory. */
 void	http_unavailable(struct conn *c, const char *detail);
+/* The HTTP_EXCHANGE deadline fired: a late response head or a stall. */
+void	http_exchange_timer(struct conn *c);
 void	http_upstream_event(struct io *io, int ev, void *arg);
 void	http_free_request(struct conn *c);
 

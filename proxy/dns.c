@@ -542,6 +542,7 @@ dns_tcp_read(struct conn *c)
 	uint8_t			*b, msg[DNS_QUERY_MAX_BYTES];
 	size_t			 len;
 	int			 n;
+	bool			 partial = false;
 
 	while (c->dns_pending < DNS_TCP_PENDING_MAX) {
 		len = evbuffer_get_length(in);
@@ -550,8 +551,10 @@ dns_tcp_read(struct conn *c)
 		if (len == 0 || (b = evbuffer_pullup(in, len)) == NULL)
 			break;
 		n = dns_tcp_frame_len(b, len, &err);
-		if (n == DNS_NEED_MORE)
+		if (n == DNS_NEED_MORE) {
+			partial = true;
 			break;
+		}
 		if (n == DNS_INVALID) {
 			log_debug("conn=%llu dns-tcp: %s",
 			    (unsigned long long)c->id, err);
@@ -564,11 +567,21 @@ dns_tcp_read(struct conn *c)
 			return;
 		}
 		c->dns_pending++;
+		c->dns_partial = false;
 		conn_set_deadline(c, c->cfg->timeouts.idle_client_ms);
 		memcpy(msg, b + DNS_TCP_PREFIX_BYTES, (size_t)n);
 		evbuffer_drain(in, DNS_TCP_PREFIX_BYTES + (size_t)n);
 		/* May answer (and write to c) at once; never frees c. */
 		dns_query_in(p, msg, (size_t)n);
+	}
+	/*
+	 * Between queries a connection may idle for idle_client_ms; a query
+	 * once begun must be whole within request_head_ms, counted from its
+	 * first byte (a client dripping bytes does not restart it).
+	 */
+	if (partial && !c->dns_partial) {
+		c->dns_partial = true;
+		conn_set_deadline(c, c->cfg->timeouts.request_head_ms);
 	}
 	if (c->dns_pending >= DNS_TCP_PENDING_MAX)
 		io_read(c->cio, 0);

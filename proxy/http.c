@@ -61,6 +61,8 @@ static int	http_proxy_target(struct conn *c);
 static int	http_precheck_chunked(struct conn *c, const char **err);
 static void	http_send_request(struct conn *c);
 static void	http_pump_request(struct conn *c);
+static void	http_clock_start(struct conn *c);
+static void	http_clock_arm(struct conn *c);
 static void	http_read_response(struct conn *c);
 static int	http_write_response_head(struct conn *c);
 static void	http_pump_response(struct conn *c);
@@ -757,12 +759,21 @@ http_unavailable(struct conn *c, const char *detail)
 	http_denied_code(c, 503, POLICY_R_INTERNAL, detail);
 }
 
-/* A client too slow to send its request head gets 408, not 504. */
+/*
+ * A client too slow to send its request head gets 408, not 504, and an
+ * audit line: part of a request came (an idle connection that sent
+ * nothing is closed quietly by the caller).
+ */
 void
 http_head_timeout(struct conn *c)
 {
-	http_denied_code(c, 408, POLICY_R_TIMEOUT, "the request head did not "
-	    "arrive in time");
+	char	d[128];
+
+	snprintf(d, sizeof(d), "the request head did not arrive whole in "
+	    "time (timeouts.request_head_ms): %zu bytes of it came",
+	    io_in_len(c->cio));
+	c->kind = CONN_KIND_HTTP;
+	http_denied_code(c, 408, POLICY_R_TIMEOUT, d);
 }
 
 static void
@@ -774,9 +785,8 @@ http_denied_code(struct conn *c, int code, enum policy_reason reason,
 
 	conn_set_deadline(c, 0);
 	c->status = code ? code : http_status_for(reason).code;
-	if (c->host[0] != '\0' || reason != POLICY_R_TIMEOUT)
-		conn_audit(c, c->kind == CONN_KIND_CONNECT ? "open" : "request",
-		    POLICY_DENY, reason, detail);
+	conn_audit(c, c->kind == CONN_KIND_CONNECT ? "open" : "request",
+	    POLICY_DENY, reason, detail);
 	if (reason != POLICY_R_BAD_REQUEST && reason != POLICY_R_LIMIT)
 		log_debug("conn=%llu %s %s:%u denied: %s",
 		    (unsigned long long)c->id, conn_proto(c),
@@ -1086,12 +1096,117 @@ http_send_request(struct conn *c)
 	}
 
 	conn_enter_state(c, CONN_ST_HTTP_EXCHANGE);
-	conn_set_deadline(c, c->cfg->timeouts.response_head_ms);
 	c->up_clean = false;
 	c->up_scan_state = 0;
 	c->resp_head_done = false;
+	http_clock_start(c);
 	io_read(c->uio, 1);
 	http_pump_request(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* The exchange's clock                                                 */
+/* ------------------------------------------------------------------ */
+
+/*
+ * One timer serves two deadlines.  The response head is due
+ * response_head_ms after the whole request went out (while the client is
+ * still uploading, the upstream cannot be blamed for not answering).
+ * While a body is being moved, either way, the exchange ends when no byte
+ * moved on either socket for idle_body_ms: a stalled upstream or client
+ * would otherwise hold both connections as long as it likes.  Progress is
+ * read from the sockets' byte counts every quarter of idle_body_ms rather
+ * than by re-arming a timer at each read and write, which keeps timer
+ * calls off the data path; a stall is seen after 1 to 1.25 times
+ * idle_body_ms.
+ */
+static uint64_t
+http_xfer_bytes(struct conn *c)
+{
+	uint64_t	in, out, sum;
+
+	io_counts(c->cio, &in, &out);
+	sum = in + out;
+	if (c->uio != NULL) {
+		io_counts(c->uio, &in, &out);
+		sum += in + out;
+	}
+	return sum;
+}
+
+static bool
+http_body_moving(const struct conn *c)
+{
+	return !c->reqb.done || (c->resp_head_done && !c->respb.done);
+}
+
+/* Arms the timer for whichever comes first: the head's due time or the
+ * next look at the byte counts. */
+static void
+http_clock_arm(struct conn *c)
+{
+	uint64_t	now = util_now_ms(), next = UINT64_MAX;
+	unsigned	tick;
+
+	c->xfer_ticking = http_body_moving(c);
+	if (c->xfer_ticking) {
+		tick = c->cfg->timeouts.idle_body_ms / 4;
+		next = now + (tick > 0 ? tick : 1);
+	}
+	if (!c->resp_head_done && c->head_due != 0 && c->head_due < next)
+		next = c->head_due;
+	if (next == UINT64_MAX)
+		conn_set_deadline(c, 0);
+	else
+		conn_set_deadline(c, next > now ? (unsigned)(next - now) : 1);
+}
+
+static void
+http_clock_start(struct conn *c)
+{
+	uint64_t	now = util_now_ms();
+
+	c->head_due = c->reqb.done ? now + c->cfg->timeouts.response_head_ms :
+	    0;
+	c->xfer_bytes = http_xfer_bytes(c);
+	c->xfer_seen = now;
+	http_clock_arm(c);
+}
+
+void
+http_exchange_timer(struct conn *c)
+{
+	uint64_t	 now = util_now_ms(), n;
+	unsigned	 idle = c->cfg->timeouts.idle_body_ms;
+	char		 d[192];
+	bool		 up;
+
+	if (!c->resp_head_done && c->head_due != 0 && now >= c->head_due) {
+		http_denied(c, POLICY_R_TIMEOUT, "the upstream did not answer "
+		    "in time");
+		return;
+	}
+	if (http_body_moving(c)) {
+		n = http_xfer_bytes(c);
+		if (n != c->xfer_bytes) {
+			c->xfer_bytes = n;
+			c->xfer_seen = now;
+		} else if (now - c->xfer_seen >= idle) {
+			/* Which side holds it up: the one that neither takes
+			 * what is queued for it nor sends. */
+			up = !c->reqb.done;
+			snprintf(d, sizeof(d), "the %s body stalled: %s for %u "
+			    "ms (timeouts.idle_body_ms)", up ? "request" :
+			    "response", up ? (c->uio != NULL &&
+			    io_out_len(c->uio) > 0 ? "the upstream read "
+			    "nothing" : "the client sent nothing") :
+			    io_out_len(c->cio) > 0 ? "the client read nothing" :
+			    "the upstream sent nothing", idle);
+			http_abort(c, POLICY_R_TIMEOUT, d);
+			return;
+		}
+	}
+	http_clock_arm(c);
 }
 
 /* The error http_move_body() reports for a secret in a request body. */
@@ -1252,8 +1367,16 @@ http_pump_request(struct conn *c)
 	if (c->reqb.done) {
 		/* Later (pipelined) bytes wait for the next request. */
 		conn_hold_input(c);
-		if (c->respb.done && c->resp_head_done)
+		if (c->respb.done && c->resp_head_done) {
 			http_finish(c);
+			return;
+		}
+		if (c->head_due == 0 && !c->resp_head_done) {
+			/* The request is out: the head is due from now. */
+			c->head_due = util_now_ms() +
+			    c->cfg->timeouts.response_head_ms;
+			http_clock_arm(c);
+		}
 		return;
 	}
 	if (io_eof(c->cio) && io_in_len(c->cio) == 0) {
@@ -1432,7 +1555,8 @@ http_write_response_head(struct conn *c)
 
 	c->resp_head_done = true;
 	c->status = r->status;
-	conn_set_deadline(c, 0);
+	/* The timer stays: a body that is not moved whole at once starts
+	 * the body clock (http_pump_response). */
 	c->respb.kind = r->body;
 	c->respb.left = r->content_length;
 	c->respb.done = r->body == HTTP_BODY_NONE ||
@@ -1533,6 +1657,8 @@ http_pump_response(struct conn *c)
 		http_finish(c);
 		return;
 	}
+	if (!c->xfer_ticking)
+		http_clock_arm(c);
 	if (io_out_len(c->cio) > HTTP_BUF_HIGH_BYTES) {
 		io_read(c->uio, 0);
 		io_want_drained(c->cio, HTTP_BUF_LOW_BYTES);

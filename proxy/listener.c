@@ -67,11 +67,13 @@ listener_bind_tcp(const struct moat_listen *ml, int type, char *err,
 		close(fd);
 		return -1;
 	}
-	/* Accepted sockets inherit TCP_NODELAY: one setsockopt per
-	 * listener instead of one per connection. */
-	if (type == SOCK_STREAM)
+	/* Accepted sockets inherit TCP_NODELAY and keepalive: set once
+	 * per listener instead of once per connection. */
+	if (type == SOCK_STREAM) {
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 		    sizeof(one));
+		(void)util_tcp_keepalive(fd);
+	}
 	if (bind(fd, (struct sockaddr *)&ss, slen) == -1) {
 		snprintf(err, errlen, "%s: cannot bind: %s%s", ml->address,
 		    strerror(errno), errno == EADDRINUSE ? " (another process "
@@ -271,7 +273,7 @@ listener_bind_all(const struct moat_config *cfg, size_t nworkers, char *err,
 			l->sb = listener_sandbox(head,
 			    ml->sandbox ? ml->sandbox : "default");
 			l->nfds = ml->is_unix ? 1 : nworkers;
-			l->nodelay = !ml->is_unix && !l->udp;
+			l->inherits = !ml->is_unix && !l->udp;
 			l->connections = ml->connections;
 			l->fds = calloc(l->nfds, sizeof(*l->fds));
 			if (l->address == NULL || l->sb == NULL ||
@@ -427,6 +429,7 @@ listener_from_fd(const char *proto, int fd, struct sandbox *sb, char *err,
 	l->sandbox = sb->name;
 	l->fds[0] = fd;
 	l->nfds = 1;
+	l->held = 1;
 	return l;
  fail:
 	if (l != NULL) {

@@ -39,8 +39,11 @@ struct listener {
 						 * address (listener_claim),
 						 * or -1 */
 	size_t			 nfds;
-	int			 nodelay;	/* accepted sockets inherit
-						 * TCP_NODELAY (bound here) */
+	int			 inherits;	/* accepted sockets inherit
+						 * TCP_NODELAY and keepalive
+						 * (bound here) */
+	int			 held;		/* handed over by a registration:
+						 * others may hold it too */
 	size_t			 connections;	/* its sandbox's open connections
 						 * at most (listen[].connections),
 						 * or 0: the sandbox's limit */

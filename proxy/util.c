@@ -3,6 +3,10 @@
  */
 #include "config.h"
 
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -69,6 +73,22 @@ util_close(int fd)
 		close(fd);
 	errno = saved;
 	return -1;
+}
+
+int
+util_tcp_keepalive(int fd)
+{
+	int	one = 1, idle = UTIL_KEEPALIVE_IDLE_S;
+	int	intvl = UTIL_KEEPALIVE_INTVL_S, cnt = UTIL_KEEPALIVE_CNT;
+
+	if (setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle,
+	    sizeof(idle)) == -1 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl,
+	    sizeof(intvl)) == -1 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) == -1)
+		return -1;
+	return 0;
 }
 
 int

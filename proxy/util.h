@@ -49,6 +49,19 @@ int		util_set_cloexec(int fd);
 int		util_close(int fd);
 
 /*
+ * TCP keepalive on fd: a peer that vanished without a word (a host gone,
+ * a black-holed path, a NAT that forgot the flow) is found after
+ * UTIL_KEEPALIVE_IDLE_S of silence plus UTIL_KEEPALIVE_CNT unanswered
+ * probes UTIL_KEEPALIVE_INTVL_S apart (2 minutes), instead of never.  On
+ * a listening socket, accepted sockets inherit it.  Returns 0, or -1 with
+ * errno.
+ */
+#define UTIL_KEEPALIVE_IDLE_S	60
+#define UTIL_KEEPALIVE_INTVL_S	10
+#define UTIL_KEEPALIVE_CNT	6
+int		util_tcp_keepalive(int fd);
+
+/*
  * Parses an octal mode string of 3 or 4 digits ("0660").  Returns the mode,
  * or -1.
  */

@@ -51,7 +51,7 @@ static void	 worker_trim_cb(evutil_socket_t fd, short what, void *arg);
 static void	 worker_flush_cb(evutil_socket_t fd, short what, void *arg);
 static size_t	 worker_sandbox_limit(const struct worker *w,
 		    const struct listener *l);
-static void	 worker_refuse(struct worker *w, struct listener *l, int fd);
+static void	 worker_refuse_limit(struct worker *w, struct listener *l, int fd);
 static void	 worker_audit_refused(struct worker *w, struct listener *l,
 		    struct sandbox *sb, uint64_t n);
 static void	 worker_accepting(struct worker *w, int on);
@@ -65,6 +65,7 @@ static void	 worker_messages(struct worker *w);
 static int	 worker_spare_open(void);
 static int	 worker_refuse_nofd(struct worker *w, struct worker_accept *a,
 		    int err);
+static void	 worker_refuse_queued(struct worker *w);
 
 struct worker *
 worker_new(int idx, struct moat_config *cfg, struct tls *tls,
@@ -433,12 +434,51 @@ worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 		w->draining = 1;
 		worker_accepting(w, 0);
 		event_del(w->accept_pause);
+		worker_refuse_queued(w);
 		uppool_flush(w, NULL);
 		for (c = TAILQ_FIRST(&w->conns); c != NULL; c = cn) {
 			cn = TAILQ_NEXT(c, link);
 			conn_drain(c);
 		}
 		worker_check_done(w);
+	}
+}
+
+/*
+ * Draining: a new connection is refused at once, not left in a backlog
+ * until moatd exits.  A listening socket moatd bound itself is shut down
+ * (SHUT_RD): a TCP one stops listening, so new connections get a reset
+ * and those queued on it are reset; a Unix one refuses connect()
+ * (ECONNREFUSED).  Unlike close(), shutdown() keeps the descriptor, so a
+ * worker still watching a shared socket never sees its number reused
+ * under it.  A socket a registration handed over may have other holders,
+ * who may hand it to the next moatd: it is not shut down but let go of,
+ * and the last worker to let go closes moatd's copy (which refuses new
+ * connections if moatd held the only one).  What is already queued is
+ * accepted and closed.
+ */
+static void
+worker_refuse_queued(struct worker *w)
+{
+	struct worker_accept	*a, *an;
+	int			 fd, i;
+
+	for (a = TAILQ_FIRST(&w->acc); a != NULL; a = an) {
+		an = TAILQ_NEXT(a, link);
+		if (a->l->udp)
+			continue;
+		if (!a->l->held)
+			(void)shutdown(a->fd, SHUT_RD);
+		for (i = 0; i < WORKER_REFUSE_MAX; i++) {
+			fd = accept4(a->fd, NULL, NULL, SOCK_CLOEXEC);
+			if (fd == -1 && errno == EINTR)
+				continue;
+			if (fd == -1)
+				break;
+			close(fd);
+		}
+		if (a->l->held)
+			worker_unwatch(w, a);
 	}
 }
 
@@ -570,7 +610,7 @@ worker_sandbox_limit(const struct worker *w, const struct listener *l)
  * audit log.
  */
 static void
-worker_refuse(struct worker *w, struct listener *l, int fd)
+worker_refuse_limit(struct worker *w, struct listener *l, int fd)
 {
 #define REFUSE_BODY	"moat refused this connection: its sandbox has too " \
 			    "many open (limit).\n"
@@ -751,6 +791,10 @@ worker_accept_cb(evutil_socket_t fd, short what, void *arg)
 			case EPROTO:
 			case EPERM:
 				continue;
+			case EINVAL:
+				/* Shut down by a draining worker. */
+				event_del(a->ev);
+				return;
 			default:
 				log_warn("worker %d: accept on %s", w->idx,
 				    a->l->address);
@@ -759,7 +803,7 @@ worker_accept_cb(evutil_socket_t fd, short what, void *arg)
 		}
 		if (!sandbox_conn_take(a->l->sb,
 		    worker_sandbox_limit(w, a->l))) {
-			worker_refuse(w, a->l, cfd);
+			worker_refuse_limit(w, a->l, cfd);
 			continue;
 		}
 		if (slen == 0 || ss.ss_family == AF_UNSPEC) {

@@ -41,6 +41,8 @@ struct uppool_entry;
 #define WORKER_TRIM_MIN_CONNS	256	/* a burst this large ... */
 #define WORKER_TRIM_DELAY_MS	1000	/* ... gives memory back this long after
 					   it fell to a quarter */
+#define WORKER_REFUSE_MAX	4096	/* queued connections closed at a drain,
+					 * per listener (its backlog) */
 
 /* A listening socket this worker watches. */
 struct worker_accept {

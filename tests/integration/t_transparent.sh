@@ -181,6 +181,22 @@ else
 	mt_fail "silent client: $out"
 fi
 
+# Part of a ClientHello, then nothing: cut by request_head_ms (2000) and
+# audited as a timeout, not as a protocol that names nothing.
+mt_raw tp1 --tcp 203.0.113.99:443 --timeout 8 \
+    --send '\x16\x03\x01\x00\xc8\x01\x00\x00\xc4\x03\x03'
+ms=$(mt_kv tp1 eof_ms)
+if [ "$(mt_kv tp1 eof)" = 1 ] && [ "${ms:-0}" -ge 1500 ] &&
+    [ "$ms" -le 5000 ]; then
+	mt_pass "a ClientHello cut short is closed after request_head_ms ($ms ms)"
+else
+	mt_fail "a ClientHello cut short: eof=$(mt_kv tp1 eof) after ${ms:-?} ms" \
+	    "$MT_T/tp1.kv"
+fi
+mt_eq "audit: the cut ClientHello is a timeout" 1 \
+    "$(mt_jl "$A" count event=open proto=transparent host=203.0.113.99 \
+    reason=timeout 'detail~did not arrive whole')" "$A"
+
 # Straight to the transparent port, no redirect: refused.
 out=$(mt_in cli "$MT_PY" - <<'EOF2'
 import socket

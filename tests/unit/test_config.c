@@ -291,9 +291,9 @@ static const struct cfg_vec	cfg_vectors[] = {
 	  "  \"admin\": {\"address\": \"127.0.0.1:9\"},\n"
 	  "  \"limits\": {\"header_count\": 5000, \"headr_bytes\": 2048, "
 	  "\"dns_wildcard_names\": 0},\n"
-	  "  \"timeouts\": {\"drain_ms\": 86400001},\n"
+	  "  \"timeouts\": {\"drain_ms\": 86400001, \"idle_body_ms\": 0},\n"
 	  "  \"workers\": \"many\",\n"
-	  "  \"user\": \"-x\"\n}", 11, 0, {
+	  "  \"user\": \"-x\"\n}", 12, 0, {
 	    { 3, 39, "\"dns.google:53\"", "resolver.servers[1]: "
 	      "\"dns.google:53\" is not a server address: write IP, IP:PORT "
 	      "or [IPv6]:PORT (no host names)" },
@@ -311,6 +311,8 @@ static const struct cfg_vec	cfg_vectors[] = {
 	    { 6, 79, "0", "limits.dns_wildcard_names: 0 is out of range "
 	      "(1-4096)" },
 	    { 7, 28, "86400001", "timeouts.drain_ms: 86400001 is out of range "
+	      "(1-86400000)" },
+	    { 7, 54, "0", "timeouts.idle_body_ms: 0 is out of range "
 	      "(1-86400000)" },
 	    { 8, 14, "\"many\"", "workers: expected an integer (1-256) or "
 	      "\"auto\"" },
@@ -766,7 +768,8 @@ test_config_good(void)
 	    "\"leaf_cache_entries\": 50},\n"
 	    "  \"admin\": {\"address\": \"unix:/run/moat/admin.sock\", "
 	    "\"mode\": \"0640\"},\n"
-	    "  \"timeouts\": {\"dns_ms\": 2000, \"drain_ms\": 1},\n"
+	    "  \"timeouts\": {\"dns_ms\": 2000, \"drain_ms\": 1, "
+	    "\"idle_body_ms\": 1500},\n"
 	    "  \"limits\": {\"header_count\": 50, \"body_inspect_bytes\": 0, "
 	    "\"dns_wildcard_names\": 5},\n"
 	    "  \"workers\": 4,\n"
@@ -844,6 +847,7 @@ test_config_good(void)
 	CU_ASSERT_EQUAL(c->admin_mode, 0640);
 	CU_ASSERT_EQUAL(c->timeouts.dns_ms, 2000);
 	CU_ASSERT_EQUAL(c->timeouts.drain_ms, 1);
+	CU_ASSERT_EQUAL(c->timeouts.idle_body_ms, 1500);
 	CU_ASSERT_EQUAL(c->timeouts.connect_ms, 10000);	/* default kept */
 	CU_ASSERT_EQUAL(c->limits.header_count, 50);
 	CU_ASSERT_EQUAL(c->limits.body_inspect_bytes, 0);
@@ -931,6 +935,7 @@ test_config_defaults(void)
 	CU_ASSERT_EQUAL(c->timeouts.dns_ms, 5000);
 	CU_ASSERT_EQUAL(c->timeouts.connect_ms, 10000);
 	CU_ASSERT_EQUAL(c->timeouts.response_head_ms, 300000);
+	CU_ASSERT_EQUAL(c->timeouts.idle_body_ms, 60000);
 	CU_ASSERT_EQUAL(c->timeouts.idle_tunnel_ms, 3600000);
 	CU_ASSERT_EQUAL(c->timeouts.idle_upstream_ms, 30000);
 	CU_ASSERT_EQUAL(c->timeouts.tls_handshake_ms, 10000);

@@ -13,6 +13,8 @@ What it is not: a general web server.  Python standard library only.
 Endpoints (any method; HEAD gets no body):
   /bytes/N         N bytes (a fixed pattern), with Content-Length
   /slow/MS         waits MS milliseconds (at most 30000), then the echo
+  /stall/N         a head with Content-Length N, 64 KiB of body, then
+                   nothing: it waits (at most 30 s) for the peer to close
   /status/CODE     an empty answer with that status
   /close           the echo, then the connection is closed
   /reflect         the request's Authorization header back, in a header
@@ -35,6 +37,9 @@ Log lines (--log FILE), "event" is one of:
             latin-1 text, up to 64 KiB), error if the body could not be
             read)
   sent      a /bytes/N answer ended            (bytes, complete)
+  stall     a /stall/N answer ended            (bytes, held_ms: how long
+            it waited after its last byte, peer_closed: the peer closed
+            within the 30 s)
   garbage   bytes that were not a request head (bytes, sample)
   close     the connection ended               (requests)
   tls-error the TLS handshake failed           (error)
@@ -357,6 +362,8 @@ class Origin:
             parts[2].isdigit() and 200 <= int(parts[2]) <= 599:
             self.respond(c, int(parts[2]), b"", close, head_only)
             return not close
+        if len(parts) == 3 and parts[1] == "stall" and parts[2].isdigit():
+            return self.stall(c, rec, int(parts[2]))
         if len(parts) == 3 and parts[1] == "slow" and parts[2].isdigit():
             time.sleep(min(int(parts[2]), SLOW_MAX_MS) / 1000.0)
         if path == "/close":
@@ -430,6 +437,32 @@ class Origin:
         if not head_only:
             out += body
         c.sendall(out)
+
+    def stall(self, c, rec, n):
+        """Promises n bytes, sends 64 KiB of them, then waits for the
+        peer to give up (what a stuck upstream does)."""
+        k = min(SEND_BLOCK_BYTES, n)
+        c.sendall(("HTTP/1.1 200 OK\r\nServer: moat-test-origin\r\n"
+            "X-Origin-Name: %s\r\nContent-Type: application/octet-stream"
+            "\r\nContent-Length: %d\r\n\r\n" % (self.args.name, n))
+            .encode() + PATTERN[:k])
+        t0 = time.monotonic()
+        closed = False
+        c.settimeout(0.2)
+        while time.monotonic() - t0 < SLOW_MAX_MS / 1000.0:
+            try:
+                if c.recv(65536) == b"":
+                    closed = True
+                    break
+            except socket.timeout:
+                continue
+            except OSError:
+                closed = True
+                break
+        self.log.write(event="stall", conn=rec["conn"], seq=rec["seq"],
+            bytes=k, peer_closed=closed,
+            held_ms=int((time.monotonic() - t0) * 1000))
+        return False
 
     def send_bytes(self, c, rec, n, close, head_only):
         lines = ["HTTP/1.1 200 OK", "Server: moat-test-origin",

@@ -22,7 +22,9 @@ report of KEY=VALUE lines on stdout for the shell to read:
   error=...             a socket error, if any
 
 The payload is given with --send (Python escapes allowed: \\r \\n \\x00 ...)
-or --send-file.  --drip-ms N sends it one byte every N milliseconds.
+or --send-file.  --drip-ms N sends it one byte every N milliseconds
+(after the first --drip-after N bytes, sent at once: a head, then a body
+that trickles).
 --stop-after-response closes as soon as the first response is complete
 (by Content-Length), without waiting for the server to close.
 --read-delay-ms N waits N ms after sending before it reads anything, and
@@ -88,6 +90,8 @@ def main():
     p.add_argument("--send-file", help="payload file")
     ap.add_argument("--drip-ms", type=int, default=0,
                     help="send one byte every N ms")
+    ap.add_argument("--drip-after", type=int, default=0,
+                    help="with --drip-ms: send the first N bytes at once")
     ap.add_argument("--timeout", type=float, default=5.0,
                     help="deadline in seconds for the whole exchange")
     ap.add_argument("--stop-after-response", action="store_true",
@@ -120,7 +124,11 @@ def main():
         s.connect(addr)
         report["connected"] = 1
         if args.drip_ms > 0:
-            for i in range(len(payload)):
+            first = min(max(args.drip_after, 0), len(payload))
+            if first > 0:
+                s.sendall(payload[:first])
+                report["sent"] = first
+            for i in range(first, len(payload)):
                 if time.monotonic() >= deadline:
                     break
                 s.sendall(payload[i:i + 1])
