@@ -883,17 +883,37 @@ conn_audit_tunnel_close(struct conn *c, enum policy_reason reason)
 /* Bytes held by unfinished request heads, all workers. */
 static atomic_size_t	conn_heads_held;
 
+/*
+ * A sandbox may hold the share of limits.partial_heads_bytes that its
+ * connections are of limits.connections (a quarter where moatd serves
+ * several sandboxes): one that trickles heads on all its connections
+ * leaves the rest to the others.
+ */
+static size_t
+conn_heads_share(const struct moat_config *cfg)
+{
+	const struct moat_limits	*lim = &cfg->limits;
+
+	if (lim->sandbox_connections >= lim->connections)
+		return lim->partial_heads_bytes;
+	return (size_t)((uint64_t)lim->partial_heads_bytes *
+	    lim->sandbox_connections / lim->connections);
+}
+
 int
 conn_head_hold(struct conn *c, size_t len)
 {
-	size_t	total;
+	size_t	add, total, own = 0;
 
 	if (len <= c->head_held)
 		return 0;
-	total = atomic_fetch_add(&conn_heads_held, len - c->head_held) +
-	    (len - c->head_held);
+	add = len - c->head_held;
+	total = atomic_fetch_add(&conn_heads_held, add) + add;
+	if (c->sb != NULL)
+		own = atomic_fetch_add(&c->sb->heads_held, add) + add;
 	c->head_held = len;
-	if (total > c->cfg->limits.partial_heads_bytes) {
+	if (total > c->cfg->limits.partial_heads_bytes ||
+	    own > conn_heads_share(c->cfg)) {
 		conn_head_release(c);
 		return -1;
 	}
@@ -905,6 +925,8 @@ conn_head_release(struct conn *c)
 {
 	if (c->head_held > 0) {
 		atomic_fetch_sub(&conn_heads_held, c->head_held);
+		if (c->sb != NULL)
+			atomic_fetch_sub(&c->sb->heads_held, c->head_held);
 		c->head_held = 0;
 	}
 }

@@ -251,7 +251,8 @@ http_read_head(struct conn *c)
 		if (conn_head_hold(c, len) == -1) {
 			c->kind = CONN_KIND_HTTP;
 			http_denied_code(c, 503, POLICY_R_LIMIT, "unfinished "
-			    "request heads hold limits.partial_heads_bytes");
+			    "request heads hold limits.partial_heads_bytes "
+			    "(or this sandbox's share of it)");
 		}
 		return;
 	}

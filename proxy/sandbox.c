@@ -104,6 +104,7 @@ sandbox_new(const char *name, struct moat_config *cfg)
 	atomic_init(&sb->conns, 0);
 	atomic_init(&sb->conns_refused, 0);
 	atomic_init(&sb->conns_audit_ms, 0);
+	atomic_init(&sb->heads_held, 0);
 	return sb;
 }
 

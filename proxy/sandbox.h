@@ -62,6 +62,8 @@ struct sandbox {
 	atomic_size_t		 conns;
 	atomic_uint_fast64_t	 conns_refused;
 	atomic_uint_fast64_t	 conns_audit_ms;	/* that line's time */
+	/* Bytes its unfinished request heads hold (conn_head_hold). */
+	atomic_size_t		 heads_held;
 };
 
 /*

@@ -9,6 +9,9 @@
 # together: past it a connection is refused (503, reason limit, audited),
 # moatd's resident memory grows by about the bound and not by the 36 MB the
 # heads would take, and a client whose head arrives whole is still served.
+# Where moatd serves several sandboxes, one holds at most its share (that
+# of limits.sandbox_connections in limits.connections, a quarter by
+# default), and another sandbox's unfinished heads are still held.
 # With a bound too large to matter, memory grows with the heads, and once
 # they are gone moatd gives it back (malloc_trim a second after a burst):
 # its resident size falls back near where it started.
@@ -22,12 +25,13 @@ conf=$MT_T/moatd.json
 COUNT=600
 BYTES=60000
 
-# burst NAME: the partial heads; waits until they are all sent and judged.
+# burst NAME [PROXY [COUNT]]: the partial heads; waits until they are all
+# sent and judged.
 burst()
 {
 	rm -f "$MT_T/release"
 	mt_bg "$1" cli "$MT_PY" "$MT_HELPERS/partialheads.py" \
-	    --proxy "$MT_HTTP" --count "$COUNT" --bytes "$BYTES" \
+	    --proxy "${2:-$MT_HTTP}" --count "${3:-$COUNT}" --bytes "$BYTES" \
 	    --release "$MT_T/release" --lifetime 60 --ready-fd 3 ||
 	    mt_error "partialheads.py did not finish its burst"
 }
@@ -46,9 +50,10 @@ rss_settled()
 }
 
 # --- a bound of 4 MiB ---------------------------------------------------------
+# (every sandbox may have all connections: the bound is the only one)
 mt_conf "$conf"
 mt_conf_set "$conf" timeouts '{"request_head_ms": 60000}'
-mt_conf_set "$conf" limits '{"partial_heads_bytes": 4194304}'
+mt_conf_set "$conf" limits '{"partial_heads_bytes": 4194304, "sandbox_connections": 10000}'
 mt_moatd_start "$conf"
 mt_curl warm -x "http://$MT_HTTP" http://origin.test/warm
 r0=$(rss_settled)
@@ -75,6 +80,26 @@ mt_curl whole -x "http://$MT_HTTP" http://origin.test/whole
 mt_eq "4 MiB bound: a request whose head comes whole is served meanwhile" 200 "$MT_CODE" "$MT_T/whole.err"
 touch "$MT_T/release"
 mt_wait_exit "$MT_PID_capped" 100
+mt_moatd_stop
+
+# --- one sandbox's share ------------------------------------------------------
+# The world's moatd serves five sandboxes: each may hold a quarter (1 MiB).
+: >"$MT_T/moatd.err"
+mt_conf_set "$conf" limits '{"partial_heads_bytes": 4194304}'
+mt_moatd_start "$conf"
+burst flood
+got=$(cat "$MT_T/flood.out")
+held=${got#held=}; held=${held%% *}
+[ "$held" -ge 10 ] && [ "$held" -le 18 ] &&
+    mt_pass "a sandbox's share (1 MiB of 4): $held heads of 60 KB held ($got)" ||
+    mt_fail "a sandbox's share: $held heads held (want 10-18 of $COUNT)" "$MT_T/flood.out"
+burst other 10.200.0.1:8888 10
+got=$(cat "$MT_T/other.out")
+mt_eq "meanwhile another sandbox's unfinished heads are held" \
+    "held=10 refused=0 reasons=-" "$got" "$MT_T/other.out"
+touch "$MT_T/release"
+mt_wait_exit "$MT_PID_flood" 100
+mt_wait_exit "$MT_PID_other" 100
 mt_moatd_stop
 
 # --- no effective bound: memory comes back after the burst --------------------
