@@ -125,7 +125,7 @@ static const struct config_default	config_defaults[] = {
 	{ "limits", "header_count", CONFIG_T_SIZE, 100, 8, 1000, NULL,
 	    CONFIG_OFF(limits.header_count) },
 	/* limits.connections: open client connections, all workers */
-	{ "limits", "connections", CONFIG_T_SIZE, 10000, 1, 1000000, NULL,
+	{ "limits", "connections", CONFIG_T_SIZE, 0, 1, 1000000, NULL,
 	    CONFIG_OFF(limits.connections) },
 	/* limits.sandbox_connections: open connections of one sandbox, all
 	 * workers; 0 stands for "not given": a quarter of limits.connections
@@ -1056,6 +1056,9 @@ config_limits(struct moat_config *c)
 	for (i = 1; i < c->nlisten && !several; i++)
 		several = strcmp(c->listen[i].sandbox, c->listen[0].sandbox) !=
 		    0;
+	lim->connections_set = lim->connections != 0;
+	if (!lim->connections_set)
+		lim->connections = MOAT_CONNECTIONS_DEFAULT;
 	lim->sandbox_connections_set = lim->sandbox_connections != 0;
 	if (!lim->sandbox_connections_set)
 		lim->sandbox_connections = !several ? lim->connections :

@@ -410,6 +410,8 @@ struct moat_timeouts {
 	unsigned	drain_ms;		/* SIGTERM: deadline for open connections */
 };
 
+#define MOAT_CONNECTIONS_DEFAULT	10000	/* limits.connections */
+
 /* Size and count limits.  Defaults in policy/config.c. */
 struct moat_limits {
 	size_t		request_line_bytes;
@@ -419,6 +421,7 @@ struct moat_limits {
 	size_t		sandbox_connections;	/* ... of one sandbox, all workers
 						   (default connections / 4) */
 	bool		sandbox_connections_set; /* given, not the default */
+	bool		connections_set;	/* given, not the default */
 	size_t		body_inspect_bytes;	/* request body scanned for secrets */
 	size_t		partial_heads_bytes;	/* all unfinished request heads
 						   together, all workers */

@@ -83,7 +83,7 @@ mt_moatd_stop 300
 mt_eq "moatd exits 0 on SIGTERM" 0 "$MT_WAIT_RC" "$MT_T/moatd.err"
 n=$(grep -cE 'ERROR: (Address|Leak|Thread)Sanitizer|WARNING: ThreadSanitizer|runtime error:' "$MT_T/moatd.err")
 mt_eq "no sanitizer report" 0 "$n" "$MT_T/moatd.err"
-n=$(grep -c 'reload refused' "$MT_T/moatd.err")
+n=$(grep -c "reload refused: the config has errors" "$MT_T/moatd.err")
 mt_eq "every invalid config refused at reload" "$bad_reloads" "$n" "$MT_T/moatd.err"
 "$MT_PY" - "$MT_T" >"$MT_T/check.txt" <<'PY'
 import glob, json, sys

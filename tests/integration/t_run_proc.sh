@@ -292,6 +292,7 @@ fi
 tout=$(timeout -k 2 30 script -qec "stty -g; ip netns exec $(mt_ns moat) \
     env MOAT_NETNS=$MOAT_NETNS $MOAT run $W -- true; stty -g" /dev/null |
     tr -d '\r')
+echo "stty outputs: $(echo "$tout" | sort -u | tr "\n" "|")"
 mt_eq "the terminal's modes are restored after the run" 1 \
     "$(echo "$tout" | sort -u | grep -c .)"
 tout=$(timeout -k 2 30 script -qec "ip netns exec $(mt_ns moat) env \
