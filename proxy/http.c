@@ -4,7 +4,7 @@
  * framing in both directions, and the replies moatd writes itself
  * (400, 403, 407, 502, 504) with the reason an agent can act on.
  *
- * Messages are parsed by http_parse.c (strict, RFC 9112); this file
+ * Messages are parsed by http_head.c and http_chunked.c (RFC 9112); this file
  * decides what is forwarded.  Hop-by-hop fields are never forwarded, the
  * upstream request is always rebuilt from the parsed head (origin-form,
  * Host from the target), and bodies are re-framed: a chunked body is
