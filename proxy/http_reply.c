@@ -80,9 +80,11 @@ http_reply(struct conn *c, int code, enum policy_reason reason,
 	int			 n;
 	bool			 policy;
 
+	if (code == 0)
+		code = http_status_for(reason);
 	/* A caller's override (see policy.h) names its own phrase. */
-	if (code == 0 || code == http_status_for(reason))
-		phrase = http_phrase(code = http_status_for(reason));
+	if (code == http_status_for(reason))
+		phrase = http_phrase(code);
 	else
 		phrase = code == 408 ? "Request Timeout" : code == 421 ?
 		    "Misdirected Request" : "Error";
