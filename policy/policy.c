@@ -74,37 +74,85 @@ struct policy_eval {
 							   POLICY_CHK_* + 1 */
 };
 
-static const char *const	policy_reasons[POLICY_R__COUNT] = {
-	[POLICY_R_ALLOWED] = "allowed",
-	[POLICY_R_NO_RULE] = "no-rule",
-	[POLICY_R_DENIED_BY_RULE] = "denied-by-rule",
-	[POLICY_R_PORT] = "port",
-	[POLICY_R_METHOD] = "method",
-	[POLICY_R_PATH] = "path",
-	[POLICY_R_PRIVATE_ADDRESS] = "private-address",
-	[POLICY_R_METADATA] = "metadata",
-	[POLICY_R_BAD_REQUEST] = "bad-request",
-	[POLICY_R_DNS_FAILURE] = "dns-failure",
-	[POLICY_R_UPSTREAM_UNREACHABLE] = "upstream-unreachable",
-	[POLICY_R_TIMEOUT] = "timeout",
-	[POLICY_R_LIMIT] = "limit",
-	[POLICY_R_NEEDS_INSPECTION] = "needs-inspection",
-	[POLICY_R_AUTH] = "auth",
-	[POLICY_R_DNS_DENIED] = "dns-denied",
-	[POLICY_R_SECRET_LEAK] = "secret-leak",
-	[POLICY_R_TLS] = "tls",
-	[POLICY_R_RATE] = "rate",
-	[POLICY_R_SHUTDOWN] = "shutdown",
-	[POLICY_R_INTERNAL] = "internal",
-	[POLICY_R_NEEDS_TLS] = "needs-tls",
-	[POLICY_R_DNS_BUDGET] = "dns-budget",
-	[POLICY_R_METHOD_OVERRIDE] = "method-override",
-	[POLICY_R_BODY_ON_GET] = "body-on-get",
-	[POLICY_R_SECRET_UNSAFE] = "secret-unsafe",
-	[POLICY_R_SANDBOX_REFUSED] = "sandbox-refused",
-	[POLICY_R_AUDIT_UNAVAILABLE] = "audit-unavailable",
-	[POLICY_R_SNI_MISMATCH] = "sni-mismatch",
-	[POLICY_R_PROTOCOL] = "protocol",
+/*
+ * Every reason: its code, the status of moatd's own HTTP reply (0: none),
+ * the SOCKS5 reply and the sentence for an agent.  The contract is in
+ * policy.h (struct policy_reason_info), including the overrides callers
+ * make.  Reasons an agent never reads a sentence for, or that no more
+ * specific one fits, say "moat could not serve the request".
+ */
+static const struct policy_reason_info	policy_reason_table[POLICY_R__COUNT] = {
+	[POLICY_R_ALLOWED] = { "allowed", 0, 0x00,
+	    "moat could not serve the request" },
+	[POLICY_R_NO_RULE] = { "no-rule", 403, 0x02,
+	    "no rule in moat's policy allows this host" },
+	[POLICY_R_DENIED_BY_RULE] = { "denied-by-rule", 403, 0x02,
+	    "a deny rule in moat's policy matches this host" },
+	[POLICY_R_PORT] = { "port", 403, 0x02,
+	    "the host is allowed, but not on this port" },
+	[POLICY_R_METHOD] = { "method", 403, 0x02,
+	    "the host is allowed, but not with this method" },
+	[POLICY_R_PATH] = { "path", 403, 0x02,
+	    "the host is allowed, but not this path" },
+	[POLICY_R_PRIVATE_ADDRESS] = { "private-address", 403, 0x02,
+	    "the address is loopback, private, link-local or "
+	    "another special-purpose range, which moat never opens "
+	    "unless its policy names it" },
+	[POLICY_R_METADATA] = { "metadata", 403, 0x02,
+	    "cloud metadata endpoints are always denied" },
+	[POLICY_R_BAD_REQUEST] = { "bad-request", 400, 0x02,
+	    "the request is malformed or ambiguous" },
+	[POLICY_R_DNS_FAILURE] = { "dns-failure", 502, 0x04,
+	    "the name did not resolve" },
+	[POLICY_R_UPSTREAM_UNREACHABLE] = { "upstream-unreachable", 502, 0x05,
+	    "no allowed address of the host accepted a connection" },
+	[POLICY_R_TIMEOUT] = { "timeout", 504, 0x04,
+	    "a step of the request took too long" },
+	[POLICY_R_LIMIT] = { "limit", 431, 0x02,
+	    "the request exceeds one of moat's size limits" },
+	[POLICY_R_NEEDS_INSPECTION] = { "needs-inspection", 403, 0x02,
+	    "the rule for this host must see inside the tunnel" },
+	[POLICY_R_AUTH] = { "auth", 407, 0x02,
+	    "this proxy needs authentication" },
+	[POLICY_R_DNS_DENIED] = { "dns-denied", 0, 0x02,
+	    "moat could not serve the request" },
+	[POLICY_R_SECRET_LEAK] = { "secret-leak", 403, 0x02,
+	    "the request carries a secret to a host it is not "
+	    "bound to" },
+	[POLICY_R_TLS] = { "tls", 502, 0x02,
+	    "moat could not serve the request" },
+	[POLICY_R_RATE] = { "rate", 429, 0x02,
+	    "the rule's rate limit is exhausted" },
+	[POLICY_R_SHUTDOWN] = { "shutdown", 503, 0x01,
+	    "moat is shutting down" },
+	[POLICY_R_INTERNAL] = { "internal", 500, 0x01,
+	    "moat could not serve the request" },
+	[POLICY_R_NEEDS_TLS] = { "needs-tls", 403, 0x02,
+	    "the rule for this host injects a secret, which moat "
+	    "only sends over TLS: use https://" },
+	[POLICY_R_DNS_BUDGET] = { "dns-budget", 429, 0x02,
+	    "this sandbox had too many new names under the rule's "
+	    "wildcard resolved this minute" },
+	[POLICY_R_METHOD_OVERRIDE] = { "method-override", 403, 0x02,
+	    "the rule for this host checks methods, and the "
+	    "request asks for another one (X-HTTP-Method-Override "
+	    "or a similar field, or a _method parameter)" },
+	[POLICY_R_BODY_ON_GET] = { "body-on-get", 403, 0x02,
+	    "the rule for this host checks methods, and a GET or "
+	    "HEAD request may not carry a body" },
+	[POLICY_R_SECRET_UNSAFE] = { "secret-unsafe", 403, 0x02,
+	    "a secret's value would break the request's framing "
+	    "where it was to go" },
+	[POLICY_R_SANDBOX_REFUSED] = { "sandbox-refused", 0, 0x02,
+	    "moat could not serve the request" },
+	[POLICY_R_AUDIT_UNAVAILABLE] = { "audit-unavailable", 503, 0x01,
+	    "moat cannot write its audit log, and does not decide "
+	    "what it cannot record" },
+	[POLICY_R_SNI_MISMATCH] = { "sni-mismatch", 0, 0x02,
+	    "moat could not serve the request" },
+	[POLICY_R_PROTOCOL] = { "protocol", 0, 0x02,
+	    "the rule for this host does not list this protocol "
+	    "in its \"protocols\"" },
 };
 
 static void	policy_rule_clear(struct policy_rule *r);
@@ -129,9 +177,15 @@ static bool	policy_bound_list(const struct policy *p, uint32_t head,
 const char *
 policy_reason_str(enum policy_reason r)
 {
+	return policy_reason_info(r)->code;
+}
+
+const struct policy_reason_info *
+policy_reason_info(enum policy_reason r)
+{
 	if ((unsigned)r >= POLICY_R__COUNT)
-		return "internal";
-	return policy_reasons[r];
+		r = POLICY_R_INTERNAL;
+	return &policy_reason_table[r];
 }
 
 struct policy *

@@ -206,8 +206,40 @@ enum policy_reason {
 	POLICY_R__COUNT
 };
 
+/*
+ * What moatd answers for a reason: one row per code in policy.c's
+ * policy_reason_table[], which README.md's and man/moatd.8's reason
+ * tables are checked against (tests/reasons.test).
+ *
+ * http is the status of moatd's own HTTP reply for the reason, 0 where it
+ * never ends in one: allowed (the origin answers), dns-denied (a DNS
+ * answer), sandbox-refused (an admin error), sni-mismatch and protocol
+ * (the tunnel is closed); should such a reason reach an HTTP reply it
+ * gets 403.  Callers override http where the context decides, not the
+ * reason: 408 for a request head that came too late (timeout), 503 for a
+ * connection over its sandbox's limit (limit) and for moatd out of
+ * descriptors or memory (internal), 421 for a request for another host
+ * inside a tunnel (bad-request).
+ *
+ * socks5 is the reply code (RFC 1928) of a refused SOCKS5 request: 0x02
+ * "not allowed by ruleset" for policy denials and for targets that cannot
+ * be one, so a client tells a refusal from a network failure.  text is the
+ * one sentence moatd's replies give an agent.
+ */
+struct policy_reason_info {
+	const char	*code;		/* "no-rule": audit, X-Moat-Reason */
+	int		 http;		/* 403, ...; 0: no HTTP reply */
+	uint8_t		 socks5;	/* 0x02, ... */
+	const char	*text;		/* one sentence, no final period */
+};
+
 /* Returns the reason's fixed text ("no-rule", ...).  Never NULL. */
 const char	*policy_reason_str(enum policy_reason r);
+/*
+ * Returns the reason's row of the table; an unknown r gets internal's.
+ * Never NULL.
+ */
+const struct policy_reason_info	*policy_reason_info(enum policy_reason r);
 
 struct policy_rule;	/* opaque; owned by the compiled policy */
 

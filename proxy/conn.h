@@ -301,16 +301,32 @@ void	transparent_connected(struct conn *c, int ufd);
 /* http.c */
 void	http_start(struct conn *c);		/* begin reading a request head */
 void	http_client_event(struct io *io, int ev, void *arg);
-void	http_denied(struct conn *c, enum policy_reason reason,
-	    const char *detail);
 void	http_connected(struct conn *c, int ufd);
-void	http_head_timeout(struct conn *c);
-/* 503 with reason internal: moatd is out of descriptors or memory. */
-void	http_unavailable(struct conn *c, const char *detail);
 /* The HTTP_EXCHANGE deadline fired: a late response head or a stall. */
 void	http_exchange_timer(struct conn *c);
 void	http_upstream_event(struct io *io, int ev, void *arg);
 void	http_free_request(struct conn *c);
+
+/* http_reply.c */
+/*
+ * Audits and answers a request or CONNECT that will not go through, with
+ * the reason's status (policy_reason_info), then reads the next request
+ * (a denied bodyless forward request whose client wants keep-alive) or
+ * closes.
+ */
+void	http_denied(struct conn *c, enum policy_reason reason,
+	    const char *detail);
+/* The same with status code instead of the reason's (0: the reason's). */
+void	http_denied_code(struct conn *c, int code, enum policy_reason reason,
+	    const char *detail);
+/* 408 with reason timeout: the request head did not arrive whole. */
+void	http_head_timeout(struct conn *c);
+/* 503 with reason internal: moatd is out of descriptors or memory. */
+void	http_unavailable(struct conn *c, const char *detail);
+/* The reason's status of moatd's own reply (403 where it has none). */
+int	http_status_for(enum policy_reason r);
+/* Writes what is queued for the client, then closes. */
+void	http_flush_close(struct conn *c);
 
 /* socks5.c */
 void	socks5_start(struct conn *c);

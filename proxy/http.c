@@ -1,10 +1,10 @@
 /*
  * http.c - the HTTP/1.1 side of a client connection: request heads,
  * CONNECT, absolute-form forwarding with keep-alive on both sides, body
- * framing in both directions, and the replies moatd writes itself
- * (400, 403, 407, 502, 504) with the reason an agent can act on.
+ * framing in both directions.  The replies moatd writes itself are in
+ * http_reply.c.
  *
- * Messages are parsed by http_parse.c (strict, RFC 9112); this file
+ * Messages are parsed by http_head.c and http_chunked.c (RFC 9112); this file
  * decides what is forwarded.  Hop-by-hop fields are never forwarded, the
  * upstream request is always rebuilt from the parsed head (origin-form,
  * Host from the target), and bodies are re-framed: a chunked body is
@@ -47,11 +47,6 @@
 #define HTTP_BUF_LOW_BYTES	(64u << 10)
 #define HTTP_CHUNK_FRAME_BYTES	32	/* "%llx\r\n" */
 
-struct http_status_info {
-	int		 code;
-	const char	*phrase;
-};
-
 static void	http_read_head(struct conn *c);
 static void	http_handle_request(struct conn *c);
 static int	http_check_auth(struct conn *c);
@@ -70,11 +65,6 @@ static void	http_finish(struct conn *c);
 static void	http_abort(struct conn *c, enum policy_reason reason,
 		    const char *detail);
 static void	http_upstream_lost(struct conn *c, const char *what);
-static void	http_reply(struct conn *c, int code, enum policy_reason reason,
-		    const char *detail, int keep_alive);
-static void	http_denied_code(struct conn *c, int code,
-		    enum policy_reason reason, const char *detail);
-static void	http_flush_close(struct conn *c);
 static int	http_move_body(struct conn *c, struct conn_body *b,
 		    struct evbuffer *in, struct evbuffer *out, uint64_t *count,
 		    const char **err);
@@ -82,8 +72,6 @@ static int	http_is_hop_by_hop(const char *name, size_t len);
 static bool	http_is_range(const char *name, size_t len);
 static int	http_add_fields(struct conn *c, int dir, struct evbuffer *out,
 		    const struct http_header *hv, size_t n);
-static struct http_status_info http_status_for(enum policy_reason r);
-static const char *http_reason_text(enum policy_reason r);
 
 /* evbuffer_add_printf costs a vfprintf per call: these are the hot-path
  * replacements for strings and decimal numbers. */
@@ -570,278 +558,6 @@ http_check_auth(struct conn *c)
 	http_denied(c, POLICY_R_AUTH, "this listener needs Proxy-Authorization"
 	    " (Basic, user = identity, password = its token)");
 	return -1;
-}
-
-/* ------------------------------------------------------------------ */
-/* Replies moatd writes itself                                          */
-/* ------------------------------------------------------------------ */
-
-static struct http_status_info
-http_status_for(enum policy_reason r)
-{
-	switch (r) {
-	case POLICY_R_BAD_REQUEST:
-		return (struct http_status_info){ 400, "Bad Request" };
-	case POLICY_R_AUTH:
-		return (struct http_status_info){ 407,
-		    "Proxy Authentication Required" };
-	case POLICY_R_LIMIT:
-		return (struct http_status_info){ 431,
-		    "Request Header Fields Too Large" };
-	case POLICY_R_DNS_FAILURE:
-	case POLICY_R_UPSTREAM_UNREACHABLE:
-	case POLICY_R_TLS:
-		return (struct http_status_info){ 502, "Bad Gateway" };
-	case POLICY_R_TIMEOUT:
-		return (struct http_status_info){ 504, "Gateway Timeout" };
-	case POLICY_R_SHUTDOWN:
-	case POLICY_R_AUDIT_UNAVAILABLE:
-		return (struct http_status_info){ 503, "Service Unavailable" };
-	case POLICY_R_RATE:
-	case POLICY_R_DNS_BUDGET:
-		return (struct http_status_info){ 429, "Too Many Requests" };
-	case POLICY_R_INTERNAL:
-		return (struct http_status_info){ 500,
-		    "Internal Server Error" };
-	default:
-		return (struct http_status_info){ 403, "Forbidden" };
-	}
-}
-
-/* One sentence per reason, for the body of moatd's own replies. */
-static const char *
-http_reason_text(enum policy_reason r)
-{
-	switch (r) {
-	case POLICY_R_NO_RULE:
-		return "no rule in moat's policy allows this host";
-	case POLICY_R_DENIED_BY_RULE:
-		return "a deny rule in moat's policy matches this host";
-	case POLICY_R_PORT:
-		return "the host is allowed, but not on this port";
-	case POLICY_R_METHOD:
-		return "the host is allowed, but not with this method";
-	case POLICY_R_PATH:
-		return "the host is allowed, but not this path";
-	case POLICY_R_PRIVATE_ADDRESS:
-		return "the address is loopback, private, link-local or "
-		    "another special-purpose range, which moat never opens "
-		    "unless its policy names it";
-	case POLICY_R_METADATA:
-		return "cloud metadata endpoints are always denied";
-	case POLICY_R_BAD_REQUEST:
-		return "the request is malformed or ambiguous";
-	case POLICY_R_DNS_FAILURE:
-		return "the name did not resolve";
-	case POLICY_R_UPSTREAM_UNREACHABLE:
-		return "no allowed address of the host accepted a connection";
-	case POLICY_R_TIMEOUT:
-		return "a step of the request took too long";
-	case POLICY_R_LIMIT:
-		return "the request exceeds one of moat's size limits";
-	case POLICY_R_NEEDS_INSPECTION:
-		return "the rule for this host must see inside the tunnel";
-	case POLICY_R_AUTH:
-		return "this proxy needs authentication";
-	case POLICY_R_METHOD_OVERRIDE:
-		return "the rule for this host checks methods, and the "
-		    "request asks for another one (X-HTTP-Method-Override "
-		    "or a similar field, or a _method parameter)";
-	case POLICY_R_BODY_ON_GET:
-		return "the rule for this host checks methods, and a GET or "
-		    "HEAD request may not carry a body";
-	case POLICY_R_NEEDS_TLS:
-		return "the rule for this host injects a secret, which moat "
-		    "only sends over TLS: use https://";
-	case POLICY_R_PROTOCOL:
-		return "the rule for this host does not list this protocol "
-		    "in its \"protocols\"";
-	case POLICY_R_SECRET_LEAK:
-		return "the request carries a secret to a host it is not "
-		    "bound to";
-	case POLICY_R_SECRET_UNSAFE:
-		return "a secret's value would break the request's framing "
-		    "where it was to go";
-	case POLICY_R_RATE:
-		return "the rule's rate limit is exhausted";
-	case POLICY_R_DNS_BUDGET:
-		return "this sandbox had too many new names under the rule's "
-		    "wildcard resolved this minute";
-	case POLICY_R_SHUTDOWN:
-		return "moat is shutting down";
-	case POLICY_R_AUDIT_UNAVAILABLE:
-		return "moat cannot write its audit log, and does not decide "
-		    "what it cannot record";
-	default:
-		return "moat could not serve the request";
-	}
-}
-
-/*
- * Writes one of moatd's own replies.  The body names the target, the
- * reason and the rule, and tells an agent that a policy decision will not
- * change with another spelling, so it stops trying bypasses.
- */
-static void
-http_reply(struct conn *c, int code, enum policy_reason reason,
-    const char *detail, int keep_alive)
-{
-	struct http_status_info	 si = http_status_for(reason);
-	struct evbuffer		*out = io_out(c->cio);
-	char			 body[1024], esc[512];
-	char			 target[POLICY_NAME_MAX + 16];
-	int			 n;
-	bool			 policy;
-
-	if (code == 0)
-		code = si.code;
-	else if (code != si.code) {
-		si.code = code;
-		si.phrase = code == 408 ? "Request Timeout" : code == 421 ?
-		    "Misdirected Request" : "Error";
-	}
-	policy = code == 403;
-	if (c->host[0] != '\0')
-		snprintf(target, sizeof(target), "%s:%u", c->host, c->port);
-	else
-		snprintf(target, sizeof(target), "(not parsed)");
-	n = snprintf(body, sizeof(body),
-	    "moat %s this request.\n"
-	    "target: %s\n"
-	    "reason: %s: %s%s%s\n"
-	    "rule:   %s\n"
-	    "%s",
-	    policy ? "denied" : "could not complete", target,
-	    policy_reason_str(reason), http_reason_text(reason),
-	    detail ? "\n        " : "",
-	    detail ? log_escape(detail, strlen(detail), esc, sizeof(esc)) : "",
-	    c->dec.rule_name ? c->dec.rule_name : "(none)",
-	    policy ? "This is moat's policy, not a network error: other "
-	    "spellings, addresses or ports of this host are denied the same "
-	    "way. Ask the operator to change the policy if you need it.\n" :
-	    "");
-	if (n < 0 || (size_t)n >= sizeof(body))
-		n = (int)strlen(body);
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n"
-	    "Content-Type: text/plain; charset=utf-8\r\n"
-	    "Content-Length: %d\r\n"
-	    "Cache-Control: no-store\r\n"
-	    "X-Moat-Reason: %s\r\n", si.code, si.phrase, n,
-	    policy_reason_str(reason));
-	if (c->dec.rule_name != NULL)
-		evbuffer_add_printf(out, "X-Moat-Rule: %s\r\n",
-		    c->dec.rule_name);
-	if (code == 407)
-		evbuffer_add_printf(out, "Proxy-Authenticate: Basic "
-		    "realm=\"moat\"\r\n");
-	evbuffer_add_printf(out, "Connection: %s\r\n\r\n",
-	    keep_alive ? "keep-alive" : "close");
-	evbuffer_add(out, body, (size_t)n);
-}
-
-/*
- * A request or CONNECT that will not go through: audit it, answer it, and
- * keep the connection only for a denied bodyless forward request whose
- * client wants keep-alive (pip and friends reuse their connections).
- */
-void
-http_denied(struct conn *c, enum policy_reason reason, const char *detail)
-{
-	http_denied_code(c, 0, reason, detail);
-}
-
-/*
- * moatd itself is short of descriptors or memory (audited "internal"):
- * 503, which tells the client to try again later, not 500.
- */
-void
-http_unavailable(struct conn *c, const char *detail)
-{
-	http_denied_code(c, 503, POLICY_R_INTERNAL, detail);
-}
-
-/*
- * A client too slow to send its request head gets 408, not 504, and an
- * audit line: part of a request came (an idle connection that sent
- * nothing is closed quietly by the caller).
- */
-void
-http_head_timeout(struct conn *c)
-{
-	char	d[128];
-
-	snprintf(d, sizeof(d), "the request head did not arrive whole in "
-	    "time (timeouts.request_head_ms): %zu bytes of it came",
-	    io_in_len(c->cio));
-	c->kind = CONN_KIND_HTTP;
-	http_denied_code(c, 408, POLICY_R_TIMEOUT, d);
-}
-
-static void
-http_denied_code(struct conn *c, int code, enum policy_reason reason,
-    const char *detail)
-{
-	char	hbuf[320], dbuf[512];
-	int	keep;
-
-	conn_set_deadline(c, 0);
-	c->status = code ? code : http_status_for(reason).code;
-	conn_audit(c, c->kind == CONN_KIND_CONNECT ? "open" : "request",
-	    POLICY_DENY, reason, detail);
-	if (reason != POLICY_R_BAD_REQUEST && reason != POLICY_R_LIMIT)
-		log_debug("conn=%llu %s %s:%u denied: %s",
-		    (unsigned long long)c->id, conn_proto(c),
-		    conn_log_redact(c, c->host, hbuf, sizeof(hbuf)), c->port,
-		    policy_reason_str(reason));
-	else {
-		char esc[256];
-
-		if (detail != NULL)
-			detail = conn_log_redact(c, detail, dbuf, sizeof(dbuf));
-		log_info("conn=%llu from %s: %s: %s", (unsigned long long)c->id,
-		    c->client, policy_reason_str(reason), detail ?
-		    log_escape(detail, strlen(detail), esc, sizeof(esc)) : "-");
-	}
-	keep = c->kind == CONN_KIND_HTTP && c->req.method != NULL &&
-	    c->client_keepalive && c->reqb.done && c->uio == NULL &&
-	    c->state != CONN_ST_HTTP_EXCHANGE &&
-	    http_status_for(reason).code == 403;
-	/* An upstream idle between exchanges (this client's, or just taken
-	 * from the pool) goes back to the pool; the refused request never
-	 * touched it. */
-	if (c->uio != NULL && !uppool_put(c)) {
-		io_free(c->uio);
-		c->uio = NULL;
-	}
-	http_reply(c, code, reason, detail, keep);
-	if (io_flush(c->cio) == -1) {
-		conn_close(c, POLICY_R_ALLOWED, NULL);
-		return;
-	}
-	if (keep) {
-		http_start(c);
-		return;
-	}
-	http_flush_close(c);
-}
-
-/* Writes what is queued for the client, then closes. */
-static void
-http_flush_close(struct conn *c)
-{
-	io_read(c->cio, 1);	/* read (and drop) so a peer's EOF is seen */
-	if (c->uio != NULL && !uppool_put(c)) {
-		io_free(c->uio);
-		c->uio = NULL;
-	}
-	if (io_out_len(c->cio) == 0) {
-		conn_close(c, POLICY_R_ALLOWED, NULL);
-		return;
-	}
-	conn_enter_state(c, CONN_ST_FLUSH_CLOSE);
-	io_set_cb(c->cio, http_client_event, c);
-	io_want_drained(c->cio, 0);
-	conn_set_deadline(c, c->cfg->timeouts.idle_client_ms);
 }
 
 /* ------------------------------------------------------------------ */

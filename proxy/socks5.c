@@ -323,29 +323,14 @@ socks5_fail(struct conn *c, uint8_t rep, const char *why)
 void
 socks5_denied(struct conn *c, enum policy_reason reason, const char *detail)
 {
-	uint8_t	rep;
+	/* The reply is the reason's (policy.c's table): "connection not
+	 * allowed by ruleset" for every policy denial and a target that
+	 * cannot be one, network failures for network failures.  A denial
+	 * never answers success, whatever the table says of "allowed". */
+	uint8_t	rep = policy_reason_info(reason)->socks5;
 
-	switch (reason) {
-	case POLICY_R_DNS_FAILURE:
-	case POLICY_R_TIMEOUT:
-		rep = SOCKS5_REP_HOST_UNREACHABLE;
-		break;
-	case POLICY_R_UPSTREAM_UNREACHABLE:
-		rep = SOCKS5_REP_REFUSED;
-		break;
-	case POLICY_R_INTERNAL:
-	case POLICY_R_SHUTDOWN:
-	case POLICY_R_AUDIT_UNAVAILABLE:
-		rep = SOCKS5_REP_FAILURE;
-		break;
-	default:
-		/* Every policy denial, and a target that cannot be one
-		 * (bad-request: a malformed name, port 0): "connection not
-		 * allowed by ruleset", which a client tells from a network
-		 * failure. */
+	if (rep == SOCKS5_REP_OK)
 		rep = SOCKS5_REP_NOT_ALLOWED;
-		break;
-	}
 	conn_set_deadline(c, 0);
 	conn_audit(c, "open", POLICY_DENY, reason, detail);
 	log_debug("conn=%llu socks5 %s:%u denied: %s",

@@ -16,7 +16,7 @@
  * CONNECT tunnel and, when allowed, spliced.
  *
  * Not here: the byte-level parsing of the first bytes (tls_parse.c,
- * http_parse.c), routing and dialling (conn.c).
+ * http_head.c), routing and dialling (conn.c).
  */
 #include "config.h"
 

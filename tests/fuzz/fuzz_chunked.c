@@ -1,5 +1,5 @@
 /*
- * fuzz_chunked.c - fuzz target for the chunked decoder (proxy/http_parse.c).
+ * fuzz_chunked.c - fuzz target for the chunked decoder (proxy/http_chunked.c).
  *
  * Properties, each an abort() when broken:
  * - the verdict, the message, the decoded bytes and the number of bytes

@@ -1,6 +1,6 @@
 /*
  * fuzz_http_head.c - fuzz target for http_head_scan and the request and
- * response head parsers (proxy/http_parse.c).
+ * response head parsers (proxy/http_head.c, proxy/http_target.c).
  *
  * Properties, each an abort() when broken:
  * - the scan gives the same verdict, head length and message whether the

@@ -1,6 +1,7 @@
 /*
- * test_http_parse.c - vectors for proxy/http_parse.c: the head scanner,
- * request and response head parsers, and the chunked decoder.
+ * test_http_parse.c - vectors for the parsers of proxy/http_parse.h
+ * (http_head.c, http_target.c, http_chunked.c): the head scanner, request
+ * and response head parsers, and the chunked decoder.
  *
  * Each table row is the bytes on the wire, then the expected verdict: a
  * NULL err means valid, and the parsed fields follow; otherwise err is the

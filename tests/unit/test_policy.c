@@ -1087,13 +1087,26 @@ test_policy_reason_strings(void)
 		"sandbox-refused", "audit-unavailable", "sni-mismatch",
 		"protocol",
 	};
+	const struct policy_reason_info	*ri;
 	struct policy_target		t;
 	struct policy_decision		d;
 	int				i;
 
-	for (i = 0; i < POLICY_R__COUNT; i++)
+	for (i = 0; i < POLICY_R__COUNT; i++) {
 		CU_ASSERT_STRING_EQUAL(policy_reason_str((enum policy_reason)i),
 		    want[i]);
+		/* Every row of the reason table is whole: a sentence, an
+		 * HTTP status or none, a SOCKS5 reply that is a refusal. */
+		ri = policy_reason_info((enum policy_reason)i);
+		CU_ASSERT_PTR_EQUAL(ri->code, policy_reason_str(
+		    (enum policy_reason)i));
+		CU_ASSERT(ri->text != NULL && ri->text[0] != '\0');
+		CU_ASSERT(ri->http == 0 || (ri->http >= 400 && ri->http < 600));
+		CU_ASSERT(i == POLICY_R_ALLOWED ? ri->socks5 == 0x00 :
+		    ri->socks5 >= 0x01 && ri->socks5 <= 0x08);
+	}
+	CU_ASSERT_PTR_EQUAL(policy_reason_info(POLICY_R__COUNT),
+	    policy_reason_info(POLICY_R_INTERNAL));
 	CU_ASSERT_STRING_EQUAL(policy_reason_str(POLICY_R__COUNT), "internal");
 	CU_ASSERT_STRING_EQUAL(policy_reason_str((enum policy_reason)-1),
 	    "internal");

@@ -1,5 +1,5 @@
 /*
- * http_parse.c - strict HTTP/1.1 head and chunked-body parsers (RFC 9110,
+ * http_head.c - strict HTTP/1.1 request and response heads (RFC 9110,
  * RFC 9112).  The contract is in http_parse.h.
  *
  * What it is: byte scanners and parsers with no I/O.  What it is not: a
@@ -12,7 +12,8 @@
  * at each byte once across calls.  The head parsers copy the head into one
  * block (header array, copy of the head, room for the pieces of the
  * request-target), validate the copy line by line and point into it.  The
- * chunked decoder is a byte state machine that never buffers.
+ * request-target itself is split by http_target.c, chunked bodies are
+ * decoded by http_chunked.c; both share the character classes here.
  */
 #include <sys/types.h>
 #include <netinet/in.h>
@@ -25,20 +26,8 @@
 #include <string.h>
 
 #include "proxy/http_parse.h"
+#include "proxy/http_parse_int.h"
 
-/* Character classes (one table lookup per byte). */
-#define CC_TCHAR	0x01	/* token character (RFC 9110 §5.6.2) */
-#define CC_VCHAR	0x02	/* visible ASCII, 0x21-0x7e */
-#define CC_OBS		0x04	/* obs-text, 0x80-0xff */
-#define CC_WS		0x08	/* SP and HTAB */
-#define CC_HEX		0x10	/* hex digit */
-#define CC_HOST		0x20	/* host name characters moat accepts */
-#define CC_PATH		0x40	/* path and query characters moat accepts */
-#define CC_CTL		0x80	/* controls other than HTAB, CR, LF; DEL */
-
-#define CC_T	(CC_TCHAR | CC_VCHAR | CC_PATH)	/* token, path */
-#define CC_S	(CC_VCHAR | CC_PATH)		/* delimiter, path */
-#define CC_A	(CC_T | CC_HOST)		/* letter, digit */
 
 /*
  * In the request-target moat refuses '#' (a fragment is never sent) and
@@ -46,7 +35,7 @@
  * Host names are letters, digits, '-', '.' and '_'; anything else
  * (percent-encoding, sub-delims) only serves to confuse a later parser.
  */
-static const uint8_t http_cc[256] = {
+const uint8_t	http_cc[256] = {
 	[0x00 ... 0x08] = CC_CTL,
 	['\t'] = CC_WS,
 	[0x0b ... 0x0c] = CC_CTL,
@@ -71,13 +60,8 @@ static const uint8_t http_cc[256] = {
 	[0x80 ... 0xff] = CC_OBS
 };
 
-#define CC(c)		(http_cc[(unsigned char)(c)])
 
 #define CONTENT_LENGTH_MAX_DIGITS	19	/* 10^19 - 1 fits in 64 bits */
-#define PORT_MAX_DIGITS			5
-#define IPV6_LITERAL_MAX_BYTES		45	/* INET6_ADDRSTRLEN - 1 */
-#define CHUNK_SIZE_MAX_DIGITS		16
-#define CHUNK_SIZE_MAX			((uint64_t)INT64_MAX)
 #define TARGET_AREA_SLACK		8	/* NULs, "/" of an empty path */
 
 static const struct http_limits http_default_limits = {
@@ -127,34 +111,7 @@ struct head_block {
 	char			*area;	/* room for the split request-target */
 };
 
-/* States of the chunked decoder (struct http_chunked.state). */
-enum chunked_state {
-	CK_SIZE = 0,		/* hex digits of the chunk size */
-	CK_SIZE_BWS,		/* BWS after the size: ';' must follow */
-	CK_EXT_SEMI,		/* after ';' (and BWS): extension name */
-	CK_EXT_NAME,		/* in an extension name */
-	CK_EXT_NAME_BWS,	/* BWS after a name: '=' or ';' */
-	CK_EXT_EQ,		/* after '=' (and BWS): value */
-	CK_EXT_TOKEN,		/* in a token value */
-	CK_EXT_QUOTED,		/* in a quoted-string value */
-	CK_EXT_QUOTED_BS,	/* after a backslash in a quoted-string */
-	CK_EXT_QEND,		/* after the closing quote */
-	CK_EXT_VAL_BWS,		/* BWS after a value: ';' must follow */
-	CK_SIZE_LF,		/* CR of the size line seen */
-	CK_DATA,		/* chunk data: the caller moves it */
-	CK_DATA_CR,		/* CR after chunk data expected */
-	CK_DATA_LF,		/* LF after chunk data expected */
-	CK_TRAILER_START,	/* start of a trailer field or the last CRLF */
-	CK_TRAILER_NAME,	/* in a trailer field name */
-	CK_TRAILER_VALUE,	/* in a trailer field value */
-	CK_TRAILER_LF,		/* CR after a trailer field seen */
-	CK_END_LF,		/* CR of the last line seen */
-	CK_DONE,		/* body complete */
-	CK_ERROR		/* failed: c->err says why */
-};
-
 static const struct http_limits *limits_or_default(const struct http_limits *);
-static int	lc(int);
 static bool	ieq(const char *, const char *, size_t);
 static bool	name_eq(const char *, size_t, const char *, bool *);
 static enum field_id field_id(const char *, size_t, bool *);
@@ -166,17 +123,6 @@ static int	request_line_parse(struct http_request_head *, char *, char *,
 		    const char **);
 static int	status_line_parse(struct http_response_head *, char *, char *,
 		    const char **);
-static int	target_split(struct http_request_head *, char *,
-		    const char **);
-static int	target_absolute(struct http_request_head *, char *,
-		    const char **);
-static int	target_authority(struct http_request_head *, char *,
-		    const char **);
-static int	path_check(const char *, size_t, const char **);
-static int	authority_parse(const char *, size_t, bool, size_t *,
-		    uint16_t *, const char **);
-static int	ipv6_literal_check(const char *, size_t, const char **);
-static int	port_parse(const char *, size_t, uint16_t *, const char **);
 static const char *field_name_error(const char *);
 static const char *field_value_error(const char *, const char *);
 static int	field_line_parse(char **, const char *, bool,
@@ -191,25 +137,11 @@ static int	request_framing(struct http_request_head *,
 		    const struct field_sum *, const char **);
 static int	response_framing(struct http_response_head *,
 		    const struct field_sum *, const char *, const char **);
-static int	chunked_byte(struct http_chunked *, unsigned char,
-		    const char **);
-static int	chunked_size_byte(struct http_chunked *, unsigned char,
-		    const char **);
-static int	chunked_ext_byte(struct http_chunked *, unsigned char,
-		    const char **);
-static int	chunked_trailer_byte(struct http_chunked *, unsigned char,
-		    const char **);
 
 static const struct http_limits *
 limits_or_default(const struct http_limits *lim)
 {
 	return lim != NULL ? lim : &http_default_limits;
-}
-
-static int
-lc(int c)
-{
-	return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
 }
 
 /* ASCII case-insensitive comparison of n bytes. */
@@ -219,7 +151,8 @@ ieq(const char *a, const char *b, size_t n)
 	size_t	i;
 
 	for (i = 0; i < n; i++)
-		if (lc((unsigned char)a[i]) != lc((unsigned char)b[i]))
+		if (http_lc((unsigned char)a[i]) !=
+		    http_lc((unsigned char)b[i]))
 			return false;
 	return true;
 }
@@ -239,7 +172,7 @@ name_eq(const char *name, size_t len, const char *lit, bool *underscore)
 	for (i = 0; i < len; i++) {
 		if (name[i] == '_' && lit[i] == '-')
 			us = true;
-		else if (lc((unsigned char)name[i]) != lit[i])
+		else if (http_lc((unsigned char)name[i]) != lit[i])
 			return false;
 	}
 	*underscore = us;
@@ -518,263 +451,6 @@ status_line_parse(struct http_response_head *h, char *line, char *eol,
 	return 0;
 }
 
-/*
- * Decides the form of the request-target (RFC 9112 §3.2) and splits it.
- * Pieces that must be NUL-terminated and are not suffixes of the target
- * are written to area.
- */
-static int
-target_split(struct http_request_head *h, char *area, const char **err)
-{
-	const char	*t = h->target;
-
-	if (memchr(t, '#', h->target_len) != NULL) {
-		*err = "fragment in request-target";
-		return -1;
-	}
-	if (strcmp(h->method, "CONNECT") == 0) {
-		if (t[0] == '/' || t[0] == '*') {
-			*err = "CONNECT needs an authority-form target";
-			return -1;
-		}
-		return target_authority(h, area, err);
-	}
-	if (t[0] == '/') {
-		if (path_check(t, h->target_len, err) == -1)
-			return -1;
-		h->form = HTTP_FORM_ORIGIN;
-		h->path = t;
-		return 0;
-	}
-	if (t[0] == '*' && h->target_len == 1) {
-		if (strcmp(h->method, "OPTIONS") != 0) {
-			*err = "asterisk-form only with OPTIONS";
-			return -1;
-		}
-		h->form = HTTP_FORM_ASTERISK;
-		return 0;
-	}
-	return target_absolute(h, area, err);
-}
-
-/* scheme "://" authority path-abempty [ "?" query ] */
-static int
-target_absolute(struct http_request_head *h, char *area, const char **err)
-{
-	const char	*t = h->target, *s = t, *a, *aend;
-	const char	*end = t + h->target_len;
-	size_t		 host_len, i;
-	char		*o = area;
-
-	if (lc((unsigned char)*s) >= 'a' && lc((unsigned char)*s) <= 'z')
-		while (s < end && ((CC(*s) & CC_HOST) || *s == '+') &&
-		    *s != '_')
-			s++;
-	if (s == t || s == end || *s != ':') {
-		*err = "bad request-target";
-		return -1;
-	}
-	if (s[1] != '/' || s[2] != '/') {
-		*err = s[1] >= '0' && s[1] <= '9' ?
-		    "authority-form only with CONNECT" :
-		    "absolute-form without authority";
-		return -1;
-	}
-	h->scheme = o;
-	for (i = 0; t + i < s; i++)
-		*o++ = (char)lc((unsigned char)t[i]);
-	*o++ = '\0';
-	if (strcmp(h->scheme, "http") != 0 && strcmp(h->scheme, "https") != 0 &&
-	    strcmp(h->scheme, "ws") != 0 && strcmp(h->scheme, "wss") != 0) {
-		*err = "unsupported scheme in request-target";
-		return -1;
-	}
-	a = s + 3;
-	for (aend = a; aend < end && *aend != '/' && *aend != '?'; aend++)
-		;
-	if (authority_parse(a, (size_t)(aend - a), false, &host_len,
-	    &h->port, err) == -1)
-		return -1;
-	if (path_check(aend, (size_t)(end - aend), err) == -1)
-		return -1;
-	h->authority = o;
-	memcpy(o, a, (size_t)(aend - a));
-	o += aend - a;
-	*o++ = '\0';
-	h->host = o;
-	memcpy(o, a, host_len);
-	o += host_len;
-	*o++ = '\0';
-	if (*aend == '/') {
-		h->path = aend;		/* a suffix of the target */
-	} else {
-		/* RFC 9112 §3.2.2: an empty path is "/". */
-		h->path = o;
-		*o++ = '/';
-		memcpy(o, aend, (size_t)(end - aend));
-		o += end - aend;
-		*o = '\0';
-	}
-	h->form = HTTP_FORM_ABSOLUTE;
-	return 0;
-}
-
-/* uri-host ":" port, the port required (RFC 9112 §3.2.3). */
-static int
-target_authority(struct http_request_head *h, char *area, const char **err)
-{
-	size_t	host_len;
-
-	if (authority_parse(h->target, h->target_len, true, &host_len,
-	    &h->port, err) == -1)
-		return -1;
-	h->form = HTTP_FORM_AUTHORITY;
-	h->authority = h->target;
-	h->host = area;
-	memcpy(area, h->target, host_len);
-	area[host_len] = '\0';
-	return 0;
-}
-
-/* Path and query: allowed characters and well-formed percent-encoding. */
-static int
-path_check(const char *s, size_t n, const char **err)
-{
-	size_t	i;
-
-	for (i = 0; i < n; i++) {
-		if (!(CC(s[i]) & CC_PATH)) {
-			*err = s[i] == '\\' ? "backslash in request-target" :
-			    "bad character in request-target";
-			return -1;
-		}
-		if (s[i] == '%') {
-			if (i + 2 >= n || !(CC(s[i + 1]) & CC_HEX) ||
-			    !(CC(s[i + 2]) & CC_HEX)) {
-				*err = "bad percent-encoding in request-target";
-				return -1;
-			}
-			i += 2;
-		}
-	}
-	return 0;
-}
-
-/*
- * host [ ":" port ] of a request-target or Host field (s, n: not
- * NUL-terminated).  Userinfo is refused: "http://good@evil/" is read as
- * two different hosts by different tools.  *host_len is the length of the
- * host as sent (brackets kept), *port the port or 0.
- */
-static int
-authority_parse(const char *s, size_t n, bool need_port, size_t *host_len,
-    uint16_t *port, const char **err)
-{
-	const char	*p = s, *end = s + n, *close;
-
-	*port = 0;
-	if (memchr(s, '@', n) != NULL) {
-		*err = "userinfo in authority refused";
-		return -1;
-	}
-	if (n > 0 && *p == '[') {
-		if ((close = memchr(p, ']', n)) == NULL) {
-			*err = "bad IPv6 literal";
-			return -1;
-		}
-		if (ipv6_literal_check(p + 1, (size_t)(close - p - 1), err) ==
-		    -1)
-			return -1;
-		p = close + 1;
-		if (p < end && *p != ':') {
-			*err = "bad character after IPv6 literal";
-			return -1;
-		}
-	} else {
-		while (p < end && (CC(*p) & CC_HOST))
-			p++;
-		if (p == s && (p == end || *p == ':')) {
-			*err = "empty host";
-			return -1;
-		}
-		if (p < end && *p != ':') {
-			*err = "bad character in host";
-			return -1;
-		}
-	}
-	*host_len = (size_t)(p - s);
-	if (p == end) {
-		if (need_port) {
-			*err = "missing port";
-			return -1;
-		}
-		return 0;
-	}
-	return port_parse(p + 1, (size_t)(end - p - 1), port, err);
-}
-
-static int
-ipv6_literal_check(const char *s, size_t n, const char **err)
-{
-	char		buf[IPV6_LITERAL_MAX_BYTES + 1];
-	struct in6_addr	a;
-	size_t		i;
-
-	if (n > 0 && (s[0] == 'v' || s[0] == 'V')) {
-		*err = "IPvFuture literal refused";
-		return -1;
-	}
-	for (i = 0; i < n; i++) {
-		if (s[i] == '%') {
-			*err = "zone ID in IPv6 literal refused";
-			return -1;
-		}
-		if (!(CC(s[i]) & CC_HEX) && s[i] != ':' && s[i] != '.')
-			break;
-	}
-	if (i < n || n == 0 || n > IPV6_LITERAL_MAX_BYTES)
-		goto bad;
-	memcpy(buf, s, n);
-	buf[n] = '\0';
-	if (inet_pton(AF_INET6, buf, &a) != 1)
-		goto bad;
-	return 0;
- bad:
-	*err = "bad IPv6 literal";
-	return -1;
-}
-
-/* 1*5DIGIT, 1..65535, no sign, no leading zero. */
-static int
-port_parse(const char *s, size_t n, uint16_t *port, const char **err)
-{
-	uint32_t	v = 0;
-	size_t		i;
-
-	if (n == 0) {
-		*err = "empty port";
-		return -1;
-	}
-	for (i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9') {
-			*err = "bad port";
-			return -1;
-		}
-		if (i < PORT_MAX_DIGITS)
-			v = v * 10 + (uint32_t)(s[i] - '0');
-	}
-	if (s[0] == '0') {
-		*err = n == 1 ? "port 0 refused" : "leading zero in port";
-		return -1;
-	}
-	if (n > PORT_MAX_DIGITS || v > UINT16_MAX) {
-		*err = "port out of range";
-		return -1;
-	}
-	*port = (uint16_t)v;
-	return 0;
-}
-
 /* Why a field name stopped at p (not a tchar, not ':'). */
 static const char *
 field_name_error(const char *p)
@@ -1025,7 +701,7 @@ http_request_head_parse(const char *buf, size_t len,
 	out->mem = b.mem;
 	out->head_len = len;
 	if (request_line_parse(out, b.copy, b.eol, err) == -1 ||
-	    target_split(out, b.area, err) == -1 ||
+	    http_target_split(out, b.area, err) == -1 ||
 	    fields_parse(b.eol + 2, b.copy + len, lim, &b, &fs, err) == -1)
 		goto out;
 	out->headers = b.hv;
@@ -1050,8 +726,8 @@ request_framing(struct http_request_head *h, const struct field_sum *fs,
 		*err = "missing Host field";
 		return -1;
 	}
-	if (fs->host != NULL && authority_parse(fs->host, fs->host_len,
-	    false, &host_len, &port, err) == -1) {
+	if (fs->host != NULL && http_authority_parse(fs->host,
+	    fs->host_len, false, &host_len, &port, err) == -1) {
 		*err = *fs->host == '\0' ? "empty Host field" :
 		    "bad Host field";
 		return -1;
@@ -1253,316 +929,3 @@ http_list_has_token(const char *value, size_t len, const char *token)
 	return false;
 }
 
-/* ---- chunked transfer coding ---------------------------------------- */
-
-void
-http_chunked_init(struct http_chunked *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->state = CK_SIZE;
-}
-
-uint64_t
-http_chunked_data_left(const struct http_chunked *c)
-{
-	return c->state == CK_DATA ? c->remaining : 0;
-}
-
-void
-http_chunked_data_consumed(struct http_chunked *c, uint64_t n)
-{
-	if (c->state != CK_DATA)
-		return;
-	c->remaining = n < c->remaining ? c->remaining - n : 0;
-	if (c->remaining == 0)
-		c->state = CK_DATA_CR;
-}
-
-int
-http_chunked_feed(struct http_chunked *c, const char *in, size_t len,
-    size_t *used, const char **err)
-{
-	size_t	i;
-	int	rc;
-
-	*used = 0;
-	switch (c->state) {
-	case CK_DONE:
-		return HTTP_CHUNKED_DONE;
-	case CK_ERROR:
-		*err = c->err;
-		return HTTP_INVALID;
-	case CK_DATA:
-		return HTTP_OK;		/* data starts at in[0] */
-	default:
-		break;
-	}
-	for (i = 0; i < len; i++) {
-		rc = chunked_byte(c, (unsigned char)in[i], err);
-		if (rc == HTTP_NEED_MORE)
-			continue;
-		if (rc == HTTP_INVALID) {
-			c->state = CK_ERROR;
-			c->err = *err;
-			*used = i;
-			return HTTP_INVALID;
-		}
-		*used = i + 1;
-		return rc;
-	}
-	*used = len;
-	return HTTP_NEED_MORE;
-}
-
-/* One framing byte.  Returns NEED_MORE to go on, OK, DONE or INVALID. */
-static int
-chunked_byte(struct http_chunked *c, unsigned char ch, const char **err)
-{
-	switch (c->state) {
-	case CK_DATA_CR:
-	case CK_DATA_LF:
-		if (ch != (c->state == CK_DATA_CR ? '\r' : '\n')) {
-			*err = "missing CRLF after chunk data";
-			return HTTP_INVALID;
-		}
-		if (c->state == CK_DATA_CR) {
-			c->state = CK_DATA_LF;
-		} else {
-			c->state = CK_SIZE;
-			c->size = 0;
-			c->digits = 0;
-			c->line_len = 0;
-		}
-		return HTTP_NEED_MORE;
-	case CK_TRAILER_START:
-	case CK_TRAILER_NAME:
-	case CK_TRAILER_VALUE:
-	case CK_TRAILER_LF:
-	case CK_END_LF:
-		if (++c->trailer_len > HTTP_TRAILER_MAX_BYTES) {
-			*err = "trailer section too long";
-			return HTTP_INVALID;
-		}
-		return chunked_trailer_byte(c, ch, err);
-	default:
-		if (++c->line_len > HTTP_CHUNK_LINE_MAX_BYTES) {
-			*err = "chunk size line too long";
-			return HTTP_INVALID;
-		}
-		if (ch == '\n' && c->state != CK_SIZE_LF) {
-			*err = "bare LF in chunk size line";
-			return HTTP_INVALID;
-		}
-		if (c->state >= CK_EXT_SEMI && c->state <= CK_EXT_VAL_BWS)
-			return chunked_ext_byte(c, ch, err);
-		return chunked_size_byte(c, ch, err);
-	}
-}
-
-/*
- * chunk-size [ chunk-ext ] CRLF: 1*16HEXDIG, no sign, no "0x", no white
- * space except BWS before a ';'.
- */
-static int
-chunked_size_byte(struct http_chunked *c, unsigned char ch, const char **err)
-{
-	switch (c->state) {
-	case CK_SIZE:
-		if (CC(ch) & CC_HEX) {
-			if (++c->digits > CHUNK_SIZE_MAX_DIGITS) {
-				*err = "too many digits in chunk size";
-				return HTTP_INVALID;
-			}
-			if (c->size > CHUNK_SIZE_MAX >> 4) {
-				*err = "chunk size too large";
-				return HTTP_INVALID;
-			}
-			c->size = c->size << 4 | (uint64_t)(ch <= '9' ?
-			    ch - '0' : lc(ch) - 'a' + 10);
-			return HTTP_NEED_MORE;
-		}
-		if (c->digits == 0) {
-			*err = ch == ' ' || ch == '\t' ?
-			    "white space before chunk size" :
-			    ch == '\r' || ch == ';' ? "empty chunk size" :
-			    "bad chunk size";
-			return HTTP_INVALID;
-		}
-		if (ch == ';')
-			c->state = CK_EXT_SEMI;
-		else if (ch == ' ' || ch == '\t')
-			c->state = CK_SIZE_BWS;
-		else if (ch == '\r')
-			c->state = CK_SIZE_LF;
-		else {
-			*err = "bad chunk size";
-			return HTTP_INVALID;
-		}
-		return HTTP_NEED_MORE;
-	case CK_SIZE_BWS:
-		if (ch == ';')
-			c->state = CK_EXT_SEMI;
-		else if (ch != ' ' && ch != '\t') {
-			*err = "white space after chunk size";
-			return HTTP_INVALID;
-		}
-		return HTTP_NEED_MORE;
-	case CK_SIZE_LF:
-		if (ch != '\n') {
-			*err = "bare CR in chunk size line";
-			return HTTP_INVALID;
-		}
-		if (c->size == 0) {
-			c->state = CK_TRAILER_START;
-			c->trailer_len = 0;
-			return HTTP_NEED_MORE;
-		}
-		c->state = CK_DATA;
-		c->remaining = c->size;
-		return HTTP_OK;
-	default:
-		*err = "chunked decoder in a bad state";
-		return HTTP_INVALID;
-	}
-}
-
-/*
- * chunk-ext = *( BWS ";" BWS ext-name [ BWS "=" BWS ext-val ] ), with
- * ext-val a token or quoted-string (RFC 9112 §7.1.1).  Checked in full,
- * since the caller may pass the line on.
- */
-static int
-chunked_ext_byte(struct http_chunked *c, unsigned char ch, const char **err)
-{
-	bool	ws = ch == ' ' || ch == '\t';
-	bool	tchar = (CC(ch) & CC_TCHAR) != 0;
-
-	switch (c->state) {
-	case CK_EXT_SEMI:
-		if (tchar)
-			c->state = CK_EXT_NAME;
-		else if (!ws)
-			goto bad;
-		return HTTP_NEED_MORE;
-	case CK_EXT_NAME:
-	case CK_EXT_TOKEN:
-	case CK_EXT_QEND:
-		if (tchar && c->state != CK_EXT_QEND)
-			return HTTP_NEED_MORE;
-		if (ch == '=' && c->state == CK_EXT_NAME)
-			c->state = CK_EXT_EQ;
-		else if (ch == ';')
-			c->state = CK_EXT_SEMI;
-		else if (ch == '\r')
-			c->state = CK_SIZE_LF;
-		else if (ws)
-			c->state = c->state == CK_EXT_NAME ? CK_EXT_NAME_BWS :
-			    CK_EXT_VAL_BWS;
-		else
-			goto bad;
-		return HTTP_NEED_MORE;
-	case CK_EXT_NAME_BWS:
-	case CK_EXT_VAL_BWS:
-		if (ch == '=' && c->state == CK_EXT_NAME_BWS)
-			c->state = CK_EXT_EQ;
-		else if (ch == ';')
-			c->state = CK_EXT_SEMI;
-		else if (!ws)
-			goto bad;
-		return HTTP_NEED_MORE;
-	case CK_EXT_EQ:
-		if (tchar)
-			c->state = CK_EXT_TOKEN;
-		else if (ch == '"')
-			c->state = CK_EXT_QUOTED;
-		else if (!ws)
-			goto bad;
-		return HTTP_NEED_MORE;
-	case CK_EXT_QUOTED:
-		if (ch == '"')
-			c->state = CK_EXT_QEND;
-		else if (ch == '\\')
-			c->state = CK_EXT_QUOTED_BS;
-		else if (!(CC(ch) & (CC_VCHAR | CC_OBS | CC_WS)))
-			goto bad;
-		return HTTP_NEED_MORE;
-	case CK_EXT_QUOTED_BS:
-		if (!(CC(ch) & (CC_VCHAR | CC_OBS | CC_WS)))
-			goto bad;
-		c->state = CK_EXT_QUOTED;
-		return HTTP_NEED_MORE;
-	default:
-		*err = "chunked decoder in a bad state";
-		return HTTP_INVALID;
-	}
- bad:
-	if (CC(ch) & CC_CTL)
-		*err = "control byte in chunk extension";
-	else if (ch == '\r' && (c->state == CK_EXT_QUOTED ||
-	    c->state == CK_EXT_QUOTED_BS))
-		*err = "unterminated quoted-string in chunk extension";
-	else if (ch == '\r' && c->state != CK_EXT_SEMI &&
-	    c->state != CK_EXT_EQ)
-		*err = "white space at end of chunk size line";
-	else
-		*err = "bad chunk extension";
-	return HTTP_INVALID;
-}
-
-/* trailer-section = *( field-line CRLF ), then CRLF (RFC 9112 §7.1.2). */
-static int
-chunked_trailer_byte(struct http_chunked *c, unsigned char ch,
-    const char **err)
-{
-	switch (c->state) {
-	case CK_TRAILER_START:
-		if (ch == '\r')
-			c->state = CK_END_LF;
-		else if (CC(ch) & CC_TCHAR)
-			c->state = CK_TRAILER_NAME;
-		else {
-			*err = ch == ' ' || ch == '\t' ? "obs-fold in trailer" :
-			    ch == ':' ? "empty trailer field name" :
-			    ch == '\n' ? "bare LF in trailer" :
-			    "bad character in trailer field name";
-			return HTTP_INVALID;
-		}
-		return HTTP_NEED_MORE;
-	case CK_TRAILER_NAME:
-		if (ch == ':')
-			c->state = CK_TRAILER_VALUE;
-		else if (!(CC(ch) & CC_TCHAR)) {
-			*err = ch == ' ' || ch == '\t' ?
-			    "white space in trailer field name" :
-			    ch == '\r' || ch == '\n' ?
-			    "trailer field without colon" :
-			    "bad character in trailer field name";
-			return HTTP_INVALID;
-		}
-		return HTTP_NEED_MORE;
-	case CK_TRAILER_VALUE:
-		if (ch == '\r')
-			c->state = CK_TRAILER_LF;
-		else if (!(CC(ch) & (CC_VCHAR | CC_OBS | CC_WS))) {
-			*err = ch == '\n' ? "bare LF in trailer" :
-			    "control byte in trailer field";
-			return HTTP_INVALID;
-		}
-		return HTTP_NEED_MORE;
-	case CK_TRAILER_LF:
-	case CK_END_LF:
-		if (ch != '\n') {
-			*err = "bare CR in trailer";
-			return HTTP_INVALID;
-		}
-		if (c->state == CK_END_LF) {
-			c->state = CK_DONE;
-			return HTTP_CHUNKED_DONE;
-		}
-		c->state = CK_TRAILER_START;
-		return HTTP_NEED_MORE;
-	default:
-		*err = "chunked decoder in a bad state";
-		return HTTP_INVALID;
-	}
-}

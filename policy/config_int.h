@@ -1,0 +1,158 @@
+/*
+ * config_int.h - what the files of the config loader share: config.c,
+ * config_diag.c, config_listen.c, config_rules.c and config_secrets.c.
+ *
+ * Nothing here is visible outside the config loader; the rest of the
+ * policy library uses policy_int.h, moatd and the CLI policy.h.
+ */
+#ifndef MOAT_CONFIG_INT_H
+#define MOAT_CONFIG_INT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "policy/policy_int.h"
+
+#define CONFIG_PATH_MAX		512	/* longest JSON path in a message */
+#define CONFIG_QUOTE_MAX	80	/* longest user string quoted in full */
+#define CONFIG_NQUOTE		4	/* quoted strings per message */
+#define CONFIG_IDENT_MAX	64	/* sandbox, identity and rule names */
+#define CONFIG_SECRET_MAX	64	/* secret names */
+#define CONFIG_ENV_MAX		255	/* environment variable names */
+#define CONFIG_UNIX_PATH_MAX	107	/* sun_path minus the NUL */
+#define CONFIG_USER_MAX		32	/* user names (useradd's limit) */
+#define CONFIG_METHOD_MAX	32	/* longest HTTP method token */
+#define CONFIG_HEADER_MAX	128	/* longest injected header name */
+#define CONFIG_SUGGEST_DIST	2	/* did-you-mean: most edits */
+#define CONFIG_SUGGEST_LEN	32	/* ... for keys at most this long */
+#define CONFIG_NOOFF		SIZE_MAX	/* applied by its section */
+#define CONFIG_OFF(f)		offsetof(struct moat_config, f)
+
+enum config_type {
+	CONFIG_T_UINT = 0,	/* unsigned field of struct moat_config */
+	CONFIG_T_SIZE,		/* size_t field of struct moat_config */
+	CONFIG_T_MODE,		/* "0660": 3-4 octal digits */
+	CONFIG_T_STRING,	/* a string default */
+	CONFIG_T_RANGE		/* a range only, no default */
+};
+
+struct config_default {
+	const char		*section;	/* parent; NULL: top level */
+	const char		*key;
+	enum config_type	 type;
+	long long		 def, min, max;
+	const char		*sdef;		/* CONFIG_T_STRING default */
+	size_t			 off;		/* in struct moat_config */
+};
+
+/* config.c: every default and every numeric range of the config. */
+extern const struct config_default	config_defaults[];
+extern const size_t			config_ndefaults;
+
+/* One known key of an object: filled by config_fields(). */
+struct config_field {
+	const char	*key;
+	json_t		*v;	/* NULL if absent */
+	size_t		 pos;	/* its jsonpos entry */
+};
+
+/* What a template may hold beyond ${SECRET}, "$$" and plain text. */
+enum config_tpl {
+	CONFIG_TPL_VALUE = 0,	/* a header value: no edge whitespace */
+	CONFIG_TPL_USER,	/* a Basic user: no ":" */
+	CONFIG_TPL_PASSWORD	/* a Basic password */
+};
+
+/* The keys of a rule, in the order config_rule() reads them. */
+enum {
+	RULE_NAME = 0, RULE_ACTION, RULE_HOSTS, RULE_CIDRS, RULE_COUNTRIES,
+	RULE_ASNS, RULE_PORTS, RULE_METHODS, RULE_PATHS, RULE_INTERCEPT,
+	RULE_RATE, RULE_INJECT, RULE_PLAIN_HTTP, RULE_GIT, RULE_STRICT_METHODS,
+	RULE_PROTOCOLS,
+	RULE__COUNT
+};
+
+struct config_ctx {
+	struct policy_diags	*d;
+	const struct jsonpos	*jp;
+	const char		*buf;		/* the config text */
+	size_t			 len;
+	struct moat_config	*c;
+	struct policy		*p;
+	struct domain_table	 rule_names;	/* name -> rule index */
+	json_t			*secrets_json;	/* "secrets" as written */
+	bool			*secret_used;	/* per c->secrets[]: injected */
+	bool			 ca_given;	/* "tls" has a CA, maybe bad */
+	bool			 geo_cc_given;	/* "geoip" names a country DB */
+	bool			 geo_asn_given;	/* ... an ASN DB, maybe bad */
+	char			 path[CONFIG_PATH_MAX];
+	size_t			 pathlen;
+	char			 q[CONFIG_NQUOTE][CONFIG_QUOTE_MAX * 4 + 8];
+	unsigned		 qi;
+};
+
+/* config_diag.c: messages and paths, typed getters */
+void		config_err(struct config_ctx *x, size_t pos, const char *fmt,
+		    ...) __attribute__((format(printf, 3, 4)));
+void		config_warn(struct config_ctx *x, size_t pos, const char *fmt,
+		    ...) __attribute__((format(printf, 3, 4)));
+void		config_err_key(struct config_ctx *x, size_t pos,
+		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void		config_err_in(struct config_ctx *x, size_t pos, size_t off,
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void		config_oom(struct config_ctx *x);
+const char	*config_q(struct config_ctx *x, const char *s, size_t n);
+size_t		config_push_key(struct config_ctx *x, const char *key);
+size_t		config_push_index(struct config_ctx *x, size_t i);
+void		config_pop(struct config_ctx *x, size_t old);
+const char	*config_where(struct config_ctx *x);
+const char	*config_typename(const json_t *v);
+bool		config_fields(struct config_ctx *x, json_t *obj, size_t pos,
+		    struct config_field *f, size_t nf);
+bool		config_want(struct config_ctx *x, json_t *v, size_t pos,
+		    json_type type, const char *what);
+bool		config_array(struct config_ctx *x, json_t *v, size_t pos,
+		    const char *what);
+const struct config_default	*config_default(const char *section,
+				    const char *key);
+bool		config_number(struct config_ctx *x, json_t *v, size_t pos,
+		    const struct config_default *def, long long *out);
+bool		config_mode(struct config_ctx *x, json_t *v, size_t pos,
+		    int *out);
+bool		config_ident(const char *s, size_t n, size_t max,
+		    const char *extra);
+bool		config_envname(const char *s, size_t n);
+char		*config_strdup(struct config_ctx *x, const char *s);
+bool		config_file(struct config_ctx *x, json_t *v, size_t pos,
+		    char **out);
+void		config_sections(struct config_ctx *x, json_t *v, size_t pos,
+		    const char *section);
+
+/* config_listen.c */
+void		config_listen(struct config_ctx *x, json_t *v, size_t pos);
+bool		config_bind(struct config_ctx *x, json_t *v, size_t pos,
+		    bool unix_only, struct moat_listen *l);
+void		config_check_addresses(struct config_ctx *x);
+
+/* config_rules.c: policy, rules */
+void		config_policy(struct config_ctx *x, json_t *v, size_t pos);
+void		config_check_inspection(struct config_ctx *x);
+
+/* config_secrets.c: secrets, auth, inject */
+void		config_refs(struct config_ctx *x, json_t *v, size_t pos,
+		    bool secrets, struct moat_secret_ref **out, size_t *nout);
+bool		config_rule_secrets(struct config_ctx *x,
+		    struct config_field *f, bool deny, struct policy_rule *r);
+void		config_check_secrets(struct config_ctx *x);
+
+/* config.c: top level, GeoIP, ownership */
+void		config_countries(struct config_ctx *x, json_t *v, size_t pos,
+		    uint32_t rule);
+void		config_asns(struct config_ctx *x, json_t *v, size_t pos,
+		    uint32_t rule);
+void		config_free_refs(struct moat_secret_ref *v, size_t n);
+
+#endif /* MOAT_CONFIG_INT_H */

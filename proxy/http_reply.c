@@ -1,0 +1,233 @@
+/*
+ * http_reply.c - the replies moatd writes itself on an HTTP connection
+ * (400, 403, 407, 408, 421, 429, 431, 500, 502, 503, 504): the audit line,
+ * the status and the body that names the target, the reason and the
+ * rule, so an agent can act on it; then keep-alive or close.
+ *
+ * What it is not: a second list of reasons.  Status, SOCKS5 reply and
+ * sentence of each reason are in policy.c's table (policy_reason_info);
+ * the statuses the context decides (408, 421, 503) are passed in by the
+ * callers in http.c.
+ */
+#include "config.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "policy/policy.h"
+#include "proxy/conn.h"
+#include "proxy/io.h"
+#include "proxy/log.h"
+#include "proxy/uppool.h"
+
+static void	http_reply(struct conn *c, int code, enum policy_reason reason,
+		    const char *detail, int keep_alive);
+
+/* The reason phrase of a status moatd answers with by itself. */
+static const char *
+http_phrase(int code)
+{
+	switch (code) {
+	case 400:
+		return "Bad Request";
+	case 407:
+		return "Proxy Authentication Required";
+	case 429:
+		return "Too Many Requests";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 500:
+		return "Internal Server Error";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
+	default:
+		return "Forbidden";
+	}
+}
+
+/*
+ * The status of moatd's reply for a reason, by policy.c's reason table;
+ * a reason that never ends in an HTTP reply (http 0 there) gets 403.
+ */
+int
+http_status_for(enum policy_reason r)
+{
+	int	code = policy_reason_info(r)->http;
+
+	return code != 0 ? code : 403;
+}
+
+/*
+ * Writes one of moatd's own replies.  The body names the target, the
+ * reason and the rule, and tells an agent that a policy decision will not
+ * change with another spelling, so it stops trying bypasses.
+ */
+static void
+http_reply(struct conn *c, int code, enum policy_reason reason,
+    const char *detail, int keep_alive)
+{
+	const char		*phrase;
+	struct evbuffer		*out = io_out(c->cio);
+	char			 body[1024], esc[512];
+	char			 target[POLICY_NAME_MAX + 16];
+	int			 n;
+	bool			 policy;
+
+	if (code == 0)
+		code = http_status_for(reason);
+	/* A caller's override (see policy.h) names its own phrase. */
+	if (code == http_status_for(reason))
+		phrase = http_phrase(code);
+	else
+		phrase = code == 408 ? "Request Timeout" : code == 421 ?
+		    "Misdirected Request" : "Error";
+	policy = code == 403;
+	if (c->host[0] != '\0')
+		snprintf(target, sizeof(target), "%s:%u", c->host, c->port);
+	else
+		snprintf(target, sizeof(target), "(not parsed)");
+	n = snprintf(body, sizeof(body),
+	    "moat %s this request.\n"
+	    "target: %s\n"
+	    "reason: %s: %s%s%s\n"
+	    "rule:   %s\n"
+	    "%s",
+	    policy ? "denied" : "could not complete", target,
+	    policy_reason_str(reason), policy_reason_info(reason)->text,
+	    detail ? "\n        " : "",
+	    detail ? log_escape(detail, strlen(detail), esc, sizeof(esc)) : "",
+	    c->dec.rule_name ? c->dec.rule_name : "(none)",
+	    policy ? "This is moat's policy, not a network error: other "
+	    "spellings, addresses or ports of this host are denied the same "
+	    "way. Ask the operator to change the policy if you need it.\n" :
+	    "");
+	if (n < 0 || (size_t)n >= sizeof(body))
+		n = (int)strlen(body);
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n"
+	    "Content-Type: text/plain; charset=utf-8\r\n"
+	    "Content-Length: %d\r\n"
+	    "Cache-Control: no-store\r\n"
+	    "X-Moat-Reason: %s\r\n", code, phrase, n,
+	    policy_reason_str(reason));
+	if (c->dec.rule_name != NULL)
+		evbuffer_add_printf(out, "X-Moat-Rule: %s\r\n",
+		    c->dec.rule_name);
+	if (code == 407)
+		evbuffer_add_printf(out, "Proxy-Authenticate: Basic "
+		    "realm=\"moat\"\r\n");
+	evbuffer_add_printf(out, "Connection: %s\r\n\r\n",
+	    keep_alive ? "keep-alive" : "close");
+	evbuffer_add(out, body, (size_t)n);
+}
+
+/*
+ * A request or CONNECT that will not go through: audit it, answer it, and
+ * keep the connection only for a denied bodyless forward request whose
+ * client wants keep-alive (pip and friends reuse their connections).
+ */
+void
+http_denied(struct conn *c, enum policy_reason reason, const char *detail)
+{
+	http_denied_code(c, 0, reason, detail);
+}
+
+/*
+ * moatd itself is short of descriptors or memory (audited "internal"):
+ * 503, which tells the client to try again later, not 500.
+ */
+void
+http_unavailable(struct conn *c, const char *detail)
+{
+	http_denied_code(c, 503, POLICY_R_INTERNAL, detail);
+}
+
+/*
+ * A client too slow to send its request head gets 408, not 504, and an
+ * audit line: part of a request came (an idle connection that sent
+ * nothing is closed quietly by the caller).
+ */
+void
+http_head_timeout(struct conn *c)
+{
+	char	d[128];
+
+	snprintf(d, sizeof(d), "the request head did not arrive whole in "
+	    "time (timeouts.request_head_ms): %zu bytes of it came",
+	    io_in_len(c->cio));
+	c->kind = CONN_KIND_HTTP;
+	http_denied_code(c, 408, POLICY_R_TIMEOUT, d);
+}
+
+void
+http_denied_code(struct conn *c, int code, enum policy_reason reason,
+    const char *detail)
+{
+	char	hbuf[320], dbuf[512];
+	int	keep;
+
+	conn_set_deadline(c, 0);
+	c->status = code ? code : http_status_for(reason);
+	conn_audit(c, c->kind == CONN_KIND_CONNECT ? "open" : "request",
+	    POLICY_DENY, reason, detail);
+	if (reason != POLICY_R_BAD_REQUEST && reason != POLICY_R_LIMIT)
+		log_debug("conn=%llu %s %s:%u denied: %s",
+		    (unsigned long long)c->id, conn_proto(c),
+		    conn_log_redact(c, c->host, hbuf, sizeof(hbuf)), c->port,
+		    policy_reason_str(reason));
+	else {
+		char esc[256];
+
+		if (detail != NULL)
+			detail = conn_log_redact(c, detail, dbuf, sizeof(dbuf));
+		log_info("conn=%llu from %s: %s: %s", (unsigned long long)c->id,
+		    c->client, policy_reason_str(reason), detail ?
+		    log_escape(detail, strlen(detail), esc, sizeof(esc)) : "-");
+	}
+	keep = c->kind == CONN_KIND_HTTP && c->req.method != NULL &&
+	    c->client_keepalive && c->reqb.done && c->uio == NULL &&
+	    c->state != CONN_ST_HTTP_EXCHANGE &&
+	    http_status_for(reason) == 403;
+	/* An upstream idle between exchanges (this client's, or just taken
+	 * from the pool) goes back to the pool; the refused request never
+	 * touched it. */
+	if (c->uio != NULL && !uppool_put(c)) {
+		io_free(c->uio);
+		c->uio = NULL;
+	}
+	http_reply(c, code, reason, detail, keep);
+	if (io_flush(c->cio) == -1) {
+		conn_close(c, POLICY_R_ALLOWED, NULL);
+		return;
+	}
+	if (keep) {
+		http_start(c);
+		return;
+	}
+	http_flush_close(c);
+}
+
+/* Writes what is queued for the client, then closes. */
+void
+http_flush_close(struct conn *c)
+{
+	io_read(c->cio, 1);	/* read (and drop) so a peer's EOF is seen */
+	if (c->uio != NULL && !uppool_put(c)) {
+		io_free(c->uio);
+		c->uio = NULL;
+	}
+	if (io_out_len(c->cio) == 0) {
+		conn_close(c, POLICY_R_ALLOWED, NULL);
+		return;
+	}
+	conn_enter_state(c, CONN_ST_FLUSH_CLOSE);
+	io_set_cb(c->cio, http_client_event, c);
+	io_want_drained(c->cio, 0);
+	conn_set_deadline(c, c->cfg->timeouts.idle_client_ms);
+}
