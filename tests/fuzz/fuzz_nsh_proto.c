@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "netns-helper/nsh_proto.h"
+#include "proto/helper_proto.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

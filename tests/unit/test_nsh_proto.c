@@ -23,7 +23,7 @@
 
 #include <CUnit/CUnit.h>
 
-#include "netns-helper/nsh_proto.h"
+#include "proto/helper_proto.h"
 #include "tests/unit/unit.h"
 
 static void	msg_hello(struct nsh_msg *m);

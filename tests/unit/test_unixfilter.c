@@ -20,7 +20,7 @@
 
 #include <CUnit/CUnit.h>
 
-#include "netns-helper/unixfilter.h"
+#include "launcher/unixfilter.h"
 #include "tests/unit/unit.h"
 
 /* What a call gave: 0 it worked, else its errno. */

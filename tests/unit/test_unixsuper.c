@@ -28,8 +28,8 @@
 
 #include <CUnit/CUnit.h>
 
-#include "netns-helper/unixfilter.h"
-#include "netns-helper/unixsuper.h"
+#include "launcher/unixfilter.h"
+#include "launcher/unixsuper.h"
 #include "tests/unit/unit.h"
 
 static char	tmpdir[64];

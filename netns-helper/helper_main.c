@@ -65,8 +65,8 @@
 
 #include <libmnl/libmnl.h>
 
-#include "netns-helper/nsh_int.h"
-#include "netns-helper/nsh_proto.h"
+#include "netns-helper/helper.h"
+#include "proto/helper_proto.h"
 
 #define NSH_NOBODY_ID		65534	/* if "nobody" is not in passwd */
 #define NSH_VETH_SUBNETS	256	/* X of 10.203.X.0/30 */

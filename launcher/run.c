@@ -44,10 +44,10 @@
 
 #include <jansson.h>
 
-#include "netns-helper/moat_int.h"
-#include "netns-helper/unixsuper.h"
+#include "launcher/launcher.h"
+#include "launcher/unixsuper.h"
 #include "policy/policy.h"
-#include "proxy/admin_proto.h"
+#include "proto/admin_proto.h"
 
 #define RUN_RESOLVERS_MAX	8	/* --resolver */
 #define RUN_PATH_MAX		4096

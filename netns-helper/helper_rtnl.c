@@ -29,7 +29,7 @@
 
 #include <libmnl/libmnl.h>
 
-#include "netns-helper/nsh_int.h"
+#include "netns-helper/helper.h"
 
 #define NSH_RTNL_BUF	32768	/* one request, or one read of a dump */
 

@@ -22,7 +22,7 @@
 
 #include <jansson.h>
 
-#include "netns-helper/nsh_proto.h"
+#include "proto/helper_proto.h"
 
 #define MOAT_ERR_MAX		512	/* one error sentence, bytes */
 #define MOAT_EXIT_LAUNCH	125	/* moat run itself failed */
@@ -156,12 +156,14 @@ int	runconf_exe_dir(char *buf, size_t len);
 
 /*
  * The path of moat's helper program name (moat-netns, moat-ca): the
- * variable env if set, else beside the running moat, else in
+ * variable env if set, else beside the running moat, else in the build
+ * tree's folder srcdir (a moat run from its build tree is launcher/moat,
+ * its helpers netns-helper/moat-netns and certs/moat-ca), else in
  * MOAT_LIBEXECDIR.  Returns 0 if that file is executable, else -1 with
  * errno (buf still names what was tried).
  */
-int	runconf_libexec_path(const char *name, const char *env, char *buf,
-	    size_t len);
+int	runconf_libexec_path(const char *name, const char *env,
+	    const char *srcdir, char *buf, size_t len);
 
 /*
  * Starts a child that runs child(arg) and then execs, as posix_spawn(3)

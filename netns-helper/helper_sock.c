@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "netns-helper/nsh_int.h"
+#include "netns-helper/helper.h"
 
 int
 nsh_sock_listen(int family, int type, const void *addr, uint16_t port)

@@ -16,7 +16,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
-#include "netns-helper/unixfilter.h"
+#include "launcher/unixfilter.h"
 
 #if defined(__x86_64__)
 #define UNIXFILTER_AUDIT_ARCH	AUDIT_ARCH_X86_64

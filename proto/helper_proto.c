@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "netns-helper/nsh_proto.h"
+#include "proto/helper_proto.h"
 
 /* The wire layout is the struct layout: no implicit padding anywhere. */
 _Static_assert(sizeof(struct nsh_hdr) == 8, "nsh_hdr layout");

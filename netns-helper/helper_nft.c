@@ -43,8 +43,8 @@
 #include <libnftnl/table.h>
 #include <libnftnl/udata.h>
 
-#include "netns-helper/nsh_int.h"
-#include "netns-helper/nsh_proto.h"
+#include "netns-helper/helper.h"
+#include "proto/helper_proto.h"
 
 #define NSH_NFT_PAGE		65536	/* batch page: all of a table fits */
 #define NSH_NFT_IOV_MAX		8	/* pages of one batch */

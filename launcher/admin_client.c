@@ -27,8 +27,8 @@
 
 #include <jansson.h>
 
-#include "netns-helper/moat_int.h"
-#include "proxy/admin_proto.h"
+#include "launcher/launcher.h"
+#include "proto/admin_proto.h"
 
 struct admin_client {
 	int	fd;
