@@ -1,6 +1,6 @@
 /*
  * admin_client.c - the client of moatd's admin protocol
- * (proxy/admin_proto.h): framing, descriptors by SCM_RIGHTS, JSON with
+ * (proto/admin_proto.h): framing, descriptors by SCM_RIGHTS, JSON with
  * jansson.
  *
  * What it is: hello, register, unregister, each a request and its answer,

@@ -1,5 +1,5 @@
 /*
- * nsh_client.c - the moat CLI's side of the moat-netns protocol: start
+ * helper_client.c - the moat CLI's side of the moat-netns protocol: start
  * the helper, send each request, read and check each reply, wait for the
  * helper to end.
  *

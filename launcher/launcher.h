@@ -1,9 +1,9 @@
 /*
- * moat_int.h - the moat command line's private interfaces: `moat run`
+ * launcher.h - the moat command line's private interfaces: `moat run`
  * (run.c), `moat attach` (attach.c) and the modules they share: the
  * options and registration config both take (runconf.c), the client of
- * moat-netns (nsh_client.c), the client of moatd's admin socket
- * (admin_client.c), the sandbox's namespaces and init (sandbox.c) and the
+ * moat-netns (helper_client.c), the client of moatd's admin socket
+ * (admin_client.c), the sandbox's namespaces and init (sbx_init.c) and the
  * terminal relay (pty.c).
  *
  * Errors: functions that can fail take a char buffer (err, errlen) and
@@ -186,7 +186,7 @@ pid_t	runconf_spawn(int (*child)(void *), void *arg);
  */
 void	runconf_spawn_fail(const char *what, int err) RUNCONF_SPAWNED;
 
-/* --- nsh_client.c: the moat-netns client ---------------------------- */
+/* --- helper_client.c: the moat-netns client ------------------------- */
 
 /*
  * Waits up to timeout_ms (0: just looks) for child pid to exit and reaps
@@ -271,7 +271,7 @@ pid_t	nsh_client_pid(const struct nsh_client *c);
  */
 void	nsh_client_close(struct nsh_client *c);
 
-/* --- admin_client.c: moatd's admin protocol (proxy/admin_proto.h) --- */
+/* --- admin_client.c: moatd's admin protocol (proto/admin_proto.h) --- */
 
 struct admin_client;
 
@@ -317,7 +317,7 @@ int	admin_client_fd(const struct admin_client *ac);
 /* Closes and frees.  NULL-safe. */
 void	admin_client_close(struct admin_client *ac);
 
-/* --- sandbox.c: namespaces, init, workload -------------------------- */
+/* --- sbx_init.c: namespaces, init, workload ------------------------- */
 
 struct sandbox;
 
@@ -358,7 +358,7 @@ int	sandbox_nsfd(const struct sandbox *sb, const char *type, char *err,
 
 /*
  * Waits until the init is ready (its /proc mounted), then sends the go
- * message and the extras (see sandbox.c: variables to set or remove,
+ * message and the extras (see sbx_init.c: variables to set or remove,
  * then the trust bundle moatd built; extralen 0 for none): the
  * init writes resolv.conf and the trust bundle, enters the nested user
  * namespace and starts the workload.  Waits for the init's answer: 0 when

@@ -1,5 +1,5 @@
 /*
- * sandbox.c - the namespaces `moat run` puts a workload in, and the
+ * sbx_init.c - the namespaces `moat run` puts a workload in, and the
  * sandbox's init (pid 1 of its PID namespace).
  *
  * What it is: clone() into new mount, PID and network namespaces (and,

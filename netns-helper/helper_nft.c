@@ -1,5 +1,5 @@
 /*
- * nsh_nft.c - the nftables tables moat owns, built with libnftnl and sent
+ * helper_nft.c - the nftables tables moat owns, built with libnftnl and sent
  * with libmnl as one transaction each.
  *
  * What it is: three rulesets (held sandbox, veth sandbox, veth host side),

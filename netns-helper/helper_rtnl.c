@@ -1,5 +1,5 @@
 /*
- * nsh_rtnl.c - the rtnetlink requests moat-netns makes, through libmnl:
+ * helper_rtnl.c - the rtnetlink requests moat-netns makes, through libmnl:
  * link up, addresses, routes (the `local default` routes of held mode,
  * the gateway routes of veth mode), veth pairs and their removal.
  *

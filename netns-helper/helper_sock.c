@@ -1,5 +1,5 @@
 /*
- * nsh_sock.c - the listening sockets moat-netns creates for moatd inside
+ * helper_sock.c - the listening sockets moat-netns creates for moatd inside
  * a sandbox's network namespace (held sockets) or on the host side of a
  * veth.
  *

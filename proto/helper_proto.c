@@ -1,13 +1,13 @@
 /*
- * nsh_proto.c - encoder, decoder and transport of the moat-netns
- * protocol (nsh_proto.h).
+ * helper_proto.c - encoder, decoder and transport of the moat-netns
+ * protocol (helper_proto.h).
  *
  * What it is: the only code that turns bytes from the other end into a
  * struct nsh_msg, so every check lives here, once, for both ends; the
  * unit tests and the fuzzer call it directly.
  *
  * What it is not: a policy.  Whether an op is allowed now (its phase) is
- * moat-netns's table; what an address means is nsh_sock.c's business.
+ * moat-netns's table; what an address means is helper_sock.c's business.
  */
 #include "config.h"
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_nsh_proto.c - fuzz target for the moat-netns protocol decoder
- * (netns-helper/nsh_proto.c), the parser of everything moat-netns, a
+ * (proto/helper_proto.c), the parser of everything moat-netns, a
  * privileged process, receives.
  *
  * Input: the first byte is the number of descriptors that came with the

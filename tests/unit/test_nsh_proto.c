@@ -1,6 +1,6 @@
 /*
  * test_nsh_proto.c - the moat-netns protocol codec and transport
- * (netns-helper/nsh_proto.c).
+ * (proto/helper_proto.c).
  *
  * Every well-formed message of every op survives encode -> decode intact;
  * every malformed one (length, op, descriptor count, flags, padding,
