@@ -2,7 +2,7 @@
  * certs_int.h - what the files of certs/ share and nothing else sees.
  *
  * ca.c holds the CA key: it is the only file that touches it, through
- * certs_ca_sign().  util.c holds error formatting, file reading and the
+ * certs_ca_sign().  certs_util.c holds error formatting, file reading and the
  * X509 pieces both the CA and the leaves are built from.
  */
 #ifndef MOAT_CERTS_INT_H

@@ -153,7 +153,7 @@ int	path_wide(const char *in, size_t len, char *out, size_t *outlen,
 bool	path_query_has(const char *q, size_t n, const char *name);
 
 /* ------------------------------------------------------------------ */
-/* inject.c: the parts of injections that need no config context       */
+/* inject_rules.c: the parts of injections that need no config context */
 /* ------------------------------------------------------------------ */
 
 /*

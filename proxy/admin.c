@@ -36,7 +36,7 @@
 
 #include "policy/policy.h"
 #include "proxy/admin.h"
-#include "proxy/admin_proto.h"
+#include "proto/admin_proto.h"
 #include "proxy/audit.h"
 #include "proxy/listener.h"
 #include "proxy/log.h"

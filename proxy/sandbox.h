@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "policy/policy.h"
-#include "proxy/admin_proto.h"
+#include "proto/admin_proto.h"
 
 #define SANDBOX_ATTR_MAX	4096	/* addresses remembered per sandbox */
 #define SANDBOX_ATTR_TTL_MIN_S	5	/* an answer is remembered at least this

@@ -39,7 +39,7 @@ def main():
     ap.add_argument("--gap-ms", type=int, default=50,
                     help="pause between runs, untimed (0: none)")
     a = ap.parse_args()
-    moat = os.path.join(a.moat, "netns-helper", "moat")
+    moat = os.path.join(a.moat, "launcher", "moat")
     if not os.access(moat, os.X_OK):
         sys.exit(f"bench-run.py: no {moat} (run scripts/bench.sh, or "
                  "give --moat DIR)")

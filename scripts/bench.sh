@@ -50,12 +50,12 @@ if [ -z "${MOATD:-}" ]; then
 	mkdir -p "$here/build/bench"
 	(cd "$here/build/bench" &&
 	    { [ -f Makefile ] || "$here/configure" -q CFLAGS="-O2 -g"; } &&
-	    make -s -j"$(nproc)" proxy/moatd netns-helper/moat \
-	    scripts/nullproxy) >&2
+	    make -s -j"$(nproc)" proxy/moatd launcher/moat certs/moat-ca \
+	    netns-helper/moat-netns scripts/nullproxy) >&2
 	MOATD=$here/build/bench/proxy/moatd
-	MOAT=$here/build/bench/netns-helper/moat
+	MOAT=$here/build/bench/launcher/moat
 else
-	MOAT=${MOAT:-$(dirname "$MOATD")/../netns-helper/moat}
+	MOAT=${MOAT:-$(dirname "$MOATD")/../launcher/moat}
 fi
 NULLPROXY=${NULLPROXY:-$(dirname "$MOATD")/../scripts/nullproxy}
 

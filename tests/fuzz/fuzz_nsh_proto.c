@@ -1,6 +1,6 @@
 /*
  * fuzz_nsh_proto.c - fuzz target for the moat-netns protocol decoder
- * (netns-helper/nsh_proto.c), the parser of everything moat-netns, a
+ * (proto/helper_proto.c), the parser of everything moat-netns, a
  * privileged process, receives.
  *
  * Input: the first byte is the number of descriptors that came with the
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "netns-helper/nsh_proto.h"
+#include "proto/helper_proto.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

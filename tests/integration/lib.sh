@@ -41,7 +41,7 @@
 # that a blocked target received nothing.
 #
 # Environment: MOAT_BUILDDIR (moatd at proxy/moatd, the CLI at
-# netns-helper/moat) and MOAT_SRCDIR (this tree); both default to the
+# launcher/moat) and MOAT_SRCDIR (this tree); both default to the
 # repository this file is in.  MT_KEEP=1 keeps the temporary directory.
 #
 # Exit codes (automake): 0 pass, 1 a check failed, 77 skip, 99 hard error.
@@ -55,7 +55,7 @@ MT_LIBDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${MOAT_BUILDDIR:=$MOAT_SRCDIR}"
 MT_HELPERS=$MOAT_SRCDIR/tests/integration/helpers
 MOATD=${MOATD:-$MOAT_BUILDDIR/proxy/moatd}
-MOAT=${MOAT:-$MOAT_BUILDDIR/netns-helper/moat}
+MOAT=${MOAT:-$MOAT_BUILDDIR/launcher/moat}
 
 MT_TEST_TIMEOUT=${MT_TEST_TIMEOUT:-480}	# watchdog for a whole script
 # Seconds any background process may live: as long as the script may, so
@@ -846,7 +846,7 @@ mt_wait_log()
 # ------------------------------------------------------------------
 
 MOAT_NETNS=${MOAT_NETNS:-$MOAT_BUILDDIR/netns-helper/moat-netns}
-MOAT_FORWARD=${MOAT_FORWARD:-$MOAT_BUILDDIR/netns-helper/moat-forward}
+MOAT_FORWARD=${MOAT_FORWARD:-$MOAT_BUILDDIR/forward/moat-forward}
 # What every `moat run` of the world needs: the world's resolver, and
 # its documentation ranges opened (moat denies them by default).
 MT_RUN_WORLD="--resolver 203.0.113.53 --allow-private 203.0.113.0/24 --allow-private 2001:db8::/32"

@@ -1,6 +1,6 @@
 /*
  * test_nsh_proto.c - the moat-netns protocol codec and transport
- * (netns-helper/nsh_proto.c).
+ * (proto/helper_proto.c).
  *
  * Every well-formed message of every op survives encode -> decode intact;
  * every malformed one (length, op, descriptor count, flags, padding,
@@ -23,7 +23,7 @@
 
 #include <CUnit/CUnit.h>
 
-#include "netns-helper/nsh_proto.h"
+#include "proto/helper_proto.h"
 #include "tests/unit/unit.h"
 
 static void	msg_hello(struct nsh_msg *m);

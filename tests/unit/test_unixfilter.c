@@ -1,6 +1,6 @@
 /*
  * test_unixfilter.c - moat run's seccomp filter on Unix sockets
- * (netns-helper/unixfilter.c), run for real in a child process.
+ * (launcher/unixfilter.c), run for real in a child process.
  *
  * Under the filter: socket(AF_UNIX) of every type and socketpair(AF_UNIX,
  * SOCK_DGRAM) fail with EPERM; stream and seqpacket socketpairs, IPv4 and
@@ -20,7 +20,7 @@
 
 #include <CUnit/CUnit.h>
 
-#include "netns-helper/unixfilter.h"
+#include "launcher/unixfilter.h"
 #include "tests/unit/unit.h"
 
 /* What a call gave: 0 it worked, else its errno. */

@@ -1,5 +1,5 @@
 /*
- * test_unixsuper.c - `moat run --allow-unix-socket` (netns-helper/
+ * test_unixsuper.c - `moat run --allow-unix-socket` (launcher/
  * unixsuper.c): the option's path check and canonical form, the match of
  * a workload's sockaddr_un path against the allowed ones, and the filter
  * with its supervisor run for real: a child under unixfilter_install_
@@ -28,8 +28,8 @@
 
 #include <CUnit/CUnit.h>
 
-#include "netns-helper/unixfilter.h"
-#include "netns-helper/unixsuper.h"
+#include "launcher/unixfilter.h"
+#include "launcher/unixsuper.h"
 #include "tests/unit/unit.h"
 
 static char	tmpdir[64];

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """admincli.py - a minimal client of moatd's admin protocol
-(proxy/admin_proto.h), as a workload that reached an admin socket would
+(proto/admin_proto.h), as a workload that reached an admin socket would
 be: hello, then register a sandbox NAME with an allow-all policy and one
 listening TCP socket made here (in this process's network namespace),
 passed with SCM_RIGHTS.

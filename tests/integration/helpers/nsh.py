@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""nsh.py - speaks the moat-netns protocol (netns-helper/nsh_proto.h) to a
+"""nsh.py - speaks the moat-netns protocol (proto/helper_proto.h) to a
 moat-netns it starts, for the integration tests: a well-formed session, or
 one malformed request, and reports what happened as KEY=VALUE lines.
 

@@ -27,7 +27,7 @@
 
 #include <jansson.h>
 
-#include "netns-helper/moat_int.h"
+#include "launcher/launcher.h"
 #include "policy/policy.h"
 
 #define MOAT_EXIT_ALLOW		0
@@ -417,15 +417,17 @@ moat_explain(int argc, char *argv[])
 }
 
 /*
- * `moat ca ...`: moat-ca (MOAT_CA, else beside moat, else libexecdir),
- * which holds the OpenSSL part of the command line, with argv[0] "ca".
+ * `moat ca ...`: moat-ca (MOAT_CA, else beside moat, else the build
+ * tree's certs/, else libexecdir), which holds the OpenSSL part of the
+ * command line, with argv[0] "ca".
  */
 static int
 moat_ca(char *argv[])
 {
 	char	path[PATH_MAX];
 
-	(void)runconf_libexec_path("moat-ca", "MOAT_CA", path, sizeof(path));
+	(void)runconf_libexec_path("moat-ca", "MOAT_CA", "certs", path,
+	    sizeof(path));
 	execv(path, argv);
 	fprintf(stderr, "moat ca: cannot run %s: %s (set MOAT_CA)\n", path,
 	    strerror(errno));

@@ -36,7 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "netns-helper/moat_int.h"
+#include "launcher/launcher.h"
 
 #define ATTACH_DEFAULT_ADMIN	"/run/moat/admin.sock"
 

@@ -1,6 +1,6 @@
 /*
- * nsh_int.h - moat-netns's private interfaces: rtnetlink (nsh_rtnl.c),
- * nftables (nsh_nft.c) and held sockets (nsh_sock.c).  Only moat-netns
+ * helper.h - moat-netns's private interfaces: rtnetlink (helper_rtnl.c),
+ * nftables (helper_nft.c) and held sockets (helper_sock.c).  Only moat-netns
  * links these; the moat CLI never programs the kernel itself.
  *
  * Every function works on the network namespace its netlink socket was
@@ -31,7 +31,7 @@ struct nsh_veth_addrs {
 	struct in6_addr	host6, sbx6;		/* fd00:203:X::1, ::2 */
 };
 
-/* --- rtnetlink (nsh_rtnl.c) --------------------------------------- */
+/* --- rtnetlink (helper_rtnl.c) ------------------------------------ */
 
 /*
  * Opens and binds a NETLINK_ROUTE socket in the calling thread's current
@@ -89,7 +89,7 @@ int	nsh_rtnl_links(struct mnl_socket *nl, const char *prefix,
 	    void (*fn)(const char *name, const char *kind, const char *alias,
 	    void *arg), void *arg);
 
-/* --- nftables (nsh_nft.c) ----------------------------------------- */
+/* --- nftables (helper_nft.c) -------------------------------------- */
 
 /*
  * Opens and binds a NETLINK_NETFILTER socket in the current network
@@ -157,7 +157,7 @@ int	nsh_nft_tables(struct mnl_socket *nl, const char *prefix,
 	    void (*fn)(const char *name, const char *comment, void *arg),
 	    void *arg);
 
-/* --- held sockets (nsh_sock.c) ------------------------------------ */
+/* --- held sockets (helper_sock.c) --------------------------------- */
 
 /*
  * Creates a socket in the current network namespace bound to addr

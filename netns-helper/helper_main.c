@@ -1,10 +1,11 @@
 /*
- * moat-netns.c - the privileged helper of `moat run` and `moat attach`.
+ * helper_main.c - moat-netns, the privileged helper of `moat run` and
+ * `moat attach`.
  *
  * What it is: a small program that programs one sandbox's network and
  * nothing else.  `moat run` or `moat attach` starts it (fork + exec, never
- * setuid) with a SOCK_SEQPACKET socket on fd 3 and speaks nsh_proto.h to
- * it: join the sandbox's namespaces, set up held-sockets or veth
+ * setuid) with a SOCK_SEQPACKET socket on fd 3 and speaks helper_proto.h
+ * to it: join the sandbox's namespaces, set up held-sockets or veth
  * networking (nftables through libnftnl, routes and links through
  * rtnetlink), create the listening sockets moatd will serve and hand them
  * back, and finally tear down what it added.  `moat-netns cleanup`
@@ -65,8 +66,8 @@
 
 #include <libmnl/libmnl.h>
 
-#include "netns-helper/nsh_int.h"
-#include "netns-helper/nsh_proto.h"
+#include "netns-helper/helper.h"
+#include "proto/helper_proto.h"
 
 #define NSH_NOBODY_ID		65534	/* if "nobody" is not in passwd */
 #define NSH_VETH_SUBNETS	256	/* X of 10.203.X.0/30 */

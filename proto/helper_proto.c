@@ -1,13 +1,13 @@
 /*
- * nsh_proto.c - encoder, decoder and transport of the moat-netns
- * protocol (nsh_proto.h).
+ * helper_proto.c - encoder, decoder and transport of the moat-netns
+ * protocol (helper_proto.h).
  *
  * What it is: the only code that turns bytes from the other end into a
  * struct nsh_msg, so every check lives here, once, for both ends; the
  * unit tests and the fuzzer call it directly.
  *
  * What it is not: a policy.  Whether an op is allowed now (its phase) is
- * moat-netns's table; what an address means is nsh_sock.c's business.
+ * moat-netns's table; what an address means is helper_sock.c's business.
  */
 #include "config.h"
 
@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "netns-helper/nsh_proto.h"
+#include "proto/helper_proto.h"
 
 /* The wire layout is the struct layout: no implicit padding anywhere. */
 _Static_assert(sizeof(struct nsh_hdr) == 8, "nsh_hdr layout");

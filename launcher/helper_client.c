@@ -1,5 +1,5 @@
 /*
- * nsh_client.c - the moat CLI's side of the moat-netns protocol: start
+ * helper_client.c - the moat CLI's side of the moat-netns protocol: start
  * the helper, send each request, read and check each reply, wait for the
  * helper to end.
  *
@@ -25,8 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "netns-helper/moat_int.h"
-#include "netns-helper/nsh_proto.h"
+#include "launcher/launcher.h"
+#include "proto/helper_proto.h"
 
 #define NSH_CLIENT_PATH_MAX	4096
 #define NSH_CLIENT_NAME		"moat-netns"
@@ -96,8 +96,8 @@ nsh_client_start(char *err, size_t errlen)
 	char			 path[NSH_CLIENT_PATH_MAX];
 	int			 sv[2];
 
-	if (runconf_libexec_path(NSH_CLIENT_NAME, "MOAT_NETNS", path,
-	    sizeof(path)) == -1) {
+	if (runconf_libexec_path(NSH_CLIENT_NAME, "MOAT_NETNS",
+	    "netns-helper", path, sizeof(path)) == -1) {
 		snprintf(err, errlen, "cannot find %s (tried %s; set "
 		    "MOAT_NETNS): %s", NSH_CLIENT_NAME, path, strerror(errno));
 		return NULL;
@@ -516,8 +516,8 @@ nsh_client_cleanup(const char *netns, char *err, size_t errlen)
 	sigset_t		none;
 	char			path[NSH_CLIENT_PATH_MAX];
 
-	if (runconf_libexec_path(NSH_CLIENT_NAME, "MOAT_NETNS", path,
-	    sizeof(path)) == -1) {
+	if (runconf_libexec_path(NSH_CLIENT_NAME, "MOAT_NETNS",
+	    "netns-helper", path, sizeof(path)) == -1) {
 		snprintf(err, errlen, "cannot find %s: %s", NSH_CLIENT_NAME,
 		    strerror(errno));
 		return -1;

@@ -1,5 +1,5 @@
 /*
- * util.c - the small pieces the rest of certs/ is built from: error
+ * certs_util.c - the small pieces the rest of certs/ is built from: error
  * messages, bounded file reads, temporary files, serial numbers, validity
  * and the X.509 extensions of the CA and of the leaves.
  *

@@ -1,5 +1,5 @@
 /*
- * nsh_rtnl.c - the rtnetlink requests moat-netns makes, through libmnl:
+ * helper_rtnl.c - the rtnetlink requests moat-netns makes, through libmnl:
  * link up, addresses, routes (the `local default` routes of held mode,
  * the gateway routes of veth mode), veth pairs and their removal.
  *
@@ -29,7 +29,7 @@
 
 #include <libmnl/libmnl.h>
 
-#include "netns-helper/nsh_int.h"
+#include "netns-helper/helper.h"
 
 #define NSH_RTNL_BUF	32768	/* one request, or one read of a dump */
 

@@ -1,5 +1,5 @@
 /*
- * sandbox.c - the namespaces `moat run` puts a workload in, and the
+ * sbx_init.c - the namespaces `moat run` puts a workload in, and the
  * sandbox's init (pid 1 of its PID namespace).
  *
  * What it is: clone() into new mount, PID and network namespaces (and,
@@ -71,9 +71,9 @@
 #include <unistd.h>
 
 #include "certs/certs_paths.h"
-#include "netns-helper/moat_int.h"
-#include "netns-helper/unixfilter.h"
-#include "proxy/admin_proto.h"
+#include "launcher/launcher.h"
+#include "launcher/unixfilter.h"
+#include "proto/admin_proto.h"
 
 #define SANDBOX_MSG_MAX		512	/* one handshake message */
 #define SANDBOX_RESOLV		"/etc/resolv.conf"

@@ -1,5 +1,5 @@
 /*
- * inject.c - the compiled form of a rule's "inject", "plain_http" and
+ * inject_rules.c - the compiled form of a rule's "inject", "plain_http" and
  * "git" keys, and the accessors moatd and `moat explain` read them with.
  *
  * What it is: ownership (teardown) of injections and templates, the list

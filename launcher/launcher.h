@@ -1,9 +1,9 @@
 /*
- * moat_int.h - the moat command line's private interfaces: `moat run`
+ * launcher.h - the moat command line's private interfaces: `moat run`
  * (run.c), `moat attach` (attach.c) and the modules they share: the
  * options and registration config both take (runconf.c), the client of
- * moat-netns (nsh_client.c), the client of moatd's admin socket
- * (admin_client.c), the sandbox's namespaces and init (sandbox.c) and the
+ * moat-netns (helper_client.c), the client of moatd's admin socket
+ * (admin_client.c), the sandbox's namespaces and init (sbx_init.c) and the
  * terminal relay (pty.c).
  *
  * Errors: functions that can fail take a char buffer (err, errlen) and
@@ -22,7 +22,7 @@
 
 #include <jansson.h>
 
-#include "netns-helper/nsh_proto.h"
+#include "proto/helper_proto.h"
 
 #define MOAT_ERR_MAX		512	/* one error sentence, bytes */
 #define MOAT_EXIT_LAUNCH	125	/* moat run itself failed */
@@ -156,12 +156,14 @@ int	runconf_exe_dir(char *buf, size_t len);
 
 /*
  * The path of moat's helper program name (moat-netns, moat-ca): the
- * variable env if set, else beside the running moat, else in
+ * variable env if set, else beside the running moat, else in the build
+ * tree's folder srcdir (a moat run from its build tree is launcher/moat,
+ * its helpers netns-helper/moat-netns and certs/moat-ca), else in
  * MOAT_LIBEXECDIR.  Returns 0 if that file is executable, else -1 with
  * errno (buf still names what was tried).
  */
-int	runconf_libexec_path(const char *name, const char *env, char *buf,
-	    size_t len);
+int	runconf_libexec_path(const char *name, const char *env,
+	    const char *srcdir, char *buf, size_t len);
 
 /*
  * Starts a child that runs child(arg) and then execs, as posix_spawn(3)
@@ -184,7 +186,7 @@ pid_t	runconf_spawn(int (*child)(void *), void *arg);
  */
 void	runconf_spawn_fail(const char *what, int err) RUNCONF_SPAWNED;
 
-/* --- nsh_client.c: the moat-netns client ---------------------------- */
+/* --- helper_client.c: the moat-netns client ------------------------- */
 
 /*
  * Waits up to timeout_ms (0: just looks) for child pid to exit and reaps
@@ -269,7 +271,7 @@ pid_t	nsh_client_pid(const struct nsh_client *c);
  */
 void	nsh_client_close(struct nsh_client *c);
 
-/* --- admin_client.c: moatd's admin protocol (proxy/admin_proto.h) --- */
+/* --- admin_client.c: moatd's admin protocol (proto/admin_proto.h) --- */
 
 struct admin_client;
 
@@ -315,7 +317,7 @@ int	admin_client_fd(const struct admin_client *ac);
 /* Closes and frees.  NULL-safe. */
 void	admin_client_close(struct admin_client *ac);
 
-/* --- sandbox.c: namespaces, init, workload -------------------------- */
+/* --- sbx_init.c: namespaces, init, workload ------------------------- */
 
 struct sandbox;
 
@@ -356,7 +358,7 @@ int	sandbox_nsfd(const struct sandbox *sb, const char *type, char *err,
 
 /*
  * Waits until the init is ready (its /proc mounted), then sends the go
- * message and the extras (see sandbox.c: variables to set or remove,
+ * message and the extras (see sbx_init.c: variables to set or remove,
  * then the trust bundle moatd built; extralen 0 for none): the
  * init writes resolv.conf and the trust bundle, enters the nested user
  * namespace and starts the workload.  Waits for the init's answer: 0 when

@@ -1,9 +1,9 @@
 /*
- * nsh_proto.h - the protocol between the moat CLI (`moat run`, `moat
+ * helper_proto.h - the protocol between the moat CLI (`moat run`, `moat
  * attach`) and moat-netns, the small privileged helper that programs a
  * sandbox's network.
  *
- * What it is: one header and its codec (nsh_proto.c), shared by both
+ * What it is: one header and its codec (helper_proto.c), shared by both
  * ends, the unit tests and the fuzzer.  A fixed binary protocol: every
  * message is one record on a SOCK_SEQPACKET Unix socket (socketpair), a
  * struct nsh_hdr followed by exactly the body its op defines.  Integers

@@ -1,7 +1,7 @@
 /*
  * admin_proto.h - the admin protocol between moatd and the programs that
  * register sandboxes with it (`moat run`, `moat attach`, a sandbox
- * platform).  Shared by proxy/admin.c (the server) and netns-helper/
+ * platform).  Shared by proxy/admin.c (the server) and launcher/
  * (the clients).
  *
  * Transport: a Unix stream socket: the path of "admin.address" in moatd's

@@ -1,5 +1,5 @@
 /*
- * nsh_nft.c - the nftables tables moat owns, built with libnftnl and sent
+ * helper_nft.c - the nftables tables moat owns, built with libnftnl and sent
  * with libmnl as one transaction each.
  *
  * What it is: three rulesets (held sandbox, veth sandbox, veth host side),
@@ -43,8 +43,8 @@
 #include <libnftnl/table.h>
 #include <libnftnl/udata.h>
 
-#include "netns-helper/nsh_int.h"
-#include "netns-helper/nsh_proto.h"
+#include "netns-helper/helper.h"
+#include "proto/helper_proto.h"
 
 #define NSH_NFT_PAGE		65536	/* batch page: all of a table fits */
 #define NSH_NFT_IOV_MAX		8	/* pages of one batch */

@@ -27,7 +27,7 @@
 
 #include <jansson.h>
 
-#include "netns-helper/moat_int.h"
+#include "launcher/launcher.h"
 #include "policy/policy.h"
 
 /* --policy FILE, bytes */
@@ -592,8 +592,8 @@ runconf_exe_dir(char *buf, size_t len)
 }
 
 int
-runconf_libexec_path(const char *name, const char *env, char *buf,
-    size_t len)
+runconf_libexec_path(const char *name, const char *env,
+    const char *srcdir, char *buf, size_t len)
 {
 	const char	*v;
 	char		 dir[PATH_MAX];
@@ -602,10 +602,14 @@ runconf_libexec_path(const char *name, const char *env, char *buf,
 		snprintf(buf, len, "%s", v);
 		return access(buf, X_OK);
 	}
-	if (runconf_exe_dir(dir, sizeof(dir)) == 0 &&
-	    (size_t)snprintf(buf, len, "%s/%s", dir, name) < len &&
-	    access(buf, X_OK) == 0)
-		return 0;
+	if (runconf_exe_dir(dir, sizeof(dir)) == 0) {
+		if ((size_t)snprintf(buf, len, "%s/%s", dir, name) < len &&
+		    access(buf, X_OK) == 0)
+			return 0;
+		if ((size_t)snprintf(buf, len, "%s/../%s/%s", dir, srcdir,
+		    name) < len && access(buf, X_OK) == 0)
+			return 0;
+	}
 	snprintf(buf, len, "%s/%s", MOAT_LIBEXECDIR, name);
 	return access(buf, X_OK);
 }

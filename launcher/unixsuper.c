@@ -47,7 +47,7 @@
 #include <linux/kcmp.h>
 #include <linux/seccomp.h>
 
-#include "netns-helper/unixsuper.h"
+#include "launcher/unixsuper.h"
 
 #define UNIXSUPER_WORKERS	4	/* connect() calls served at once */
 

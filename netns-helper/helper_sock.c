@@ -1,5 +1,5 @@
 /*
- * nsh_sock.c - the listening sockets moat-netns creates for moatd inside
+ * helper_sock.c - the listening sockets moat-netns creates for moatd inside
  * a sandbox's network namespace (held sockets) or on the host side of a
  * veth.
  *
@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "netns-helper/nsh_int.h"
+#include "netns-helper/helper.h"
 
 int
 nsh_sock_listen(int family, int type, const void *addr, uint16_t port)

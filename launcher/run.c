@@ -1,9 +1,9 @@
 /*
  * run.c - `moat run`: run a command with moatd as its only network exit.
  *
- * What it is: the supervisor.  It creates the sandbox (sandbox.c), has
+ * What it is: the supervisor.  It creates the sandbox (sbx_init.c), has
  * moat-netns program its network and create the listening sockets inside
- * it (nsh_client.c), hands those sockets to moatd (a private one it
+ * it (helper_client.c), hands those sockets to moatd (a private one it
  * starts, or a running one, --moatd) and closes its own copies, lets the
  * workload start, relays the terminal and forwards signals, and when the
  * workload ends, or moat run is told to end, takes everything down again.
@@ -16,7 +16,7 @@
  * moatd too, and moat-netns, seeing its channel close, removes the host
  * side of a veth.
  *
- * What it is not: a filesystem sandbox (see sandbox.c).
+ * What it is not: a filesystem sandbox (see sbx_init.c).
  */
 #include "config.h"
 
@@ -44,10 +44,10 @@
 
 #include <jansson.h>
 
-#include "netns-helper/moat_int.h"
-#include "netns-helper/unixsuper.h"
+#include "launcher/launcher.h"
+#include "launcher/unixsuper.h"
 #include "policy/policy.h"
-#include "proxy/admin_proto.h"
+#include "proto/admin_proto.h"
 
 #define RUN_RESOLVERS_MAX	8	/* --resolver */
 #define RUN_PATH_MAX		4096
@@ -696,7 +696,7 @@ run_unix_admins(struct run *r, char *err, size_t errlen)
 	if ((d = opendir(MOAT_ADMIN_REGISTRY)) == NULL)
 		return 0;
 	while (rc == 0 && (de = readdir(d)) != NULL) {
-		/* As sandbox.c reads it: one path and a newline a file. */
+		/* As sbx_init.c reads it: one path and a newline a file. */
 		if (de->d_name[0] == '.' || strchr(de->d_name, '.') != NULL)
 			continue;
 		if ((f = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW |

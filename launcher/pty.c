@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "netns-helper/moat_int.h"
+#include "launcher/launcher.h"
 
 #define PTY_BUF			4096	/* bytes buffered each way */
 /* output read after the workload ends */

@@ -1,7 +1,7 @@
 /*
  * unixfilter.c - the seccomp filter `moat run` puts its workload under:
  * no Unix sockets of its own making (moat(1), "Unix sockets").  Apart
- * from sandbox.c so that the unit tests can run it in a child.
+ * from sbx_init.c so that the unit tests can run it in a child.
  */
 #include "config.h"
 
@@ -16,7 +16,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
-#include "netns-helper/unixfilter.h"
+#include "launcher/unixfilter.h"
 
 #if defined(__x86_64__)
 #define UNIXFILTER_AUDIT_ARCH	AUDIT_ARCH_X86_64

@@ -1,6 +1,6 @@
 /*
  * admin_client.c - the client of moatd's admin protocol
- * (proxy/admin_proto.h): framing, descriptors by SCM_RIGHTS, JSON with
+ * (proto/admin_proto.h): framing, descriptors by SCM_RIGHTS, JSON with
  * jansson.
  *
  * What it is: hello, register, unregister, each a request and its answer,
@@ -27,8 +27,8 @@
 
 #include <jansson.h>
 
-#include "netns-helper/moat_int.h"
-#include "proxy/admin_proto.h"
+#include "launcher/launcher.h"
+#include "proto/admin_proto.h"
 
 struct admin_client {
 	int	fd;
