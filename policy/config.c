@@ -196,6 +196,7 @@ struct config_ctx {
 	size_t			 len;
 	struct moat_config	*c;
 	struct policy		*p;
+	const struct policy_load_opts *opts;	/* the caller's loaders */
 	struct domain_table	 rule_names;	/* name -> rule index */
 	json_t			*secrets_json;	/* "secrets" as written */
 	bool			*secret_used;	/* per c->secrets[]: injected */
@@ -3022,7 +3023,8 @@ config_warn_denied(struct config_ctx *x, size_t pos,
 
 enum { GEO_COUNTRY = 0, GEO_ASN, GEO__COUNT };
 
-/* "geoip": {"country_db": FILE, "asn_db": FILE}, opened now. */
+/* "geoip": {"country_db": FILE, "asn_db": FILE}, opened now by the caller's
+ * loader. */
 static void
 config_geoip(struct config_ctx *x, json_t *v, size_t pos)
 {
@@ -3055,7 +3057,7 @@ config_geoip(struct config_ctx *x, json_t *v, size_t pos)
 		old = config_push_key(x, f[i].key);
 		path = NULL;
 		if (config_file(x, f[i].v, f[i].pos, &path) &&
-		    (*dbs[i] = geo_open(path, &err)) == NULL)
+		    (*dbs[i] = geo_open(x->opts, path, &err)) == NULL)
 			config_err(x, f[i].pos, "cannot open the GeoIP "
 			    "database %s: %s", config_q(x, path,
 			    strlen(path)), err);
@@ -3459,6 +3461,13 @@ struct moat_config *
 policy_config_load(const char *name, const char *buf, size_t len,
     struct policy_diags *diags)
 {
+	return policy_config_load_opts(name, buf, len, NULL, diags);
+}
+
+struct moat_config *
+policy_config_load_opts(const char *name, const char *buf, size_t len,
+    const struct policy_load_opts *opts, struct policy_diags *diags)
+{
 	struct config_ctx	 x;
 	struct jsonpos		 jp;
 	struct moat_config	*c = NULL;
@@ -3509,6 +3518,7 @@ policy_config_load(const char *name, const char *buf, size_t len,
 	x.jp = &jp;
 	x.c = c;
 	x.p = c->policy;
+	x.opts = opts;
 	x.buf = buf;
 	x.len = len;
 	domain_init(&x.rule_names);

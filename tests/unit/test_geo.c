@@ -25,6 +25,7 @@
 #include <CUnit/CUnit.h>
 
 #include "policy/policy.h"
+#include "policyio/policyio.h"
 #include "tests/unit/unit.h"
 
 #define GEO_PATH_MAX	1024
@@ -114,7 +115,8 @@ geo_load(const char *rules, struct policy_diags *d)
 	    "\"rules\": [%s]}}\n", geo_dir, geo_dir, rules);
 	CU_ASSERT_FATAL(n > 0 && (size_t)n < sizeof(json));
 	policy_diags_init(d);
-	return policy_config_load("geo.json", json, (size_t)n, d);
+	return policy_config_load_opts("geo.json", json, (size_t)n,
+	    &policyio_load_opts, d);
 }
 
 static void
@@ -189,7 +191,8 @@ test_geo_lookup(void)
 
 	/* No "geoip": nothing is looked up. */
 	policy_diags_init(&d);
-	c = policy_config_load("plain.json", plain, strlen(plain), &d);
+	c = policy_config_load_opts("plain.json", plain, strlen(plain),
+	    &policyio_load_opts, &d);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	CU_ASSERT(!policy_geo_enabled(c->policy));
 	policy_config_unref(c);
@@ -302,7 +305,8 @@ test_geo_errors(void)
 
 	/* A rule by country without a country database. */
 	policy_diags_init(&d);
-	c = policy_config_load("nodb.json", nodb, strlen(nodb), &d);
+	c = policy_config_load_opts("nodb.json", nodb, strlen(nodb),
+	    &policyio_load_opts, &d);
 	CU_ASSERT_PTR_NULL(c);
 	CU_ASSERT(d.n >= 1 && strstr(policy_diag_format(&d, 0, line,
 	    sizeof(line)), "\"countries\" needs a database: add \"geoip\"") !=
@@ -323,7 +327,8 @@ geo_load_country(const char *path, struct policy_diags *d)
 	    path);
 	CU_ASSERT_FATAL(n > 0 && (size_t)n < sizeof(json));
 	policy_diags_init(d);
-	return policy_config_load("rw.json", json, (size_t)n, d);
+	return policy_config_load_opts("rw.json", json, (size_t)n,
+	    &policyio_load_opts, d);
 }
 
 /* A config naming PATH as its country database is refused, saying WHY. */
