@@ -126,24 +126,23 @@ policyio_geo_open(const char *path, struct MMDB_s *db, const char **err,
 int
 policyio_idn_load(void)
 {
-	static bool		 tried;
-	static int		 rc = -1;
-	struct policy_idn	 idn;
-	void			*h;
+	static bool			 tried;
+	static struct policy_idn	 idn;
+	void				*h;
 
-	if (tried)
-		return rc;
-	tried = true;
-	/* RTLD_NODELETE: never unloaded, the pointers stay valid. */
-	if ((h = dlopen(IDN2_SONAME, RTLD_NOW | RTLD_LOCAL |
-	    RTLD_NODELETE)) == NULL)
-		return -1;
-	idn.lookup_u8 = (__typeof__(idn.lookup_u8))dlsym(h, "idn2_lookup_u8");
-	idn.free = (__typeof__(idn.free))dlsym(h, "idn2_free");
+	if (!tried) {
+		tried = true;
+		/* RTLD_NODELETE: never unloaded, the pointers stay valid. */
+		if ((h = dlopen(IDN2_SONAME, RTLD_NOW | RTLD_LOCAL |
+		    RTLD_NODELETE)) != NULL) {
+			idn.lookup_u8 = (__typeof__(idn.lookup_u8))dlsym(h,
+			    "idn2_lookup_u8");
+			idn.free = (__typeof__(idn.free))dlsym(h, "idn2_free");
+		}
+	}
 	if (idn.lookup_u8 == NULL || idn.free == NULL)
 		return -1;
 	policy_idn_set(&idn);
-	rc = 0;
 	return 0;
 }
 

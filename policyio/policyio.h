@@ -23,10 +23,10 @@
 extern const struct policy_load_opts	policyio_load_opts;
 
 /*
- * Loads libidn2 (dlopen, never unloaded) and hands it to the policy
- * (policy_idn_set()).  Once per process, from the main thread before any
- * other thread uses the policy; later calls do nothing.  0, or -1 if it
- * cannot be loaded: then a name that needs IDNA is refused.
+ * Loads libidn2 (dlopen, once per process, never unloaded) and hands it
+ * to the policy (policy_idn_set()), from the main thread before any other
+ * thread uses the policy.  0, or -1 if it cannot be loaded: then a name
+ * that needs IDNA is refused.
  */
 int	policyio_idn_load(void);
 /*
