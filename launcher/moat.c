@@ -29,6 +29,7 @@
 
 #include "launcher/launcher.h"
 #include "policy/policy.h"
+#include "policyio/policyio.h"
 
 #define MOAT_EXIT_ALLOW		0
 #define MOAT_EXIT_DENY		1
@@ -196,8 +197,9 @@ moat_load(const char *file)
 		len = moat_default_config_len;
 	}
 	policy_diags_init(&d);
-	c = policy_config_load(file != NULL ? file : MOAT_DEFAULT_NAME, text,
-	    len, &d);
+	policyio_idn_for(text, len);
+	c = policy_config_load_opts(file != NULL ? file : MOAT_DEFAULT_NAME,
+	    text, len, &policyio_load_opts, &d);
 	for (i = 0; i < d.n; i++)
 		fprintf(stderr, "%s\n", policy_diag_format(&d, i, line,
 		    sizeof(line)));
@@ -371,6 +373,10 @@ moat_explain(int argc, char *argv[])
 		moat_explain_usage(stderr);
 		return MOAT_EXIT_USAGE;
 	}
+	/* libidn2 only if the target or --addr may need it. */
+	policyio_idn_for(argv[optind], strlen(argv[optind]));
+	if (addr != NULL)
+		policyio_idn_for(addr, strlen(addr));
 	if (policy_explain_parse(argv[optind], method, &et, &err) == -1) {
 		fprintf(stderr, "moat explain: %s: %s\n", argv[optind], err);
 		return MOAT_EXIT_USAGE;

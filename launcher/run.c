@@ -47,6 +47,7 @@
 #include "launcher/launcher.h"
 #include "launcher/unixsuper.h"
 #include "policy/policy.h"
+#include "policyio/policyio.h"
 #include "proto/admin_proto.h"
 
 #define RUN_RESOLVERS_MAX	8	/* --resolver */
@@ -371,7 +372,9 @@ run_moatd_config(struct run *r)
 	}
 	len = strlen(text);
 	policy_diags_init(&d);
-	c = policy_config_load("(moat run's moatd config)", text, len, &d);
+	policyio_idn_for(text, len);
+	c = policy_config_load_opts("(moat run's moatd config)", text, len,
+	    &policyio_load_opts, &d);
 	for (i = 0; i < d.n; i++)
 		if (d.v[i].level == POLICY_DIAG_ERROR)
 			fprintf(stderr, "%s\n", policy_diag_format(&d, i, line,

@@ -29,6 +29,7 @@
 
 #include "launcher/launcher.h"
 #include "policy/policy.h"
+#include "policyio/policyio.h"
 
 /* --policy FILE, bytes */
 #define RUNCONF_FILE_MAX	(16u * 1024 * 1024)
@@ -249,7 +250,10 @@ runconf_validate(const char *cmd, const char *name, const char *text,
 	size_t			 i;
 
 	policy_diags_init(&d);
-	c = policy_config_load(name, text, len, &d);
+	/* libidn2 costs moat run's start a millisecond or more: only if
+	 * this config may need it. */
+	policyio_idn_for(text, len);
+	c = policy_config_load_opts(name, text, len, &policyio_load_opts, &d);
 	for (i = 0; i < d.n; i++)
 		if (warnings || d.v[i].level == POLICY_DIAG_ERROR)
 			fprintf(stderr, "%s\n", policy_diag_format(&d, i,
@@ -420,6 +424,7 @@ runconf_allow_rule(const char *cmd, const char *arg, size_t index,
 		snprintf(host, sizeof(host), "%s", arg);
 	}
 	check = strncmp(host, "*.", 2) == 0 ? host + 2 : host;
+	policyio_idn_for(check, strlen(check));
 	if (policy_host_normalise(check, strlen(check), &h, &err) == -1) {
 		fprintf(stderr, "%s: --allow %s: %s\n", cmd, arg, err);
 		return -1;

@@ -413,7 +413,8 @@ config_asns(struct config_ctx *x, json_t *v, size_t pos, uint32_t rule)
 
 enum { GEO_COUNTRY = 0, GEO_ASN, GEO__COUNT };
 
-/* "geoip": {"country_db": FILE, "asn_db": FILE}, opened now. */
+/* "geoip": {"country_db": FILE, "asn_db": FILE}, opened now by the caller's
+ * loader. */
 static void
 config_geoip(struct config_ctx *x, json_t *v, size_t pos)
 {
@@ -446,7 +447,7 @@ config_geoip(struct config_ctx *x, json_t *v, size_t pos)
 		old = config_push_key(x, f[i].key);
 		path = NULL;
 		if (config_file(x, f[i].v, f[i].pos, &path) &&
-		    (*dbs[i] = geo_open(path, &err)) == NULL)
+		    (*dbs[i] = geo_open(x->opts, path, &err)) == NULL)
 			config_err(x, f[i].pos, "cannot open the GeoIP "
 			    "database %s: %s", config_q(x, path,
 			    strlen(path)), err);
@@ -850,6 +851,13 @@ struct moat_config *
 policy_config_load(const char *name, const char *buf, size_t len,
     struct policy_diags *diags)
 {
+	return policy_config_load_opts(name, buf, len, NULL, diags);
+}
+
+struct moat_config *
+policy_config_load_opts(const char *name, const char *buf, size_t len,
+    const struct policy_load_opts *opts, struct policy_diags *diags)
+{
 	struct config_ctx	 x;
 	struct jsonpos		 jp;
 	struct moat_config	*c = NULL;
@@ -900,6 +908,7 @@ policy_config_load(const char *name, const char *buf, size_t len,
 	x.jp = &jp;
 	x.c = c;
 	x.p = c->policy;
+	x.opts = opts;
 	x.buf = buf;
 	x.len = len;
 	domain_init(&x.rule_names);

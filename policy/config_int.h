@@ -82,6 +82,7 @@ struct config_ctx {
 	size_t			 len;
 	struct moat_config	*c;
 	struct policy		*p;
+	const struct policy_load_opts *opts;	/* the caller's loaders */
 	struct domain_table	 rule_names;	/* name -> rule index */
 	json_t			*secrets_json;	/* "secrets" as written */
 	bool			*secret_used;	/* per c->secrets[]: injected */

@@ -3,31 +3,20 @@
  * (GeoLite2-Country / -City / -ASN, DB-IP lite, or any database with the
  * same fields), read with libmaxminddb.
  *
- * The databases are opened when a config is loaded (the only file access
- * of the policy library besides what the caller hands it) and mapped read
- * only, so lookups from any number of worker threads need no lock.  A
- * reload opens them again: replacing a file and sending SIGHUP is how a
- * newer database takes effect.
- *
- * What is mapped is a private copy, a memfd sealed against every change:
- * libmaxminddb reads the database through its mapping at each lookup, and
- * a file truncated or rewritten in place under a mapping of it would kill
- * the process (SIGBUS) or change answers between two lookups.
+ * The databases are opened by the caller's loader (struct
+ * policy_load_opts) while a config loads: moatd and moat map a sealed
+ * private copy of each file (policyio/policyio.c), so lookups from any
+ * number of worker threads need no lock and a file rewritten in place
+ * changes nothing.  A reload opens them again: replacing a file and
+ * sending SIGHUP is how a newer database takes effect.
  */
 #include "config.h"
 
-#include <sys/mman.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <netinet/in.h>
 
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <maxminddb.h>
 
@@ -37,94 +26,21 @@ struct geo_db {
 	MMDB_s	mmdb;
 };
 
-/* No GeoIP database comes near this; a disk image named by mistake would
- * otherwise be copied into memory whole. */
-#define GEO_COPY_MAX	((off_t)2 << 30)
-
-/*
- * The file's bytes in a new memfd that can no longer shrink, grow or be
- * written.  Returns the memfd, or -1 with *err set.  Only a regular file
- * is read (a FIFO would block the load).
- */
-static int
-geo_copy(const char *path, const char **err)
-{
-	static const int	 seals = F_SEAL_SHRINK | F_SEAL_GROW |
-				    F_SEAL_WRITE | F_SEAL_SEAL;
-	struct stat		 st;
-	off_t			 left;
-	ssize_t			 n;
-	int			 in, out = -1, saved;
-
-	if ((in = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1) {
-		*err = strerror(errno);
-		return -1;
-	}
-	if (fstat(in, &st) == -1)
-		goto fail;
-	if (!S_ISREG(st.st_mode) || st.st_size > GEO_COPY_MAX) {
-		close(in);
-		*err = S_ISREG(st.st_mode) ? "larger than 2 GiB: not a GeoIP "
-		    "database" : "not a regular file";
-		return -1;
-	}
-	if ((out = memfd_create("moat-geoip", MFD_CLOEXEC |
-	    MFD_ALLOW_SEALING)) == -1)
-		goto fail;
-	/* What the file holds now, up to its size when opened, copied in
-	 * the kernel. */
-	for (left = st.st_size; left > 0; left -= n) {
-		if ((n = sendfile(out, in, NULL, (size_t)left)) == -1) {
-			if (errno != EINTR)
-				goto fail;
-			n = 0;
-		} else if (n == 0)
-			break;	/* shorter now: the metadata check judges */
-	}
-	if (fcntl(out, F_ADD_SEALS, seals) == -1)
-		goto fail;
-	close(in);
-	return out;
- fail:
-	saved = errno != 0 ? errno : EIO;
-	close(in);
-	if (out != -1)
-		close(out);
-	*err = strerror(saved);
-	return -1;
-}
-
 struct geo_db *
-geo_open(const char *path, const char **err)
+geo_open(const struct policy_load_opts *o, const char *path,
+    const char **err)
 {
 	struct geo_db	*g;
-	char		 copy[64];
-	int		 rc, fd;
 
+	if (o == NULL || o->geo_open == NULL) {
+		*err = "this program opens no GeoIP database";
+		return NULL;
+	}
 	if ((g = calloc(1, sizeof(*g))) == NULL) {
 		*err = "out of memory";
 		return NULL;
 	}
-	if ((fd = geo_copy(path, err)) == -1) {
-		free(g);
-		return NULL;
-	}
-	/* libmaxminddb opens by name: the memfd's, which it maps and
-	 * closes again; ours goes once it is mapped. */
-	snprintf(copy, sizeof(copy), "/proc/self/fd/%d", fd);
-	errno = 0;
-	rc = MMDB_open(copy, MMDB_MODE_MMAP, &g->mmdb);
-	if (rc == MMDB_FILE_OPEN_ERROR && errno == ENOENT) {
-		/* No /proc: map the file itself (see moat.json(5)). */
-		errno = 0;
-		rc = MMDB_open(path, MMDB_MODE_MMAP, &g->mmdb);
-	}
-	close(fd);
-	if (rc != MMDB_SUCCESS) {
-		*err = (rc == MMDB_IO_ERROR || rc == MMDB_FILE_OPEN_ERROR) &&
-		    errno != 0 ? strerror(errno) : rc ==
-		    MMDB_INVALID_METADATA_ERROR ? "not a MaxMind DB file (no "
-		    "valid metadata)" : MMDB_strerror(rc);
+	if (o->geo_open(path, &g->mmdb, err, o->geo_arg) == -1) {
 		free(g);
 		return NULL;
 	}

@@ -8,9 +8,11 @@
  * WHATWG URL standard's host parser (the parser browsers, curl's URL API
  * and most HTTP libraries agree with); names go through UTS #46 IDNA.
  *
- * libidn2 is loaded (dlopen) when a name first needs IDNA: most runs see
- * only ASCII names, and linking it (with libunistring) cost every start
- * of moat and moatd about 0.35 ms.  If it cannot be loaded, such a name
+ * libidn2 is not linked: the caller loads it and hands its functions in
+ * (policy_idn_set()), moatd at start before its workers, moat only when a
+ * text it hands over may need it (policy_idn_wanted()): linking it, with
+ * libunistring, cost every start of moat and moatd about 0.35 ms, and
+ * loading it a millisecond or more.  Without it, a name that needs IDNA
  * is refused, never passed through unchecked.
  *
  * What it is not: a resolver.  Nothing here looks a name up.
@@ -22,9 +24,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
-#include <dlfcn.h>
 #include <idn2.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,25 +303,37 @@ host_needs_idna(const char *s, size_t n)
 	return false;
 }
 
-/* libidn2, once loaded: both functions, or neither. */
-static pthread_once_t		 host_idn2_once = PTHREAD_ONCE_INIT;
-static __typeof__(idn2_lookup_u8) *host_idn2_lookup;
-static __typeof__(idn2_free)	*host_idn2_free;
+/* libidn2's functions as the caller handed them: both, or neither. */
+static struct policy_idn	host_idn;
 
-static void
-host_idn2_load(void)
+/* The pointers policy.h declares are libidn2's own. */
+_Static_assert(__builtin_types_compatible_p(__typeof__(&idn2_lookup_u8),
+    __typeof__(host_idn.lookup_u8)), "policy_idn.lookup_u8");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&idn2_free),
+    __typeof__(host_idn.free)), "policy_idn.free");
+
+void
+policy_idn_set(const struct policy_idn *idn)
 {
-	void	*h;
+	if (idn == NULL || idn->lookup_u8 == NULL || idn->free == NULL)
+		memset(&host_idn, 0, sizeof(host_idn));
+	else
+		host_idn = *idn;
+}
 
-	/* RTLD_NODELETE: never unloaded, the pointers stay valid. */
-	if ((h = dlopen(IDN2_SONAME, RTLD_NOW | RTLD_LOCAL |
-	    RTLD_NODELETE)) == NULL)
-		return;
-	host_idn2_lookup = (__typeof__(idn2_lookup_u8) *)dlsym(h,
-	    "idn2_lookup_u8");
-	host_idn2_free = (__typeof__(idn2_free) *)dlsym(h, "idn2_free");
-	if (host_idn2_lookup == NULL || host_idn2_free == NULL)
-		host_idn2_lookup = NULL;
+bool
+policy_idn_wanted(const char *text, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < len; i++) {
+		if ((unsigned char)text[i] >= 0x80 || text[i] == '%' ||
+		    text[i] == '\\')
+			return true;
+		if (len - i >= 4 && strncasecmp(text + i, "xn--", 4) == 0)
+			return true;
+	}
+	return false;
 }
 
 /* Converts buf (NUL-terminated, *n bytes) to A-labels in place. */
@@ -332,13 +344,12 @@ host_idna(char *buf, size_t *n, const char **err)
 	size_t	 rlen;
 	int	 rc;
 
-	(void)pthread_once(&host_idn2_once, host_idn2_load);
-	if (host_idn2_lookup == NULL) {
+	if (host_idn.lookup_u8 == NULL) {
 		*err = "internationalised name, and " IDN2_SONAME " (IDNA) "
 		    "cannot be loaded";
 		return -1;
 	}
-	rc = host_idn2_lookup((const uint8_t *)buf, &res,
+	rc = host_idn.lookup_u8((const uint8_t *)buf, &res,
 	    IDN2_NONTRANSITIONAL | IDN2_NFC_INPUT);
 	if (rc != IDN2_OK) {
 		switch (rc) {
@@ -360,18 +371,18 @@ host_idna(char *buf, size_t *n, const char **err)
 			*err = "not a valid internationalised name (IDNA)";
 			break;
 		}
-		host_idn2_free(res);
+		host_idn.free(res);
 		return -1;
 	}
 	rlen = strlen((const char *)res);
 	if (rlen > HOST_IN_MAX) {
-		host_idn2_free(res);
+		host_idn.free(res);
 		*err = "name longer than 253 bytes";
 		return -1;
 	}
 	memcpy(buf, res, rlen + 1);
 	*n = rlen;
-	host_idn2_free(res);
+	host_idn.free(res);
 	return 0;
 }
 

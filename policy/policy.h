@@ -7,10 +7,19 @@
  * {verdict, rule, reason}.  moatd, the moat CLI (explain, --check), the unit
  * tests and the fuzzers all link it.
  *
- * What it is not: it does no I/O.  It reads no files (the caller hands it
- * the bytes of the config and its name), opens no sockets, reads no clock,
- * writes no logs.  Everything it reports goes into return values and
- * diagnostics lists owned by the caller.
+ * What it is not: it does no I/O.
+ *
+ *   policy/ reads no file, opens no socket, loads no library and keeps no
+ *   clock: its callers hand it bytes, open databases and loaded libraries,
+ *   and it hands back verdicts.
+ *
+ * (The same sentence is in ARCHITECTURE.md and policy/include.am;
+ * tests/policy_io.test fails if a policy/ source calls open, dlopen,
+ * socket, clock_gettime or their kin.)  The caller hands it the bytes of
+ * the config and its name, a loader for the GeoIP databases a config
+ * names (struct policy_load_opts), and libidn2's functions
+ * (policy_idn_set()).  It writes no logs: everything it reports goes into
+ * return values and diagnostics lists owned by the caller.
  *
  * Threading: a compiled struct moat_config is immutable once
  * policy_config_load() returns it, so any number of threads may read it and
@@ -89,6 +98,30 @@ struct policy_host {
 					   ADDR: the address as inet_ntop text */
 	struct policy_addr	addr;	/* ADDR only */
 };
+
+/*
+ * IDNA.  The policy converts internationalised names with libidn2, which
+ * its caller loads (moatd at start, before its workers; moat when a text
+ * it hands over may need it) and hands in here.  lookup_u8 and free are
+ * libidn2's idn2_lookup_u8() and idn2_free().  Call policy_idn_set() before
+ * any other thread uses the policy (the pointers are read without a lock);
+ * NULL, or never calling it, leaves the policy without IDNA: a name that
+ * needs it is then refused, never passed through unchecked.
+ */
+struct policy_idn {
+	int	(*lookup_u8)(const uint8_t *src, uint8_t **lookupname,
+		    int flags);
+	void	(*free)(void *ptr);
+};
+void	policy_idn_set(const struct policy_idn *idn);
+/*
+ * Whether text (a config, a host, a URL) may name a host that needs IDNA:
+ * it has a byte over 0x7f, a "%" (a percent-escape may decode to one), a
+ * backslash (a JSON escape may) or an "xn--" (any case).  Never false for a
+ * text that needs it; so a caller that loads libidn2 only when this says
+ * so never sees a name refused that it could have converted.
+ */
+bool	policy_idn_wanted(const char *text, size_t len);
 
 /*
  * Normalises a host as written by a client or a config into its single
@@ -497,8 +530,27 @@ struct moat_config {
 };
 
 /*
+ * The GeoIP databases a config names ("geoip") are opened by the caller,
+ * through geo_open: it opens the MaxMind DB file path into *db (as
+ * libmaxminddb's MMDB_open() does) and returns 0, or returns -1 with *err
+ * set to a message saying why (valid until the next call).  The config
+ * owns *db from then on and releases it with MMDB_close() when it is
+ * freed.  arg is geo_arg.  geo_open is called while the config loads,
+ * from the loading thread.
+ */
+struct MMDB_s;
+struct policy_load_opts {
+	int	(*geo_open)(const char *path, struct MMDB_s *db,
+		    const char **err, void *arg);
+	void	*geo_arg;
+};
+
+/*
  * Loads, validates and compiles a config.  name is what diagnostics call
- * the file; buf/len its bytes (need not be NUL-terminated).
+ * the file; buf/len its bytes (need not be NUL-terminated).  opts may be
+ * NULL, as policy_config_load() passes: without opts->geo_open, a config
+ * that names a GeoIP database fails to load ("cannot open the GeoIP
+ * database": this program opens none).
  *
  * Every problem is reported, not only the first: JSON syntax, duplicate
  * keys, unknown keys, wrong types, bad values, semantic conflicts, each as
@@ -509,6 +561,10 @@ struct moat_config {
  * reported (or memory ran out: then a diagnostic says so).  The caller
  * owns diags and frees it with policy_diags_clear().
  */
+struct moat_config	*policy_config_load_opts(const char *name,
+			    const char *buf, size_t len,
+			    const struct policy_load_opts *opts,
+			    struct policy_diags *diags);
 struct moat_config	*policy_config_load(const char *name, const char *buf,
 			    size_t len, struct policy_diags *diags);
 

@@ -313,8 +313,12 @@ void	jsonpos_locate(const char *buf, size_t len, size_t off, int *line,
 
 struct geo_db;
 
-/* Opens a MaxMind DB file.  NULL with *err set (a static message). */
-struct geo_db	*geo_open(const char *path, const char **err);
+/*
+ * Opens a MaxMind DB file with the caller's loader (o NULL or without one:
+ * fails).  NULL with *err set (the loader's message or a static one).
+ */
+struct geo_db	*geo_open(const struct policy_load_opts *o, const char *path,
+		    const char **err);
 void		 geo_close(struct geo_db *g);
 /* The database's own name of its type ("GeoLite2-Country", ...). */
 const char	*geo_type(const struct geo_db *g);

@@ -35,6 +35,7 @@
 #include <jansson.h>
 
 #include "policy/policy.h"
+#include "policyio/policyio.h"
 #include "proxy/admin.h"
 #include "proto/admin_proto.h"
 #include "proxy/audit.h"
@@ -691,7 +692,8 @@ admin_config(struct admin_conn *ac, const char *name, json_t *cfg)
 	json_decref(doc);
 	snprintf(where, sizeof(where), "sandbox %s", name);
 	policy_diags_init(&d);
-	c = policy_config_load(where, text, strlen(text), &d);
+	c = policy_config_load_opts(where, text, strlen(text),
+	    &policyio_load_opts, &d);
 	free(text);
 	if (c == NULL) {
 		char msg[2048];

@@ -29,6 +29,7 @@
 #include <event2/event.h>
 
 #include "policy/policy.h"
+#include "policyio/policyio.h"
 #include "proxy/admin.h"
 #include "proxy/audit.h"
 #include "proxy/listener.h"
@@ -195,8 +196,8 @@ load_config(struct moatd *m, int print_warnings, const char *what)
 		len = moat_default_config_len;
 	}
 	policy_diags_init(&d);
-	cfg = policy_config_load(name, buf ? buf : moat_default_config, len,
-	    &d);
+	cfg = policy_config_load_opts(name, buf ? buf : moat_default_config,
+	    len, &policyio_load_opts, &d);
 	free(buf);
 	for (i = 0; i < d.n; i++) {
 		if (d.v[i].level == POLICY_DIAG_WARNING && !print_warnings)
@@ -616,6 +617,12 @@ main(int argc, char *argv[])
 	}
 	log_init("moatd", lvl);
 
+	/*
+	 * libidn2 now, before any config and any worker: every later config
+	 * (reload, sandboxes) may need IDNA, and no worker loads a library.
+	 * Without it, names that need IDNA are refused.
+	 */
+	(void)policyio_idn_load();
 	if ((m.cfg = load_config(&m, 1, "")) == NULL)
 		return 1;
 	if (check_secrets(m.cfg) == -1) {

@@ -27,6 +27,7 @@
 
 #include "policy/policy.h"
 #include "policy/policy_int.h"
+#include "policyio/policyio.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -272,6 +273,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char	*s = NULL, *z = NULL;
 
+	/* IDNA names as moatd converts them (libidn2 loads once). */
+	(void)policyio_idn_load();
 	/* Exact-size copy, so reads past the end are caught. */
 	if ((s = malloc(size ? size : 1)) == NULL ||
 	    (z = malloc(size + 1)) == NULL)

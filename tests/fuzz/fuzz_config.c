@@ -32,6 +32,7 @@
 
 #include "policy/policy.h"
 #include "policy/policy_int.h"
+#include "policyio/policyio.h"
 
 #define FUZZ_DIAG_MAX	512	/* formatted diagnostic buffer */
 #define FUZZ_TEXT_MAX	256	/* formatted template or injection */
@@ -320,6 +321,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 */
 	const char		*buf = (const char *)data;
 
+	/* IDNA names as moatd converts them (libidn2 loads once).  No GeoIP
+	 * loader: a config naming "geoip" fails to load and opens nothing. */
+	(void)policyio_idn_load();
 	policy_diags_init(&d);
 	fuzz_positions(buf, size);
 	c = policy_config_load("fuzz.json", buf, size, &d);

@@ -14,6 +14,7 @@
 
 #include <CUnit/Basic.h>
 
+#include "policyio/policyio.h"
 #include "tests/unit/unit.h"
 
 /*
@@ -67,6 +68,11 @@ main(int argc, char *argv[])
 	if (CU_initialize_registry() != CUE_SUCCESS) {
 		fprintf(stderr, "unit: cannot initialise CUnit: %s\n",
 		    CU_get_error_msg());
+		return 1;
+	}
+	/* As moatd does before it loads a config: IDNA names are tested. */
+	if (policyio_idn_load() == -1) {
+		fprintf(stderr, "unit: cannot load libidn2 (IDNA)\n");
 		return 1;
 	}
 	test_addr_register();

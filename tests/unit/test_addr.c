@@ -19,6 +19,7 @@
 #include <CUnit/CUnit.h>
 
 #include "policy/policy.h"
+#include "policyio/policyio.h"
 #include "tests/unit/unit.h"
 
 /* An accepted spelling and its canonical form. */
@@ -178,6 +179,7 @@ static void	test_addr_idempotent(void);
 static void	test_addr_hostport(void);
 static void	test_addr_sockaddr(void);
 static void	test_addr_wildcards(void);
+static void	test_addr_idn(void);
 
 static void
 test_addr_normalise_ok(void)
@@ -476,6 +478,87 @@ test_addr_wildcards(void)
 	policy_diags_clear(&d);
 }
 
+/* The result of normalising in, as text: the canonical form or the error. */
+static void
+addr_result(const char *in, size_t len, char *out, size_t outlen)
+{
+	struct policy_host	 h;
+	const char		*err = NULL;
+
+	if (policy_host_normalise(in, len, &h, &err) == 0)
+		snprintf(out, outlen, "ok %d %s", h.kind, h.name);
+	else
+		snprintf(out, outlen, "error %s", err != NULL ? err : "?");
+}
+
+/* If in's result depends on libidn2, policy_idn_wanted(in) says so. */
+static void
+addr_idn_check(const char *in, size_t len)
+{
+	char	with[512], without[512];
+
+	if (len == 0)
+		len = strlen(in);
+	policy_idn_set(NULL);
+	addr_result(in, len, without, sizeof(without));
+	CU_ASSERT_EQUAL_FATAL(policyio_idn_load(), 0);
+	addr_result(in, len, with, sizeof(with));
+	if (strcmp(with, without) != 0 && !policy_idn_wanted(in, len)) {
+		fprintf(stderr, "\n  %s: needs IDNA (%s), not wanted", in,
+		    with);
+		CU_FAIL("policy_idn_wanted() missed a name");
+	}
+}
+
+/*
+ * libidn2 is the caller's to hand in.  Without it a name that needs IDNA
+ * is refused, never passed through; and policy_idn_wanted(), which moat
+ * asks before it loads libidn2, is true for every vector whose result
+ * depends on it.
+ */
+static void
+test_addr_idn(void)
+{
+	static const char *const	 plain[] = {
+		"example.com", "127.0.0.1", "[::1]", "a-b_c.example.org",
+	};
+	static const char *const	 wanted[] = {
+		"b\xc3\xbc" "cher.de", "b%C3%BCcher.de", "XN--BCHER-KVA.DE",
+		"{\"hosts\": [\"b\\u00fccher.de\"]}", "%78n--bcher-kva.de",
+	};
+	struct policy_host	 h;
+	const char		*err = NULL;
+	size_t			 i;
+
+	for (i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+		CU_ASSERT(!policy_idn_wanted(plain[i], strlen(plain[i])));
+	for (i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++)
+		CU_ASSERT(policy_idn_wanted(wanted[i], strlen(wanted[i])));
+	/* What moat run starts with loads no libidn2. */
+	CU_ASSERT(!policy_idn_wanted(moat_default_config,
+	    moat_default_config_len));
+
+	policy_idn_set(NULL);
+	CU_ASSERT_EQUAL(policy_host_normalise("b\xc3\xbc" "cher.de", 10, &h,
+	    &err), -1);
+	CU_ASSERT(err != NULL && strstr(err, "(IDNA) cannot be loaded") !=
+	    NULL);
+	CU_ASSERT_EQUAL(policy_host_normalise("xn--bcher-kva.de", 16, &h,
+	    &err), -1);
+	CU_ASSERT_EQUAL(policy_host_normalise("example.com", 11, &h, &err),
+	    0);
+	for (i = 0; i < sizeof(addr_ok_vectors) / sizeof(addr_ok_vectors[0]);
+	    i++)
+		addr_idn_check(addr_ok_vectors[i].in, addr_ok_vectors[i].len);
+	for (i = 0; i < sizeof(addr_bad_vectors) / sizeof(addr_bad_vectors[0]);
+	    i++)
+		addr_idn_check(addr_bad_vectors[i].in, addr_bad_vectors[i].len);
+	CU_ASSERT_EQUAL(policyio_idn_load(), 0);
+	CU_ASSERT_EQUAL(policy_host_normalise("b\xc3\xbc" "cher.de", 10, &h,
+	    &err), 0);
+	CU_ASSERT_STRING_EQUAL(h.name, "xn--bcher-kva.de");
+}
+
 void
 test_addr_register(void)
 {
@@ -490,4 +573,5 @@ test_addr_register(void)
 	CU_add_test(s, "host:port parsing", test_addr_hostport);
 	CU_add_test(s, "sockaddr conversion", test_addr_sockaddr);
 	CU_add_test(s, "wildcard boundaries", test_addr_wildcards);
+	CU_add_test(s, "IDNA only with the caller's libidn2", test_addr_idn);
 }

@@ -25,6 +25,7 @@
 #include <CUnit/CUnit.h>
 
 #include "policy/policy.h"
+#include "policyio/policyio.h"
 #include "tests/unit/unit.h"
 
 #define GEO_PATH_MAX	1024
@@ -43,6 +44,7 @@ static void	test_geo_lookup(void);
 static void	test_geo_decide(void);
 static void	test_geo_errors(void);
 static void	test_geo_rewritten(void);
+static void	test_geo_loader(void);
 
 /* Writes the databases; a missing python3 fails the suite, loudly. */
 static int
@@ -114,7 +116,8 @@ geo_load(const char *rules, struct policy_diags *d)
 	    "\"rules\": [%s]}}\n", geo_dir, geo_dir, rules);
 	CU_ASSERT_FATAL(n > 0 && (size_t)n < sizeof(json));
 	policy_diags_init(d);
-	return policy_config_load("geo.json", json, (size_t)n, d);
+	return policy_config_load_opts("geo.json", json, (size_t)n,
+	    &policyio_load_opts, d);
 }
 
 static void
@@ -189,7 +192,8 @@ test_geo_lookup(void)
 
 	/* No "geoip": nothing is looked up. */
 	policy_diags_init(&d);
-	c = policy_config_load("plain.json", plain, strlen(plain), &d);
+	c = policy_config_load_opts("plain.json", plain, strlen(plain),
+	    &policyio_load_opts, &d);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	CU_ASSERT(!policy_geo_enabled(c->policy));
 	policy_config_unref(c);
@@ -302,7 +306,8 @@ test_geo_errors(void)
 
 	/* A rule by country without a country database. */
 	policy_diags_init(&d);
-	c = policy_config_load("nodb.json", nodb, strlen(nodb), &d);
+	c = policy_config_load_opts("nodb.json", nodb, strlen(nodb),
+	    &policyio_load_opts, &d);
 	CU_ASSERT_PTR_NULL(c);
 	CU_ASSERT(d.n >= 1 && strstr(policy_diag_format(&d, 0, line,
 	    sizeof(line)), "\"countries\" needs a database: add \"geoip\"") !=
@@ -323,7 +328,8 @@ geo_load_country(const char *path, struct policy_diags *d)
 	    path);
 	CU_ASSERT_FATAL(n > 0 && (size_t)n < sizeof(json));
 	policy_diags_init(d);
-	return policy_config_load("rw.json", json, (size_t)n, d);
+	return policy_config_load_opts("rw.json", json, (size_t)n,
+	    &policyio_load_opts, d);
 }
 
 /* A config naming PATH as its country database is refused, saying WHY. */
@@ -390,6 +396,80 @@ test_geo_rewritten(void)
 	geo_refused(path, "not a regular file");
 }
 
+/* A loader that opens nothing: it counts its calls and says no. */
+static int	geo_stub_calls;
+static char	geo_stub_path[GEO_PATH_MAX];
+
+static int
+geo_stub_open(const char *path, struct MMDB_s *db, const char **err,
+    void *arg)
+{
+	(void)db;
+	geo_stub_calls += *(const int *)arg;
+	snprintf(geo_stub_path, sizeof(geo_stub_path), "%s", path);
+	*err = "the stub opens nothing";
+	return -1;
+}
+
+/*
+ * The policy opens no database itself: the caller's loader is called with
+ * the path as written, its message lands at the path's line and column,
+ * and without a loader a config naming a database that exists fails.
+ */
+static void
+test_geo_loader(void)
+{
+	static const int		 one = 1;
+	static const struct policy_load_opts stub = {
+		.geo_open = geo_stub_open, .geo_arg = (void *)&one
+	};
+	static const char	 where[] = "l.json:2:27: geoip.country_db: "
+	    "cannot open the GeoIP database ";
+	static const char	*text = "{\"listen\": [],\n"
+	    "  \"geoip\": {\"country_db\": \"/nowhere/c.mmdb\"}}\n";
+	struct policy_diags	 d;
+	struct moat_config	*c;
+	char			 json[GEO_PATH_MAX + 128], line[GEO_LINE_MAX];
+	int			 n;
+
+	geo_stub_calls = 0;
+	policy_diags_init(&d);
+	c = policy_config_load_opts("l.json", text, strlen(text), &stub, &d);
+	CU_ASSERT_PTR_NULL(c);
+	CU_ASSERT_EQUAL(geo_stub_calls, 1);
+	CU_ASSERT_STRING_EQUAL(geo_stub_path, "/nowhere/c.mmdb");
+	/* The error, after the warning that there is no "policy". */
+	CU_ASSERT_EQUAL_FATAL(d.nerrors, 1);
+	CU_ASSERT_STRING_EQUAL(policy_diag_format(&d, d.n - 1, line,
+	    sizeof(line)),
+	    "l.json:2:27: geoip.country_db: cannot open the GeoIP database "
+	    "\"/nowhere/c.mmdb\": the stub opens nothing");
+	policy_diags_clear(&d);
+
+	/* No loader: even a good database is not opened. */
+	CU_ASSERT_FATAL(geo_ready);
+	n = snprintf(json, sizeof(json), "{\"listen\": [],\n"
+	    "  \"geoip\": {\"country_db\": \"%s/c.mmdb\"}}\n", geo_dir);
+	CU_ASSERT_FATAL(n > 0 && (size_t)n < sizeof(json));
+	policy_diags_init(&d);
+	c = policy_config_load("l.json", json, (size_t)n, &d);
+	CU_ASSERT_PTR_NULL(c);
+	CU_ASSERT_EQUAL_FATAL(d.nerrors, 1);
+	CU_ASSERT(strncmp(policy_diag_format(&d, d.n - 1, line,
+	    sizeof(line)), where, sizeof(where) - 1) == 0);
+	CU_ASSERT(strstr(line, ": this program opens no GeoIP database") !=
+	    NULL);
+	policy_diags_clear(&d);
+	/* The same text with moatd's loader loads. */
+	policy_diags_init(&d);
+	c = policy_config_load_opts("l.json", json, (size_t)n,
+	    &policyio_load_opts, &d);
+	CU_ASSERT_PTR_NOT_NULL(c);
+	CU_ASSERT(c != NULL && policy_geo_enabled(c->policy));
+	policy_config_unref(c);
+	policy_diags_clear(&d);
+}
+
 void
 test_geo_register(void)
 {
@@ -402,4 +482,6 @@ test_geo_register(void)
 	CU_add_test(s, "config errors", test_geo_errors);
 	CU_add_test(s, "a database rewritten in place after loading",
 	    test_geo_rewritten);
+	CU_add_test(s, "databases opened by the caller's loader only",
+	    test_geo_loader);
 }
