@@ -12,7 +12,8 @@
 # end and exited 0 on SIGTERM, no sanitizer report, every audit line is
 # JSON, no line lost (audit-dropped), the audit has exactly one line per
 # forward request the clients got an answer to, and prints moatd's RSS
-# over time and the outcome counts.  Use it with an ASan+UBSan build
+# over time and the outcome counts.  SOAK_RELOAD_S and SOAK_ROTATE_S set
+# the periods (0: none).  Use it with an ASan+UBSan build
 # (configure --enable-sanitizers) or a ThreadSanitizer one
 # (CFLAGS="-fsanitize=thread -O1 -g" LDFLAGS=-fsanitize=thread).
 # Exit status 0 only if every check passed.
@@ -42,7 +43,11 @@ timeout -k 5 $((SECONDS_RUN + 90)) ip netns exec "$(mt_ns cli)" "$MT_PY" \
 load=$!
 MT_PIDS="$MT_PIDS $load"
 t0=$(date +%s)
-reloads=0 bad_reloads=0 rotations=0 next_reload=20 next_rotate=15 next_rss=0
+RELOAD_S=${SOAK_RELOAD_S:-20} ROTATE_S=${SOAK_ROTATE_S:-15}
+[ "$RELOAD_S" -gt 0 ] || RELOAD_S=$((SECONDS_RUN * 10))
+[ "$ROTATE_S" -gt 0 ] || ROTATE_S=$((SECONDS_RUN * 10))
+reloads=0 bad_reloads=0 rotations=0 next_reload=$RELOAD_S next_rotate=$ROTATE_S
+next_rss=0
 rss_line=""
 while kill -0 "$load" 2>/dev/null; do
 	now=$(($(date +%s) - t0))
@@ -59,13 +64,13 @@ while kill -0 "$load" 2>/dev/null; do
 			cp "$MT_T/good.json" "$conf"
 		fi
 		kill -HUP "$MT_MOATD_PID"
-		next_reload=$((next_reload + 20))
+		next_reload=$((next_reload + RELOAD_S))
 	fi
 	if [ "$now" -ge "$next_rotate" ]; then
 		rotations=$((rotations + 1))
 		mv "$MT_T/audit.log" "$MT_T/audit.log.$rotations" 2>/dev/null
 		kill -USR1 "$MT_MOATD_PID"
-		next_rotate=$((next_rotate + 15))
+		next_rotate=$((next_rotate + ROTATE_S))
 	fi
 	mt_moatd_alive || break
 	sleep 1
