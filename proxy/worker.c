@@ -88,15 +88,8 @@ worker_new(int idx, struct moat_config *cfg, struct tls *tls,
 	LIST_INIT(&w->tunnels);
 	LIST_INIT(&w->dnsq);
 	pthread_mutex_init(&w->mu, NULL);
-	/*
-	 * NOLOCK: only this thread touches the base.  EPOLL_USE_CHANGELIST:
-	 * epoll_ctl calls are deferred to the next dispatch and merged, so a
-	 * socket handed from one event to another (io -> tunnel, connect ->
-	 * io) costs no DEL + ADD pair.  libevent warns against it for
-	 * descriptors that are dup()ed; moatd never dups a socket.
-	 */
-	w->base = util_base_new(EVENT_BASE_FLAG_NOLOCK |
-	    EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+	/* See WORKER_BASE_FLAGS. */
+	w->base = util_base_new(WORKER_BASE_FLAGS);
 	if (w->base == NULL)
 		goto nomem;
 	w->cfg = policy_config_ref(cfg);
