@@ -33,10 +33,16 @@ http_phrase(int code)
 	switch (code) {
 	case 400:
 		return "Bad Request";
+	case 403:
+		return "Forbidden";
 	case 407:
 		return "Proxy Authentication Required";
 	case 429:
 		return "Too Many Requests";
+	case 408:
+		return "Request Timeout";
+	case 421:
+		return "Misdirected Request";
 	case 431:
 		return "Request Header Fields Too Large";
 	case 500:
@@ -48,7 +54,7 @@ http_phrase(int code)
 	case 504:
 		return "Gateway Timeout";
 	default:
-		return "Forbidden";
+		return "Error";
 	}
 }
 
@@ -82,12 +88,9 @@ http_reply(struct conn *c, int code, enum policy_reason reason,
 
 	if (code == 0)
 		code = http_status_for(reason);
-	/* A caller's override (see policy.h) names its own phrase. */
-	if (code == http_status_for(reason))
-		phrase = http_phrase(code);
-	else
-		phrase = code == 408 ? "Request Timeout" : code == 421 ?
-		    "Misdirected Request" : "Error";
+	/* A caller's override (see policy.h) has its own status's phrase:
+	 * a refused connection's 503 says "Service Unavailable". */
+	phrase = http_phrase(code);
 	policy = code == 403;
 	if (c->host[0] != '\0')
 		snprintf(target, sizeof(target), "%s:%u", c->host, c->port);
