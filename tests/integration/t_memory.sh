@@ -24,6 +24,24 @@ mt_world
 conf=$MT_T/moatd.json
 COUNT=600
 BYTES=60000
+# Under AddressSanitizer moatd's memory is its allocator's (shadow memory,
+# a quarantine of freed blocks, no malloc_trim): what RSS says there is
+# not moatd's, so those checks are left to the plain build.
+ASAN=""
+ldd "$MOATD" 2>/dev/null | grep -q libasan && ASAN=1
+# rss_check MESSAGE CONDITION...: a check on RSS, left out under ASan.
+rss_check()
+{
+	local msg=$1
+	shift
+	if [ -n "$ASAN" ]; then
+		echo "not checked (AddressSanitizer build): $msg"
+	elif "$@"; then
+		mt_pass "$msg"
+	else
+		mt_fail "$msg"
+	fi
+}
 
 # burst NAME [PROXY [COUNT]]: the partial heads; waits until they are all
 # sent and judged.
@@ -73,9 +91,8 @@ mt_wait_log "$MT_T/audit.log" '"reason":"limit".*partial_heads_bytes' 30 &&
     mt_pass "4 MiB bound: the refusals are audited (reason limit)" ||
     mt_fail "4 MiB bound: no audit line for the refusals" "$MT_T/audit.log"
 grow=$((r1 - r0))
-[ "$grow" -lt 20480 ] &&
-    mt_pass "4 MiB bound: RSS grew $grow KiB (the heads would take ~35000)" ||
-    mt_fail "4 MiB bound: RSS grew $grow KiB (want < 20480)"
+rss_check "4 MiB bound: RSS grew $grow KiB (want < 20480; the heads would take ~35000)" \
+    [ "$grow" -lt 20480 ]
 mt_curl whole -x "http://$MT_HTTP" http://origin.test/whole
 mt_eq "4 MiB bound: a request whose head comes whole is served meanwhile" 200 "$MT_CODE" "$MT_T/whole.err"
 touch "$MT_T/release"
@@ -112,9 +129,8 @@ burst open
 got=$(cat "$MT_T/open.out")
 r1=$(rss_settled)
 echo "unbounded: $got; RSS $r0 -> $r1 KiB"
-[ $((r1 - r0)) -gt 20480 ] &&
-    mt_pass "large bound: the heads take memory ($((r1 - r0)) KiB)" ||
-    mt_fail "large bound: RSS grew only $((r1 - r0)) KiB: the burst did not load moatd"
+rss_check "large bound: the heads take memory ($((r1 - r0)) KiB, want > 20480)" \
+    [ $((r1 - r0)) -gt 20480 ]
 touch "$MT_T/release"
 mt_wait_exit "$MT_PID_open" 100
 r2=$r1
@@ -124,9 +140,8 @@ for ((i = 0; i < 50; i++)); do
 	[ $((r2 - r0)) -lt 12288 ] && break
 done
 echo "after the burst: RSS $r2 KiB ($((i * 100)) ms after the clients closed)"
-[ $((r2 - r0)) -lt 12288 ] &&
-    mt_pass "after the burst moatd gives memory back: $r1 -> $r2 KiB (start $r0)" ||
-    mt_fail "after the burst RSS stays at $r2 KiB (start $r0, peak $r1)"
+rss_check "after the burst moatd gives memory back: $r1 -> $r2 KiB (start $r0, want < start + 12288)" \
+    [ $((r2 - r0)) -lt 12288 ]
 mt_curl after -x "http://$MT_HTTP" http://origin.test/after
 mt_eq "served after the burst" 200 "$MT_CODE" "$MT_T/after.err"
 
