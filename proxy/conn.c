@@ -267,8 +267,8 @@ conn_policy(const struct conn *c)
 const char *
 conn_proto(const struct conn *c)
 {
-	if (c->intercept && c->kind == CONN_KIND_HTTP)
-		return c->tls_client ? "https" : "http";
+	if (c->tun.inspected && c->kind == CONN_KIND_HTTP)
+		return c->tun.tls_client ? "https" : "http";
 	switch (c->kind) {
 	case CONN_KIND_CONNECT:
 		return "connect";
@@ -350,16 +350,16 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 	r.verdict = v;
 	r.reason = reason;
 	r.rule = c->dec.rule_name;
-	if (c->kind == CONN_KIND_HTTP && c->req.method != NULL) {
-		r.method = c->req.method;
-		r.path = c->req.path;
+	if (c->kind == CONN_KIND_HTTP && c->http.req.method != NULL) {
+		r.method = c->http.req.method;
+		r.path = c->http.req.path;
 	}
 	if (c->kind == CONN_KIND_HTTP)
 		r.injected = inject_names(c);
 	if (c->kind == CONN_KIND_HTTP) {
-		r.status = c->status;
-		r.bytes_up = (int64_t)c->bytes_up;
-		r.bytes_down = (int64_t)c->bytes_down;
+		r.status = c->http.status;
+		r.bytes_up = (int64_t)c->http.bytes_up;
+		r.bytes_down = (int64_t)c->http.bytes_down;
 		r.duration_ms = (int64_t)(util_now_ms() - c->t_start);
 	}
 	r.detail = detail;
@@ -397,7 +397,7 @@ conn_name_leaks(struct conn *c)
 void
 conn_http_target(const struct conn *c, struct policy_target *t)
 {
-	const struct http_request_head	*req = &c->req;
+	const struct http_request_head	*req = &c->http.req;
 
 	t->method = req->method;
 	t->path = req->path;
@@ -446,7 +446,7 @@ conn_route(struct conn *c)
 	/* Before it is resolved: the name must not carry a secret out. */
 	if (conn_name_leaks(c))
 		return;
-	if (c->kind == CONN_KIND_HTTP && !c->intercept &&
+	if (c->kind == CONN_KIND_HTTP && !c->tun.inspected &&
 	    (policy_rule_protocols(c->dec.rule) & ~POLICY_PROTO_HTTP) != 0 &&
 	    (policy_rule_protocols(c->dec.rule) & POLICY_PROTO_HTTP) == 0) {
 		/* A forward request is http: the rule must list it. */
@@ -616,7 +616,7 @@ conn_take_pooled(struct conn *c)
 
 	if (c->uio != NULL)
 		return 0;
-	if (c->kind == CONN_KIND_HTTP && !c->intercept)
+	if (c->kind == CONN_KIND_HTTP && !c->tun.inspected)
 		tls = NULL;
 	else if ((c->kind == CONN_KIND_CONNECT ||
 	    c->kind == CONN_KIND_SOCKS5) && (c->dec.flags & POLICY_F_INSPECT) &&
@@ -628,7 +628,7 @@ conn_take_pooled(struct conn *c)
 	    c->naddrs)) == NULL)
 		return 0;
 	c->uio = io;
-	memcpy(c->ip, c->up_ip, sizeof(c->ip));
+	memcpy(c->ip, c->http.up_ip, sizeof(c->ip));
 	if (c->kind == CONN_KIND_SOCKS5)
 		socks5_connected(c, -1);
 	else
@@ -658,7 +658,7 @@ conn_connected_cb(int fd, size_t idx, int err, void *arg)
 		    POLICY_R_UPSTREAM_UNREACHABLE, detail);
 		return;
 	}
-	c->up_addr = c->addrs[idx < c->naddrs ? idx : 0];
+	c->http.up_addr = c->addrs[idx < c->naddrs ? idx : 0];
 	if (c->kind == CONN_KIND_SOCKS5)
 		socks5_connected(c, fd);
 	else if (c->kind == CONN_KIND_TRANSPARENT)
@@ -849,7 +849,7 @@ conn_audit_tunnel_close(struct conn *c, enum policy_reason reason)
 {
 	struct audit_rec	r;
 	struct secrets_view	sv;
-	uint64_t		in = c->tun_in0, out = c->tun_out0;
+	uint64_t		in = c->tun.in0, out = c->tun.out0;
 
 	if (c->cio != NULL)
 		io_counts(c->cio, &in, &out);
@@ -857,18 +857,18 @@ conn_audit_tunnel_close(struct conn *c, enum policy_reason reason)
 	r.event = "close";
 	r.id = c->id;
 	r.sandbox = c->sandbox;
-	r.proto = c->via == CONN_KIND_SOCKS5 ? "socks5" :
-	    c->via == CONN_KIND_TRANSPARENT ? "transparent" : "connect";
+	r.proto = c->tun.via == CONN_KIND_SOCKS5 ? "socks5" :
+	    c->tun.via == CONN_KIND_TRANSPARENT ? "transparent" : "connect";
 	r.client = c->client;
-	r.host = c->tunnel_host;
-	r.port = c->tunnel_port;
-	r.ip = c->tun_ip[0] ? c->tun_ip : NULL;
+	r.host = c->tun.host;
+	r.port = c->tun.port;
+	r.ip = c->tun.ip[0] ? c->tun.ip : NULL;
 	r.verdict = POLICY_ALLOW;
 	r.reason = reason;
-	r.rule = c->tun_rule[0] ? c->tun_rule : NULL;
-	r.bytes_up = (int64_t)(in - c->tun_in0);
-	r.bytes_down = (int64_t)(out - c->tun_out0);
-	r.duration_ms = (int64_t)(util_now_ms() - c->tun_t_start);
+	r.rule = c->tun.rule[0] ? c->tun.rule : NULL;
+	r.bytes_up = (int64_t)(in - c->tun.in0);
+	r.bytes_down = (int64_t)(out - c->tun.out0);
+	r.duration_ms = (int64_t)(util_now_ms() - c->tun.t_start);
 	r.end = tunnel_end_name(reason == POLICY_R_ALLOWED ? TUNNEL_END_EOF :
 	    reason == POLICY_R_TIMEOUT ? TUNNEL_END_IDLE :
 	    reason == POLICY_R_SHUTDOWN ? TUNNEL_END_SHUTDOWN :
@@ -946,7 +946,7 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 	upstream_connect_cancel(c->uc);
 	if (c->timer != NULL)
 		event_free(c->timer);
-	if (c->tun_open)
+	if (c->tun.open)
 		conn_audit_tunnel_close(c, reason);
 	io_free(c->cio);
 	if (c->uio != NULL)
@@ -954,7 +954,7 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 	io_free(c->uio);
 	http_free_request(c);
 	inject_end(c);
-	tls_unref(c->tls);
+	tls_unref(c->tun.tls);
 	policy_config_unref(c->cfg);
 	listener_unref(c->l);
 	TAILQ_REMOVE(&w->conns, c, link);

@@ -76,38 +76,16 @@ struct conn_body {
 #define CONN_XFORM_REQUEST	1	/* placeholders, leaks (inject.c) */
 #define CONN_XFORM_RESPONSE	2	/* echoed values */
 
-struct conn {
-	uint64_t		 id;
-	struct worker		*w;
-	struct listener		*l;		/* a reference */
-	struct moat_config	*cfg;		/* reference; refreshed per request */
-	uint64_t		 cfg_gen;
-	enum conn_state		 state;
-	enum conn_kind		 kind;
-	TAILQ_ENTRY(conn)	 link;
-
-	struct io		*cio;		/* client */
-	char			 client[64];	/* peer address for audit/logs */
-	struct sandbox		*sb;		/* a reference */
-	const char		*sandbox;	/* sb's name, or the auth identity */
-	struct event		*timer;		/* deadline of the current phase */
-	uint64_t		 t_start;	/* ms, start of request or tunnel */
-
-	/* Target of the current request or tunnel. */
-	struct policy_host	 target;	/* normalised host */
-	char			 host[POLICY_NAME_MAX + 1]; /* name or address text */
-	uint16_t		 port;
-	struct policy_decision	 dec;
-	struct resolver_query	*rq;
-	struct policy_addr	 addrs[RESOLVER_MAX_ADDRS];	/* allowed ones */
-	size_t			 naddrs;
-	char			 ip[64];	/* address dialled */
-	struct upstream_connect	*uc;
-
-	/* HTTP */
+/*
+ * Each protocol's state, in a struct of its own.  HTTP's serves forward
+ * requests, CONNECT heads and the requests inside inspected tunnels (of
+ * any protocol); the tunnel's serves every tunnel, opaque or inspected;
+ * SOCKS5's, the transparent listener's and DNS's are exclusive (a
+ * connection speaks one of them, chosen at accept) and share a union.
+ */
+struct http_state {
 	size_t			 scan_state;
 	struct http_request_head req;
-	struct io		*uio;		/* upstream */
 	char			 up_host[POLICY_NAME_MAX + 1]; /* uio's host */
 	uint16_t		 up_port;
 	char			 up_ip[64];
@@ -135,50 +113,96 @@ struct conn {
 	uint64_t		 xfer_bytes;
 	uint64_t		 xfer_seen;	/* ms: when they last changed */
 	bool			 xfer_ticking;	/* the body clock runs */
+	/* Secrets of the current request (inject.c), or NULL. */
+	struct inject		*inj;
+};
 
-	/* SOCKS5 */
-	uint8_t			 socks_method;
+/* A tunnel (CONNECT, SOCKS5, transparent): its guard and inspection. */
+struct tunnel_state {
+	/* guard.c: a side has spoken; the rest must come in request_head_ms. */
+	bool			 spoken;
+	/* Inspected tunnels: moatd reads the HTTP inside. */
+	bool			 inspected;	/* requests come from inside */
+	bool			 tls_client;	/* ... over TLS that moatd ends */
+	enum conn_kind		 via;		/* CONNECT, SOCKS5, TRANSPARENT */
+	struct tls		*tls;		/* a reference, with tls_client */
+	struct policy_host	 target;	/* the tunnel's host, fixed */
+	char			 host[POLICY_NAME_MAX + 1];
+	uint16_t		 port;
+	char			 up_tls_host[POLICY_NAME_MAX + 1]; /* SNI/verify */
+	bool			 up_tls_is_addr;
+	/* ... for its "close" audit line: start, rule, address, and the
+	 * client socket's byte counts when it opened. */
+	bool			 open;
+	uint64_t		 t_start;
+	uint64_t		 in0, out0;
+	char			 rule[72];
+	char			 ip[64];
+};
 
-	/* transparent */
+struct socks5_state {
+	uint8_t			 method;
+};
+
+struct transparent_state {
 	struct policy_addr	 orig;		/* destination the client dialled */
 	uint16_t		 orig_port;
 	size_t			 peek_state;
+};
 
-	/* DNS over TCP */
-	unsigned		 dns_pending;	/* queries being answered */
-	bool			 dns_partial;	/* part of a query is in: the
+struct dns_tcp_state {
+	unsigned		 pending;	/* queries being answered */
+	bool			 partial;	/* part of a query is in: the
 						 * rest is due in
 						 * request_head_ms */
+};
 
-	/* Inspected tunnels: moatd reads the HTTP inside. */
-	bool			 intercept;	/* requests come from inside a tunnel */
-	bool			 tls_client;	/* ... over TLS that moatd terminates */
-	enum conn_kind		 via;		/* CONNECT, SOCKS5 or TRANSPARENT */
-	struct tls		*tls;		/* a reference, with tls_client */
-	struct policy_host	 tunnel_target;	/* the tunnel's host, fixed */
-	char			 tunnel_host[POLICY_NAME_MAX + 1];
-	uint16_t		 tunnel_port;
-	char			 up_tls_host[POLICY_NAME_MAX + 1]; /* SNI/verify */
-	bool			 up_tls_is_addr;
+struct conn_ops;
+
+struct conn {
+	uint64_t		 id;
+	struct worker		*w;
+	struct listener		*l;		/* a reference */
+	struct moat_config	*cfg;		/* reference; refreshed per request */
+	uint64_t		 cfg_gen;
+	const struct conn_ops	*ops;		/* its protocol */
+	enum conn_state		 state;
+	enum conn_kind		 kind;
+	TAILQ_ENTRY(conn)	 link;
+
+	struct io		*cio;		/* client */
+	char			 client[64];	/* peer address for audit/logs */
+	struct sandbox		*sb;		/* a reference */
+	const char		*sandbox;	/* sb's name, or the auth identity */
+	struct event		*timer;		/* deadline of the current phase */
+	uint64_t		 t_start;	/* ms, start of request or tunnel */
+
+	/* Target of the current request or tunnel. */
+	struct policy_host	 target;	/* normalised host */
+	char			 host[POLICY_NAME_MAX + 1]; /* name or address text */
+	uint16_t		 port;
+	struct policy_decision	 dec;
+	struct resolver_query	*rq;
+	struct policy_addr	 addrs[RESOLVER_MAX_ADDRS];	/* allowed ones */
+	size_t			 naddrs;
+	char			 ip[64];	/* address dialled */
+	struct upstream_connect	*uc;
+	struct io		*uio;		/* upstream, once connected */
 	/* The name a tunnel's ClientHello gave when it is not the tunnel's
 	 * host (a tunnel to an address), for the audit; "" if none. */
 	char			 sni[POLICY_NAME_MAX + 1];
-	/* guard.c: a side has spoken; the rest must come in request_head_ms. */
-	bool			 guard_spoken;
-	/* ... for its "close" audit line: start, rule, address, and the
-	 * client socket's byte counts when it opened. */
-	bool			 tun_open;
-	uint64_t		 tun_t_start;
-	uint64_t		 tun_in0, tun_out0;
-	char			 tun_rule[72];
-	char			 tun_ip[64];
 
 	/* Bytes of an unfinished request head counted against
 	 * limits.partial_heads_bytes (conn_head_hold). */
 	size_t			 head_held;
 
-	/* Secrets of the current request (inject.c), or NULL. */
-	struct inject		*inj;
+	struct http_state	 http;
+	struct tunnel_state	 tun;
+	union {
+		struct socks5_state	 socks;
+		struct transparent_state tp;
+		struct dns_tcp_state	 dns;
+	};
 };
 
 /* Called by the worker for each accepted socket. */

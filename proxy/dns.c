@@ -442,14 +442,14 @@ dns_reply(struct dns_pending *p, const uint8_t *buf, size_t n)
 	len[1] = (uint8_t)n;
 	evbuffer_add(io_out(c->cio), len, 2);
 	evbuffer_add(io_out(c->cio), buf, n);
-	if (c->dns_pending > 0)
-		c->dns_pending--;
+	if (c->dns.pending > 0)
+		c->dns.pending--;
 	/* A write error surfaces as an io event that closes c; never close
 	 * it here, from inside dns_tcp_read(). */
 	if (io_flush(c->cio) == -1)
 		return;
 	if (c->state == CONN_ST_DNS_TCP &&
-	    c->dns_pending < DNS_TCP_PENDING_MAX)
+	    c->dns.pending < DNS_TCP_PENDING_MAX)
 		io_read(c->cio, 1);
 }
 
@@ -544,7 +544,7 @@ dns_tcp_read(struct conn *c)
 	int			 n;
 	bool			 partial = false;
 
-	while (c->dns_pending < DNS_TCP_PENDING_MAX) {
+	while (c->dns.pending < DNS_TCP_PENDING_MAX) {
 		len = evbuffer_get_length(in);
 		if (len > DNS_TCP_PREFIX_BYTES + DNS_QUERY_MAX_BYTES)
 			len = DNS_TCP_PREFIX_BYTES + DNS_QUERY_MAX_BYTES;
@@ -566,8 +566,8 @@ dns_tcp_read(struct conn *c)
 			conn_close(c, POLICY_R_INTERNAL, "out of memory");
 			return;
 		}
-		c->dns_pending++;
-		c->dns_partial = false;
+		c->dns.pending++;
+		c->dns.partial = false;
 		conn_set_deadline(c, c->cfg->timeouts.idle_client_ms);
 		memcpy(msg, b + DNS_TCP_PREFIX_BYTES, (size_t)n);
 		evbuffer_drain(in, DNS_TCP_PREFIX_BYTES + (size_t)n);
@@ -579,10 +579,10 @@ dns_tcp_read(struct conn *c)
 	 * once begun must be whole within request_head_ms, counted from its
 	 * first byte (a client dripping bytes does not restart it).
 	 */
-	if (partial && !c->dns_partial) {
-		c->dns_partial = true;
+	if (partial && !c->dns.partial) {
+		c->dns.partial = true;
 		conn_set_deadline(c, c->cfg->timeouts.request_head_ms);
 	}
-	if (c->dns_pending >= DNS_TCP_PENDING_MAX)
+	if (c->dns.pending >= DNS_TCP_PENDING_MAX)
 		io_read(c->cio, 0);
 }

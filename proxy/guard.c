@@ -65,7 +65,7 @@ guard_start(struct conn *c, int ufd)
 	if (c->uio != NULL && !uppool_put(c))
 		io_free(c->uio);
 	c->uio = NULL;
-	c->up_clean = false;
+	c->http.up_clean = false;
 	if ((c->uio = io_new(c->w->base, ufd, guard_upstream_event, c)) ==
 	    NULL) {
 		close(ufd);
@@ -188,9 +188,9 @@ guard_check(struct conn *c)
 		    "could be judged");
 		return;
 	}
-	if (!c->guard_spoken && (cli.proto != PEEK_P_NONE ||
+	if (!c->tun.spoken && (cli.proto != PEEK_P_NONE ||
 	    srv.proto != PEEK_P_NONE)) {
-		c->guard_spoken = true;
+		c->tun.spoken = true;
 		conn_set_deadline(c, c->cfg->timeouts.request_head_ms);
 	}
 	/* Bounded: a ClientHello is whole by then, or refused. */
@@ -235,8 +235,8 @@ guard_sni(struct conn *c, const struct tls_client_hello *h)
 	/* A tunnel to an address an IP rule allows: the name is judged too,
 	 * and a deny rule for it wins, as in an inspected tunnel. */
 	snprintf(c->sni, sizeof(c->sni), "%s", sni.name);
-	c->tunnel_target = c->target;
-	c->tunnel_port = c->port;
+	c->tun.target = c->target;
+	c->tun.port = c->port;
 	if (intercept_name_denied(c, sni.name, NULL, NULL, &d) == 0)
 		return 0;
 	c->dec = d;
@@ -276,7 +276,7 @@ guard_refuse(struct conn *c, enum policy_reason reason, const char *detail)
 void
 guard_timeout(struct conn *c)
 {
-	guard_refuse(c, POLICY_R_TIMEOUT, !c->guard_spoken ?
+	guard_refuse(c, POLICY_R_TIMEOUT, !c->tun.spoken ?
 	    "the tunnel was idle: neither side sent anything" : "the client's "
 	    "first bytes could not be judged in time (an SSH client, and "
 	    "no SSH banner from the server; or too few bytes to tell)");

@@ -105,8 +105,8 @@ http_limits(struct conn *c, struct http_limits *lim)
 void
 http_free_request(struct conn *c)
 {
-	http_request_head_free(&c->req);
-	http_response_head_free(&c->resp);
+	http_request_head_free(&c->http.req);
+	http_response_head_free(&c->http.resp);
 }
 
 /* Starts (or restarts, on a keep-alive connection) reading a request. */
@@ -116,21 +116,21 @@ http_start(struct conn *c)
 	http_free_request(c);
 	conn_refresh_config(c);
 	c->kind = CONN_KIND_NONE;
-	c->scan_state = 0;
-	c->up_scan_state = 0;
-	c->resp_head_done = false;
-	c->sent_100 = false;
-	c->status = 0;
-	c->bytes_up = c->bytes_down = 0;
+	c->http.scan_state = 0;
+	c->http.up_scan_state = 0;
+	c->http.resp_head_done = false;
+	c->http.sent_100 = false;
+	c->http.status = 0;
+	c->http.bytes_up = c->http.bytes_down = 0;
 	c->t_start = util_now_ms();
 	c->host[0] = '\0';
 	c->ip[0] = '\0';
 	memset(&c->dec, 0, sizeof(c->dec));
-	memset(&c->reqb, 0, sizeof(c->reqb));
-	memset(&c->respb, 0, sizeof(c->respb));
+	memset(&c->http.reqb, 0, sizeof(c->http.reqb));
+	memset(&c->http.respb, 0, sizeof(c->http.respb));
 	io_set_cb(c->cio, http_client_event, c);
 	conn_enter_state(c, CONN_ST_HTTP_HEAD);
-	conn_set_deadline(c, c->nrequests == 0 ?
+	conn_set_deadline(c, c->http.nrequests == 0 ?
 	    c->cfg->timeouts.request_head_ms : c->cfg->timeouts.idle_client_ms);
 	io_read(c->cio, 1);
 	if (io_in_len(c->cio) > 0)
@@ -166,7 +166,7 @@ http_client_event(struct io *io, int ev, void *arg)
 		/* A client that half-closed after its request still gets
 		 * its answer (HTTP) or its tunnel, which passes the EOF on. */
 		if (ev & IO_EV_EOF) {
-			c->client_keepalive = false;
+			c->http.client_keepalive = false;
 			return;
 		}
 		if (ev & IO_EV_ERROR) {
@@ -178,7 +178,7 @@ http_client_event(struct io *io, int ev, void *arg)
 		return;
 	case CONN_ST_HTTP_EXCHANGE:
 		if (ev & IO_EV_READ) {
-			if (c->reqb.done)
+			if (c->http.reqb.done)
 				conn_hold_input(c);
 			else
 				http_pump_request(c);
@@ -186,13 +186,13 @@ http_client_event(struct io *io, int ev, void *arg)
 		}
 		if (ev & IO_EV_DRAINED) {
 			/* The client caught up: read the upstream again. */
-			if (c->uio != NULL && !c->respb.done)
+			if (c->uio != NULL && !c->http.respb.done)
 				io_read(c->uio, 1);
 			return;
 		}
-		if ((ev & IO_EV_EOF) && c->reqb.done) {
+		if ((ev & IO_EV_EOF) && c->http.reqb.done) {
 			/* Half-close after a whole request: answer, then close. */
-			c->client_keepalive = false;
+			c->http.client_keepalive = false;
 			return;
 		}
 		http_abort(c, POLICY_R_BAD_REQUEST, ev & IO_EV_EOF ?
@@ -230,7 +230,7 @@ http_read_head(struct conn *c)
 		conn_close(c, POLICY_R_INTERNAL, "out of memory");
 		return;
 	}
-	rc = http_head_scan((const char *)p, len, &lim, &c->scan_state,
+	rc = http_head_scan((const char *)p, len, &lim, &c->http.scan_state,
 	    &head_len, &err);
 	if (rc == HTTP_NEED_MORE) {
 		/* A head that comes in pieces waits in memory: all of them
@@ -247,7 +247,7 @@ http_read_head(struct conn *c)
 	conn_head_release(c);
 	if (rc == HTTP_OK)
 		rc = http_request_head_parse((const char *)p, head_len, &lim,
-		    &c->req, &err);
+		    &c->http.req, &err);
 	if (rc != HTTP_OK) {
 		c->kind = CONN_KIND_HTTP;
 		http_denied(c, http_error_is_limit(err) ? POLICY_R_LIMIT :
@@ -257,7 +257,7 @@ http_read_head(struct conn *c)
 	evbuffer_drain(in, head_len);
 	/* Reading stays on (toggling it costs two epoll_ctl per request);
 	 * what arrives meanwhile waits in the buffer, up to a cap. */
-	c->nrequests++;
+	c->http.nrequests++;
 	c->t_start = util_now_ms();
 	conn_set_deadline(c, 0);
 	http_handle_request(c);
@@ -266,22 +266,22 @@ http_read_head(struct conn *c)
 static void
 http_handle_request(struct conn *c)
 {
-	struct http_request_head	*req = &c->req;
+	struct http_request_head	*req = &c->http.req;
 	const char			*err = NULL;
 
 	c->kind = strcmp(req->method, "CONNECT") == 0 ? CONN_KIND_CONNECT :
 	    CONN_KIND_HTTP;
-	c->client_keepalive = req->keep_alive && !c->w->draining;
-	if ((c->intercept ? http_tunnel_request(c) : http_proxy_target(c)) ==
+	c->http.client_keepalive = req->keep_alive && !c->w->draining;
+	if ((c->tun.inspected ? http_tunnel_request(c) : http_proxy_target(c)) ==
 	    -1)
 		return;
 
 	if (c->kind == CONN_KIND_HTTP) {
-		c->reqb.kind = req->body;
-		c->reqb.left = req->content_length;
-		c->reqb.done = req->body == HTTP_BODY_NONE ||
+		c->http.reqb.kind = req->body;
+		c->http.reqb.left = req->content_length;
+		c->http.reqb.done = req->body == HTTP_BODY_NONE ||
 		    (req->body == HTTP_BODY_LENGTH && req->content_length == 0);
-		http_chunked_init(&c->reqb.chunked);
+		http_chunked_init(&c->http.reqb.chunked);
 		if (req->body == HTTP_BODY_CHUNKED &&
 		    http_precheck_chunked(c, &err) == -1) {
 			http_denied(c, POLICY_R_BAD_REQUEST, err);
@@ -305,21 +305,21 @@ http_handle_request(struct conn *c)
 		memset(&t, 0, sizeof(t));
 		t.name = c->target.kind == POLICY_HOST_NAME ?
 		    c->target.name : NULL;
-		t.addr = &c->up_addr;
+		t.addr = &c->http.up_addr;
 		t.port = c->port;
 		conn_http_target(c, &t);
-		if (!io_eof(c->uio) && c->port == c->up_port &&
-		    util_now_ms() - c->up_idle_since <
+		if (!io_eof(c->uio) && c->port == c->http.up_port &&
+		    util_now_ms() - c->http.up_idle_since <
 		    c->cfg->timeouts.idle_upstream_ms &&
-		    strcmp(c->host, c->up_host) == 0 &&
+		    strcmp(c->host, c->http.up_host) == 0 &&
 		    policy_decide(conn_policy(c), &t, &c->dec) == POLICY_ALLOW) {
-			memcpy(c->ip, c->up_ip, sizeof(c->ip));
+			memcpy(c->ip, c->http.up_ip, sizeof(c->ip));
 			if (!conn_rate_ok(c)) {
 				http_denied(c, POLICY_R_RATE, "the rule's "
 				    "\"rate\" is used up for now");
 				return;
 			}
-			c->up_reused = true;
+			c->http.up_reused = true;
 			http_send_request(c);
 			return;
 		}
@@ -338,7 +338,7 @@ http_handle_request(struct conn *c)
 static int
 http_precheck_chunked(struct conn *c, const char **err)
 {
-	struct http_chunked	 ch = c->reqb.chunked;
+	struct http_chunked	 ch = c->http.reqb.chunked;
 	struct evbuffer_iovec	 v[16];
 	int			 nv, i, rc;
 	size_t			 off, used;
@@ -377,7 +377,7 @@ http_precheck_chunked(struct conn *c, const char **err)
 static int
 http_proxy_target(struct conn *c)
 {
-	struct http_request_head	*req = &c->req;
+	struct http_request_head	*req = &c->http.req;
 	const char			*err = NULL;
 
 	if (c->l->nauth > 0 && http_check_auth(c) == -1)
@@ -435,16 +435,16 @@ http_proxy_target(struct conn *c)
 static int
 http_tunnel_request(struct conn *c)
 {
-	struct http_request_head	*req = &c->req;
+	struct http_request_head	*req = &c->http.req;
 	struct policy_host		 h;
 	const char			*hv, *err = NULL;
 	uint16_t			 hport = 0;
 	bool				 ok;
 	char				 detail[POLICY_NAME_MAX * 2 + 64];
 
-	c->target = c->tunnel_target;
-	c->port = c->tunnel_port;
-	memcpy(c->host, c->tunnel_host, sizeof(c->host));
+	c->target = c->tun.target;
+	c->port = c->tun.port;
+	memcpy(c->host, c->tun.host, sizeof(c->host));
 	if (c->kind != CONN_KIND_HTTP || (req->form != HTTP_FORM_ORIGIN &&
 	    req->form != HTTP_FORM_ABSOLUTE)) {
 		c->kind = CONN_KIND_HTTP;
@@ -460,21 +460,21 @@ http_tunnel_request(struct conn *c)
 	}
 	/* The head parser checked it as host[:port] (a port 1-65535); no
 	 * port means the tunnel's. */
-	ok = policy_hostport_parse(hv, strlen(hv), c->tunnel_port, &h, &hport,
+	ok = policy_hostport_parse(hv, strlen(hv), c->tun.port, &h, &hport,
 	    &err) == 0;
-	if (!ok || h.kind != c->tunnel_target.kind ||
+	if (!ok || h.kind != c->tun.target.kind ||
 	    (h.kind == POLICY_HOST_NAME &&
-	    strcmp(h.name, c->tunnel_target.name) != 0) ||
+	    strcmp(h.name, c->tun.target.name) != 0) ||
 	    (h.kind == POLICY_HOST_ADDR && memcmp(&h.addr,
-	    &c->tunnel_target.addr, sizeof(h.addr)) != 0) ||
-	    hport != c->tunnel_port) {
+	    &c->tun.target.addr, sizeof(h.addr)) != 0) ||
+	    hport != c->tun.port) {
 		snprintf(detail, sizeof(detail), "the request names %.200s, "
-		    "not the tunnel's host %s:%u", hv, c->tunnel_host,
-		    c->tunnel_port);
-		if (ok && c->up_tls_host[0] != '\0' &&
-		    c->tunnel_target.kind == POLICY_HOST_ADDR &&
+		    "not the tunnel's host %s:%u", hv, c->tun.host,
+		    c->tun.port);
+		if (ok && c->tun.up_tls_host[0] != '\0' &&
+		    c->tun.target.kind == POLICY_HOST_ADDR &&
 		    h.kind == POLICY_HOST_NAME &&
-		    strcmp(h.name, c->up_tls_host) == 0)
+		    strcmp(h.name, c->tun.up_tls_host) == 0)
 			return http_tunnel_name(c, h.name);	/* the SNI's */
 		http_denied_code(c, 421, POLICY_R_BAD_REQUEST, detail);
 		return -1;
@@ -494,7 +494,7 @@ http_tunnel_name(struct conn *c, const char *name)
 	struct policy_decision	d;
 	char			detail[POLICY_NAME_MAX + 96];
 
-	if (intercept_name_denied(c, name, c->req.method, c->req.path,
+	if (intercept_name_denied(c, name, c->http.req.method, c->http.req.path,
 	    &d) == 0)
 		return 0;
 	c->dec = d;
@@ -518,12 +518,12 @@ http_check_auth(struct conn *c)
 	unsigned char			 dec[768];
 	char				*colon;
 
-	i = http_header_find(c->req.headers, c->req.nheaders, 0,
+	i = http_header_find(c->http.req.headers, c->http.req.nheaders, 0,
 	    "proxy-authorization");
 	if (i < 0)
 		goto fail;
-	v = c->req.headers[i].value;
-	vlen = c->req.headers[i].value_len;
+	v = c->http.req.headers[i].value;
+	vlen = c->http.req.headers[i].value_len;
 	if (vlen < 7 || strncasecmp(v, "basic ", 6) != 0)
 		goto fail;
 	v += 6;
@@ -589,24 +589,24 @@ http_connected(struct conn *c, int ufd)
 		return;
 	}
 	/* A reconnect inside an inspected TLS tunnel: TLS upstream too. */
-	if (ufd != -1 && c->intercept && c->tls_client) {
-		ssl = tls_client_ssl(c->tls, c->up_tls_host, c->up_tls_is_addr,
+	if (ufd != -1 && c->tun.inspected && c->tun.tls_client) {
+		ssl = tls_client_ssl(c->tun.tls, c->tun.up_tls_host, c->tun.up_tls_is_addr,
 		    c->port, e, sizeof(e));
 		if (ssl == NULL || io_start_tls(c->uio, ssl) == -1) {
 			http_denied(c, POLICY_R_TLS, ssl ? "out of memory" : e);
 			return;
 		}
 	}
-	memcpy(c->up_host, c->host, sizeof(c->up_host));
-	memcpy(c->up_ip, c->ip, sizeof(c->up_ip));
-	c->up_port = c->port;
-	c->up_reused = ufd == -1;	/* may have closed meanwhile: retry */
+	memcpy(c->http.up_host, c->host, sizeof(c->http.up_host));
+	memcpy(c->http.up_ip, c->ip, sizeof(c->http.up_ip));
+	c->http.up_port = c->port;
+	c->http.up_reused = ufd == -1;	/* may have closed meanwhile: retry */
 	http_send_request(c);
 }
 
 /*
  * Appends a message's fields minus hop-by-hop ones, and minus those the
- * rule's injections replace.  With secrets in play (c->inj) each value
+ * rule's injections replace.  With secrets in play (c->http.inj) each value
  * goes through the rewriter of its direction (dir: CONN_XFORM_*).
  * Returns 0, or -1 if a value leaks a secret (requests only).
  */
@@ -637,7 +637,7 @@ http_add_fields(struct conn *c, int dir, struct evbuffer *out,
 		}
 		v = hv[i].value;
 		vlen = hv[i].value_len;
-		if (c->inj != NULL) {
+		if (c->http.inj != NULL) {
 			if (dir == CONN_XFORM_REQUEST) {
 				if (inject_overrides(c, hv[i].name,
 				    hv[i].name_len))
@@ -720,7 +720,7 @@ http_leak(struct conn *c)
 static void
 http_send_request(struct conn *c)
 {
-	struct http_request_head	*req = &c->req;
+	struct http_request_head	*req = &c->http.req;
 	struct evbuffer			*out = io_out(c->uio);
 	struct evbuffer			*body = NULL;
 	enum policy_reason		 why;
@@ -732,9 +732,9 @@ http_send_request(struct conn *c)
 		http_denied(c, why, detail);
 		return;
 	}
-	c->reqb.xform = inject_scans_body(c) ? CONN_XFORM_REQUEST :
+	c->http.reqb.xform = inject_scans_body(c) ? CONN_XFORM_REQUEST :
 	    CONN_XFORM_NONE;
-	c->reqb.out_chunked = false;
+	c->http.reqb.out_chunked = false;
 	if (inject_request_target(c, req->path, strlen(req->path), &path,
 	    &plen) == -1 || inject_request_host(c, req->authority ?
 	    req->authority : req->host_header) == -1) {
@@ -746,7 +746,7 @@ http_send_request(struct conn *c)
 	 * that is already here whole is rewritten now and keeps an exact
 	 * Content-Length; a longer or later one goes on chunked.
 	 */
-	if (c->reqb.xform && inject_body_may_grow(c) &&
+	if (c->http.reqb.xform && inject_body_may_grow(c) &&
 	    req->body == HTTP_BODY_LENGTH && cl > 0) {
 		if (cl <= c->cfg->limits.body_inspect_bytes &&
 		    io_in_len(c->cio) >= cl) {
@@ -771,12 +771,12 @@ http_send_request(struct conn *c)
 			}
 			evbuffer_add(body, nb, nl);
 			evbuffer_drain(io_in(c->cio), (size_t)cl);
-			c->bytes_up += cl;
-			c->reqb.left = 0;
-			c->reqb.done = true;
+			c->http.bytes_up += cl;
+			c->http.reqb.left = 0;
+			c->http.reqb.done = true;
 			cl = nl;
 		} else
-			c->reqb.out_chunked = true;
+			c->http.reqb.out_chunked = true;
 	}
 
 	io_set_cb(c->uio, http_upstream_event, c);
@@ -799,7 +799,7 @@ http_send_request(struct conn *c)
 			http_leak(c);
 		return;
 	}
-	if (req->body == HTTP_BODY_CHUNKED || c->reqb.out_chunked)
+	if (req->body == HTTP_BODY_CHUNKED || c->http.reqb.out_chunked)
 		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
 	else if (req->body == HTTP_BODY_LENGTH) {
 		evbuffer_add(out, "Content-Length: ", 16);
@@ -813,9 +813,9 @@ http_send_request(struct conn *c)
 	}
 
 	conn_enter_state(c, CONN_ST_HTTP_EXCHANGE);
-	c->up_clean = false;
-	c->up_scan_state = 0;
-	c->resp_head_done = false;
+	c->http.up_clean = false;
+	c->http.up_scan_state = 0;
+	c->http.resp_head_done = false;
 	http_clock_start(c);
 	io_read(c->uio, 1);
 	http_pump_request(c);
@@ -854,7 +854,7 @@ http_xfer_bytes(struct conn *c)
 static bool
 http_body_moving(const struct conn *c)
 {
-	return !c->reqb.done || (c->resp_head_done && !c->respb.done);
+	return !c->http.reqb.done || (c->http.resp_head_done && !c->http.respb.done);
 }
 
 /* Arms the timer for whichever comes first: the head's due time or the
@@ -865,13 +865,13 @@ http_clock_arm(struct conn *c)
 	uint64_t	now = util_now_ms(), next = UINT64_MAX;
 	unsigned	tick;
 
-	c->xfer_ticking = http_body_moving(c);
-	if (c->xfer_ticking) {
+	c->http.xfer_ticking = http_body_moving(c);
+	if (c->http.xfer_ticking) {
 		tick = c->cfg->timeouts.idle_body_ms / 4;
 		next = now + (tick > 0 ? tick : 1);
 	}
-	if (!c->resp_head_done && c->head_due != 0 && c->head_due < next)
-		next = c->head_due;
+	if (!c->http.resp_head_done && c->http.head_due != 0 && c->http.head_due < next)
+		next = c->http.head_due;
 	if (next == UINT64_MAX)
 		conn_set_deadline(c, 0);
 	else
@@ -883,10 +883,10 @@ http_clock_start(struct conn *c)
 {
 	uint64_t	now = util_now_ms();
 
-	c->head_due = c->reqb.done ? now + c->cfg->timeouts.response_head_ms :
+	c->http.head_due = c->http.reqb.done ? now + c->cfg->timeouts.response_head_ms :
 	    0;
-	c->xfer_bytes = http_xfer_bytes(c);
-	c->xfer_seen = now;
+	c->http.xfer_bytes = http_xfer_bytes(c);
+	c->http.xfer_seen = now;
 	http_clock_arm(c);
 }
 
@@ -898,20 +898,20 @@ http_exchange_timer(struct conn *c)
 	char		 d[192];
 	bool		 up;
 
-	if (!c->resp_head_done && c->head_due != 0 && now >= c->head_due) {
+	if (!c->http.resp_head_done && c->http.head_due != 0 && now >= c->http.head_due) {
 		http_denied(c, POLICY_R_TIMEOUT, "the upstream did not answer "
 		    "in time");
 		return;
 	}
 	if (http_body_moving(c)) {
 		n = http_xfer_bytes(c);
-		if (n != c->xfer_bytes) {
-			c->xfer_bytes = n;
-			c->xfer_seen = now;
-		} else if (now - c->xfer_seen >= idle) {
+		if (n != c->http.xfer_bytes) {
+			c->http.xfer_bytes = n;
+			c->http.xfer_seen = now;
+		} else if (now - c->http.xfer_seen >= idle) {
 			/* Which side holds it up: the one that neither takes
 			 * what is queued for it nor sends. */
-			up = !c->reqb.done;
+			up = !c->http.reqb.done;
 			snprintf(d, sizeof(d), "the %s body stalled: %s for %u "
 			    "ms (timeouts.idle_body_ms)", up ? "request" :
 			    "response", up ? (c->uio != NULL &&
@@ -1062,12 +1062,12 @@ http_pump_request(struct conn *c)
 {
 	const char	*err = NULL;
 
-	if (!c->reqb.done && http_move_body(c, &c->reqb, io_in(c->cio),
-	    io_out(c->uio), &c->bytes_up, &err) == -1) {
+	if (!c->http.reqb.done && http_move_body(c, &c->http.reqb, io_in(c->cio),
+	    io_out(c->uio), &c->http.bytes_up, &err) == -1) {
 		if (err == HTTP_ERR_LEAK) {
 			/* The upstream saw part of the body; it never gets
 			 * the rest (the connection goes). */
-			if (!c->resp_head_done)
+			if (!c->http.resp_head_done)
 				http_leak(c);
 			else
 				http_abort(c, POLICY_R_SECRET_LEAK,
@@ -1081,16 +1081,16 @@ http_pump_request(struct conn *c)
 		http_upstream_lost(c, "writing the request failed");
 		return;
 	}
-	if (c->reqb.done) {
+	if (c->http.reqb.done) {
 		/* Later (pipelined) bytes wait for the next request. */
 		conn_hold_input(c);
-		if (c->respb.done && c->resp_head_done) {
+		if (c->http.respb.done && c->http.resp_head_done) {
 			http_finish(c);
 			return;
 		}
-		if (c->head_due == 0 && !c->resp_head_done) {
+		if (c->http.head_due == 0 && !c->http.resp_head_done) {
 			/* The request is out: the head is due from now. */
-			c->head_due = util_now_ms() +
+			c->http.head_due = util_now_ms() +
 			    c->cfg->timeouts.response_head_ms;
 			http_clock_arm(c);
 		}
@@ -1126,25 +1126,25 @@ http_upstream_event(struct io *io, int ev, void *arg)
 		return;
 	}
 	if (ev & IO_EV_DRAINED) {
-		if (!c->reqb.done)
+		if (!c->http.reqb.done)
 			io_read(c->cio, 1);
 		return;
 	}
-	if ((ev & IO_EV_EOF) && c->resp_head_done &&
-	    c->respb.kind == HTTP_BODY_CLOSE) {
+	if ((ev & IO_EV_EOF) && c->http.resp_head_done &&
+	    c->http.respb.kind == HTTP_BODY_CLOSE) {
 		/* End of a close-delimited body. */
-		if (c->respb.xform != CONN_XFORM_NONE) {
+		if (c->http.respb.xform != CONN_XFORM_NONE) {
 			const char *err = NULL;
 
-			if (http_move_body(c, &c->respb, io_in(c->uio),
-			    io_out(c->cio), &c->bytes_down, &err) == -1 ||
-			    http_move_data(c, &c->respb, io_in(c->uio),
-			    io_out(c->cio), 0, true, c->respb.out_chunked,
+			if (http_move_body(c, &c->http.respb, io_in(c->uio),
+			    io_out(c->cio), &c->http.bytes_down, &err) == -1 ||
+			    http_move_data(c, &c->http.respb, io_in(c->uio),
+			    io_out(c->cio), 0, true, c->http.respb.out_chunked,
 			    &err) == -1) {
 				http_abort(c, POLICY_R_INTERNAL, err);
 				return;
 			}
-			if (c->respb.out_chunked)
+			if (c->http.respb.out_chunked)
 				evbuffer_add(io_out(c->cio), "0\r\n\r\n", 5);
 			if (io_flush(c->cio) == -1) {
 				http_abort(c, POLICY_R_BAD_REQUEST, "writing to "
@@ -1152,15 +1152,15 @@ http_upstream_event(struct io *io, int ev, void *arg)
 				return;
 			}
 		}
-		c->respb.done = true;
-		c->upstream_keepalive = false;
-		c->client_keepalive = false;
+		c->http.respb.done = true;
+		c->http.upstream_keepalive = false;
+		c->http.client_keepalive = false;
 		io_read(c->uio, 0);
 		http_finish(c);
 		return;
 	}
 	if ((ev & IO_EV_ERROR) && io_tls_error(io) != NULL &&
-	    !c->resp_head_done) {
+	    !c->http.resp_head_done) {
 		char d[200];
 
 		snprintf(d, sizeof(d), "upstream %s", io_tls_error(io));
@@ -1180,18 +1180,18 @@ http_upstream_event(struct io *io, int ev, void *arg)
 static void
 http_upstream_lost(struct conn *c, const char *what)
 {
-	const char	*m = c->req.method;
+	const char	*m = c->http.req.method;
 
-	if (c->up_reused && !c->resp_head_done && c->up_scan_state == 0 &&
-	    c->req.body == HTTP_BODY_NONE && (strcmp(m, "GET") == 0 ||
+	if (c->http.up_reused && !c->http.resp_head_done && c->http.up_scan_state == 0 &&
+	    c->http.req.body == HTTP_BODY_NONE && (strcmp(m, "GET") == 0 ||
 	    strcmp(m, "HEAD") == 0 || strcmp(m, "OPTIONS") == 0)) {
 		io_free(c->uio);
 		c->uio = NULL;
-		c->up_reused = false;
+		c->http.up_reused = false;
 		conn_route(c);
 		return;
 	}
-	if (!c->resp_head_done) {
+	if (!c->http.resp_head_done) {
 		http_denied(c, POLICY_R_UPSTREAM_UNREACHABLE, what);
 		return;
 	}
@@ -1208,7 +1208,7 @@ http_read_response(struct conn *c)
 	unsigned char		*p;
 	int			 rc;
 
-	while (!c->resp_head_done) {
+	while (!c->http.resp_head_done) {
 		len = evbuffer_get_length(in);
 		if (len == 0)
 			return;
@@ -1221,39 +1221,39 @@ http_read_response(struct conn *c)
 			return;
 		}
 		rc = http_head_scan((const char *)p, len, &lim,
-		    &c->up_scan_state, &head_len, &err);
+		    &c->http.up_scan_state, &head_len, &err);
 		if (rc == HTTP_NEED_MORE)
 			return;
 		if (rc == HTTP_OK)
 			rc = http_response_head_parse((const char *)p, head_len,
-			    &lim, c->req.method, &c->resp, &err);
+			    &lim, c->http.req.method, &c->http.resp, &err);
 		if (rc != HTTP_OK) {
 			char d[160];
 
 			snprintf(d, sizeof(d), "malformed response from "
 			    "upstream: %s", err ? err : "?");
-			c->upstream_keepalive = false;
+			c->http.upstream_keepalive = false;
 			http_denied(c, POLICY_R_UPSTREAM_UNREACHABLE, d);
 			return;
 		}
 		evbuffer_drain(in, head_len);
-		c->up_scan_state = 0;
-		if (c->resp.status >= 100 && c->resp.status < 200) {
-			if (c->resp.status == 101) {
-				http_response_head_free(&c->resp);
+		c->http.up_scan_state = 0;
+		if (c->http.resp.status >= 100 && c->http.resp.status < 200) {
+			if (c->http.resp.status == 101) {
+				http_response_head_free(&c->http.resp);
 				http_denied(c, POLICY_R_UPSTREAM_UNREACHABLE,
 				    "upstream switched protocols, which moat "
 				    "does not forward");
 				return;
 			}
 			/* Interim answers: pass on 100 Continue, drop the rest. */
-			if (c->resp.status == 100 && c->req.expect_continue &&
-			    !c->sent_100) {
+			if (c->http.resp.status == 100 && c->http.req.expect_continue &&
+			    !c->http.sent_100) {
 				evbuffer_add(io_out(c->cio),
 				    "HTTP/1.1 100 Continue\r\n\r\n", 25);
-				c->sent_100 = true;
+				c->http.sent_100 = true;
 			}
-			http_response_head_free(&c->resp);
+			http_response_head_free(&c->http.resp);
 			continue;
 		}
 		if (http_write_response_head(c) == -1)
@@ -1265,46 +1265,46 @@ http_read_response(struct conn *c)
 static int
 http_write_response_head(struct conn *c)
 {
-	struct http_response_head	*r = &c->resp;
+	struct http_response_head	*r = &c->http.resp;
 	struct evbuffer			*out = io_out(c->cio);
 	const char			*reason;
 	size_t				 rlen;
 
-	c->resp_head_done = true;
-	c->status = r->status;
+	c->http.resp_head_done = true;
+	c->http.status = r->status;
 	/* The timer stays: a body that is not moved whole at once starts
 	 * the body clock (http_pump_response). */
-	c->respb.kind = r->body;
-	c->respb.left = r->content_length;
-	c->respb.done = r->body == HTTP_BODY_NONE ||
+	c->http.respb.kind = r->body;
+	c->http.respb.left = r->content_length;
+	c->http.respb.done = r->body == HTTP_BODY_NONE ||
 	    (r->body == HTTP_BODY_LENGTH && r->content_length == 0);
-	http_chunked_init(&c->respb.chunked);
-	c->respb.out_chunked = false;
-	c->respb.xform = CONN_XFORM_NONE;
-	c->upstream_keepalive = r->keep_alive && r->body != HTTP_BODY_CLOSE;
-	if (r->body == HTTP_BODY_CLOSE || !c->reqb.done)
-		c->client_keepalive = false;
+	http_chunked_init(&c->http.respb.chunked);
+	c->http.respb.out_chunked = false;
+	c->http.respb.xform = CONN_XFORM_NONE;
+	c->http.upstream_keepalive = r->keep_alive && r->body != HTTP_BODY_CLOSE;
+	if (r->body == HTTP_BODY_CLOSE || !c->http.reqb.done)
+		c->http.client_keepalive = false;
 	if (c->w->draining)
-		c->client_keepalive = false;
+		c->http.client_keepalive = false;
 	/*
 	 * Secret values the upstream echoes become placeholders again; the
 	 * body may change size, so a sized one goes on chunked (HTTP/1.1
 	 * clients) or delimited by close (HTTP/1.0).
 	 */
-	if (inject_response_begin(c) && !c->respb.done) {
-		c->respb.xform = CONN_XFORM_RESPONSE;
+	if (inject_response_begin(c) && !c->http.respb.done) {
+		c->http.respb.xform = CONN_XFORM_RESPONSE;
 		if (r->body == HTTP_BODY_LENGTH) {
-			if (c->req.version_minor >= 1)
-				c->respb.out_chunked = true;
+			if (c->http.req.version_minor >= 1)
+				c->http.respb.out_chunked = true;
 			else
-				c->client_keepalive = false;
+				c->http.client_keepalive = false;
 		}
 	}
 
 	/* The reason phrase is the upstream's text too: scrubbed alike. */
 	reason = r->reason;
 	rlen = strlen(reason);
-	if (c->inj != NULL && inject_response_bytes(c, r->reason, rlen,
+	if (c->http.inj != NULL && inject_response_bytes(c, r->reason, rlen,
 	    &reason, &rlen) == -1) {
 		http_abort(c, POLICY_R_INTERNAL, "out of memory");
 		return -1;
@@ -1321,21 +1321,21 @@ http_write_response_head(struct conn *c)
 		http_abort(c, POLICY_R_INTERNAL, "out of memory");
 		return -1;
 	}
-	if (c->respb.xform != CONN_XFORM_NONE && r->body == HTTP_BODY_LENGTH) {
-		if (c->respb.out_chunked)
+	if (c->http.respb.xform != CONN_XFORM_NONE && r->body == HTTP_BODY_LENGTH) {
+		if (c->http.respb.out_chunked)
 			evbuffer_add(out, "Transfer-Encoding: chunked\r\n",
 			    28);
 	} else if (r->body == HTTP_BODY_LENGTH ||
 	    (r->body == HTTP_BODY_NONE && r->content_length > 0 &&
-	    strcmp(c->req.method, "HEAD") == 0)) {
+	    strcmp(c->http.req.method, "HEAD") == 0)) {
 		evbuffer_add(out, "Content-Length: ", 16);
 		eb_u64(out, r->content_length);
 		evbuffer_add(out, "\r\n", 2);
 	} else if (r->body == HTTP_BODY_CHUNKED)
 		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
-	if (!c->client_keepalive)
+	if (!c->http.client_keepalive)
 		evbuffer_add(out, "Connection: close\r\n", 19);
-	else if (c->req.version_minor == 0)
+	else if (c->http.req.version_minor == 0)
 		evbuffer_add(out, "Connection: keep-alive\r\n", 24);
 	evbuffer_add(out, "\r\n", 2);
 	return 0;
@@ -1346,8 +1346,8 @@ http_pump_response(struct conn *c)
 {
 	const char	*err = NULL;
 
-	if (!c->respb.done && http_move_body(c, &c->respb, io_in(c->uio),
-	    io_out(c->cio), &c->bytes_down, &err) == -1) {
+	if (!c->http.respb.done && http_move_body(c, &c->http.respb, io_in(c->uio),
+	    io_out(c->cio), &c->http.bytes_down, &err) == -1) {
 		char d[160];
 
 		snprintf(d, sizeof(d), "malformed response body from "
@@ -1360,21 +1360,21 @@ http_pump_response(struct conn *c)
 		    "failed");
 		return;
 	}
-	if (c->respb.done) {
+	if (c->http.respb.done) {
 		if (evbuffer_get_length(io_in(c->uio)) > 0)
-			c->upstream_keepalive = false;	/* junk after body */
-		if (c->reqb.done) {
+			c->http.upstream_keepalive = false;	/* junk after body */
+		if (c->http.reqb.done) {
 			http_finish(c);
 			return;
 		}
 		/* Early answer (e.g. 413) before the whole request body:
 		 * neither connection can be reused. */
-		c->upstream_keepalive = false;
-		c->client_keepalive = false;
+		c->http.upstream_keepalive = false;
+		c->http.client_keepalive = false;
 		http_finish(c);
 		return;
 	}
-	if (!c->xfer_ticking)
+	if (!c->http.xfer_ticking)
 		http_clock_arm(c);
 	if (io_out_len(c->cio) > HTTP_BUF_HIGH_BYTES) {
 		io_read(c->uio, 0);
@@ -1387,21 +1387,21 @@ static void
 http_finish(struct conn *c)
 {
 	conn_audit(c, "request", POLICY_ALLOW, POLICY_R_ALLOWED, NULL);
-	if (c->uio != NULL && (!c->upstream_keepalive || !c->reqb.done)) {
+	if (c->uio != NULL && (!c->http.upstream_keepalive || !c->http.reqb.done)) {
 		io_free(c->uio);
 		c->uio = NULL;
 	}
 	if (c->uio != NULL) {
 		io_read(c->uio, 1);	/* notice if the idle upstream closes */
-		c->up_idle_since = util_now_ms();
-		c->up_clean = true;
+		c->http.up_idle_since = util_now_ms();
+		c->http.up_clean = true;
 		/* The client is leaving: the next one may use it. */
-		if (!c->client_keepalive && !uppool_put(c)) {
+		if (!c->http.client_keepalive && !uppool_put(c)) {
 			io_free(c->uio);
 			c->uio = NULL;
 		}
 	}
-	if (c->client_keepalive && !io_eof(c->cio)) {
+	if (c->http.client_keepalive && !io_eof(c->cio)) {
 		http_start(c);
 		return;
 	}
@@ -1416,7 +1416,7 @@ http_finish(struct conn *c)
 static void
 http_abort(struct conn *c, enum policy_reason reason, const char *detail)
 {
-	if (!c->resp_head_done) {
+	if (!c->http.resp_head_done) {
 		http_denied(c, reason, detail);
 		return;
 	}

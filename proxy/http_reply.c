@@ -176,7 +176,7 @@ http_denied_code(struct conn *c, int code, enum policy_reason reason,
 	int	keep;
 
 	conn_set_deadline(c, 0);
-	c->status = code ? code : http_status_for(reason);
+	c->http.status = code ? code : http_status_for(reason);
 	conn_audit(c, c->kind == CONN_KIND_CONNECT ? "open" : "request",
 	    POLICY_DENY, reason, detail);
 	if (reason != POLICY_R_BAD_REQUEST && reason != POLICY_R_LIMIT)
@@ -193,8 +193,8 @@ http_denied_code(struct conn *c, int code, enum policy_reason reason,
 		    c->client, policy_reason_str(reason), detail ?
 		    log_escape(detail, strlen(detail), esc, sizeof(esc)) : "-");
 	}
-	keep = c->kind == CONN_KIND_HTTP && c->req.method != NULL &&
-	    c->client_keepalive && c->reqb.done && c->uio == NULL &&
+	keep = c->kind == CONN_KIND_HTTP && c->http.req.method != NULL &&
+	    c->http.client_keepalive && c->http.reqb.done && c->uio == NULL &&
 	    c->state != CONN_ST_HTTP_EXCHANGE &&
 	    http_status_for(reason) == 403;
 	/* An upstream idle between exchanges (this client's, or just taken

@@ -86,17 +86,17 @@ inject_precheck(struct conn *c, enum policy_reason *reason,
 
 	*detail = NULL;
 	*reason = POLICY_R_ALLOWED;
-	if (r == NULL || c->req.method == NULL)
+	if (r == NULL || c->http.req.method == NULL)
 		return 0;
 	/* Plain HTTP may not carry what the rule injects. */
-	if (!c->tls_client &&
+	if (!c->tun.tls_client &&
 	    (*reason = policy_plain_http_check(r)) != POLICY_R_ALLOWED) {
 		*detail = "the rule injects a secret, which moat sends only "
 		    "inside TLS (use https://, or set \"plain_http\": true on "
 		    "the rule)";
 		return -1;
 	}
-	if ((*reason = policy_git_check(r, c->req.method, c->req.path,
+	if ((*reason = policy_git_check(r, c->http.req.method, c->http.req.path,
 	    detail)) != POLICY_R_ALLOWED)
 		return -1;
 	return 0;
@@ -183,7 +183,7 @@ inject_actions(struct conn *c, struct inject *in, size_t i)
 
 	in->bound[i] = policy_secret_bound(conn_policy(c), i,
 	    c->target.kind == POLICY_HOST_NAME ? c->target.name : NULL,
-	    &c->up_addr, c->port);
+	    &c->http.up_addr, c->port);
 	in->resp_act[i] = SECRETSCAN_ACT_VALUE_TO_PH;
 	in->any_bound |= in->bound[i];
 	if (!in->bound[i]) {
@@ -264,7 +264,7 @@ inject_begin(struct conn *c, enum policy_reason *reason, const char **detail)
 		for (i = 0; i < k && i < INJECT_NAMES_MAX; i++)
 			in->names[i] = secrets_name(in->sv.vals, idx[i]);
 	}
-	c->inj = in;
+	c->http.inj = in;
 	return 0;
  nomem:
 	inject_free(in);
@@ -276,7 +276,7 @@ inject_begin(struct conn *c, enum policy_reason *reason, const char **detail)
 void
 inject_end(struct conn *c)
 {
-	struct inject		*in = c->inj;
+	struct inject		*in = c->http.inj;
 	struct inject_copy	*cp, *n;
 
 	if (in == NULL)
@@ -289,7 +289,7 @@ inject_end(struct conn *c)
 	secretscan_stream_free(in->req_st);
 	secretscan_stream_free(in->resp_st);
 	inject_free(in);
-	c->inj = NULL;
+	c->http.inj = NULL;
 }
 
 /* Keeps a rewritten buffer until the request is done (then wiped). */
@@ -339,7 +339,7 @@ static int
 inject_request_in(struct conn *c, enum inject_where w, const char *src,
     size_t len, const char **out, size_t *outlen)
 {
-	struct inject	*in = c->inj;
+	struct inject	*in = c->http.inj;
 
 	if (in == NULL) {
 		*out = src;
@@ -446,9 +446,9 @@ inject_request_target(struct conn *c, const char *in, size_t len,
 	if (inject_request_in(c, INJECT_IN_TARGET, in, len, out,
 	    outlen) == -1)
 		return -1;
-	if (c->inj == NULL || !c->inj->any_encode)
+	if (c->http.inj == NULL || !c->http.inj->any_encode)
 		return 0;
-	return inject_encode(c->inj, *out, *outlen, out, outlen);
+	return inject_encode(c->http.inj, *out, *outlen, out, outlen);
 }
 
 int
@@ -462,19 +462,19 @@ int
 inject_response_bytes(struct conn *c, const char *in, size_t len,
     const char **out, size_t *outlen)
 {
-	return inject_rewrite(c->inj, c->inj ? &c->inj->resp_rules : NULL, in,
+	return inject_rewrite(c->http.inj, c->http.inj ? &c->http.inj->resp_rules : NULL, in,
 	    len, out, outlen);
 }
 
 const char *
 inject_unsafe(const struct conn *c)
 {
-	if (c->inj == NULL || !c->inj->unsafe)
+	if (c->http.inj == NULL || !c->http.inj->unsafe)
 		return NULL;
-	if (c->inj->too_long)
+	if (c->http.inj->too_long)
 		return "the request target with the secret's value "
 		    "percent-encoded would be longer than 64 KiB";
-	return c->inj->leak_where == INJECT_IN_TARGET ?
+	return c->http.inj->leak_where == INJECT_IN_TARGET ?
 	    "the value of a secret holds a space or control bytes, which "
 	    "would break the request line (set \"encode\": \"percent\" on "
 	    "the rule's placeholders entry to send it percent-encoded)" :
@@ -485,10 +485,10 @@ inject_unsafe(const struct conn *c)
 const char *
 inject_leak_name(const struct conn *c)
 {
-	if (c->inj == NULL || c->inj->sv.vals == NULL ||
-	    c->inj->leak >= c->inj->n)
+	if (c->http.inj == NULL || c->http.inj->sv.vals == NULL ||
+	    c->http.inj->leak >= c->http.inj->n)
 		return "?";
-	return secrets_name(c->inj->sv.vals, c->inj->leak);
+	return secrets_name(c->http.inj->sv.vals, c->http.inj->leak);
 }
 
 bool
@@ -496,12 +496,12 @@ inject_overrides(const struct conn *c, const char *name, size_t len)
 {
 	size_t	i;
 
-	if (c->inj == NULL)
+	if (c->http.inj == NULL)
 		return false;
-	for (i = 0; i < c->inj->ninjs; i++) {
-		const char *h = c->inj->injs[i].header;
+	for (i = 0; i < c->http.inj->ninjs; i++) {
+		const char *h = c->http.inj->injs[i].header;
 
-		if (c->inj->injs[i].kind != POLICY_INJECT_PLACEHOLDERS &&
+		if (c->http.inj->injs[i].kind != POLICY_INJECT_PLACEHOLDERS &&
 		    h != NULL && strlen(h) == len &&
 		    strncasecmp(h, name, len) == 0)
 			return true;
@@ -545,7 +545,7 @@ inject_header_safe(const char *v, size_t len)
 int
 inject_add_headers(struct conn *c, struct evbuffer *out, const char **detail)
 {
-	struct inject	*in = c->inj;
+	struct inject	*in = c->http.inj;
 	char		 v[INJECT_HEADER_MAX_BYTES] UTIL_NOINIT;
 	char		 up[INJECT_HEADER_MAX_BYTES] UTIL_NOINIT;
 	unsigned char	 b64[INJECT_HEADER_MAX_BYTES * 4 / 3 + 8] UTIL_NOINIT;
@@ -612,7 +612,7 @@ inject_add_headers(struct conn *c, struct evbuffer *out, const char **detail)
 bool
 inject_scans_body(const struct conn *c)
 {
-	return c->inj != NULL && c->inj->n > 0 && c->inj->scan_body;
+	return c->http.inj != NULL && c->http.inj->n > 0 && c->http.inj->scan_body;
 }
 
 bool
@@ -625,13 +625,13 @@ inject_strips_range(const struct conn *c)
 	 * scanner cannot recognise; without Range the whole representation
 	 * comes back and every whole value in it is scrubbed.
 	 */
-	return c->inj != NULL && c->inj->any_bound;
+	return c->http.inj != NULL && c->http.inj->any_bound;
 }
 
 bool
 inject_body_may_grow(const struct conn *c)
 {
-	return c->inj != NULL && c->inj->body_grows;
+	return c->http.inj != NULL && c->http.inj->body_grows;
 }
 
 /* Moves n bytes of in through st (made on first use). */
@@ -669,7 +669,7 @@ int
 inject_body(struct conn *c, struct evbuffer *src, size_t n, bool last,
     void (*emit)(void *, const uint8_t *, size_t), void *arg)
 {
-	struct inject	*in = c->inj;
+	struct inject	*in = c->http.inj;
 
 	return inject_stream(in, &in->req_st, &in->req_rules[INJECT_IN_BODY],
 	    src, n, last, emit, arg);
@@ -678,7 +678,7 @@ inject_body(struct conn *c, struct evbuffer *src, size_t n, bool last,
 bool
 inject_response_begin(struct conn *c)
 {
-	struct inject	*in = c->inj;
+	struct inject	*in = c->http.inj;
 
 	if (in == NULL || in->n == 0)
 		return false;
@@ -691,7 +691,7 @@ int
 inject_response_body(struct conn *c, struct evbuffer *src, size_t n,
     bool last, void (*emit)(void *, const uint8_t *, size_t), void *arg)
 {
-	struct inject	*in = c->inj;
+	struct inject	*in = c->http.inj;
 
 	/*
 	 * The whole body, however long: the scanner streams (it holds back
@@ -705,7 +705,7 @@ inject_response_body(struct conn *c, struct evbuffer *src, size_t n,
 const char *const *
 inject_names(const struct conn *c)
 {
-	if (c->inj == NULL || c->inj->names[0] == NULL)
+	if (c->http.inj == NULL || c->http.inj->names[0] == NULL)
 		return NULL;
-	return c->inj->names;
+	return c->http.inj->names;
 }

@@ -54,8 +54,8 @@ intercept_name_denied(const struct conn *c, const char *name,
 
 	memset(&t, 0, sizeof(t));
 	t.name = name;
-	t.addr = &c->tunnel_target.addr;
-	t.port = c->tunnel_port;
+	t.addr = &c->tun.target.addr;
+	t.port = c->tun.port;
 	t.method = method;
 	t.path = path;
 	if (policy_decide(conn_policy(c), &t, d) == POLICY_ALLOW)
@@ -101,25 +101,25 @@ intercept_start(struct conn *c, int ufd)
 		return;
 	}
 	io_read(c->uio, 1);	/* notice an upstream that closes early */
-	memcpy(c->up_host, c->host, sizeof(c->up_host));
-	memcpy(c->up_ip, c->ip, sizeof(c->up_ip));
-	c->up_port = c->port;
-	c->up_idle_since = util_now_ms();
-	c->via = c->kind;
-	c->intercept = true;
-	c->tunnel_target = c->target;
-	memcpy(c->tunnel_host, c->host, sizeof(c->tunnel_host));
-	c->tunnel_port = c->port;
+	memcpy(c->http.up_host, c->host, sizeof(c->http.up_host));
+	memcpy(c->http.up_ip, c->ip, sizeof(c->http.up_ip));
+	c->http.up_port = c->port;
+	c->http.up_idle_since = util_now_ms();
+	c->tun.via = c->kind;
+	c->tun.inspected = true;
+	c->tun.target = c->target;
+	memcpy(c->tun.host, c->host, sizeof(c->tun.host));
+	c->tun.port = c->port;
 	if (io_flush(c->cio) == -1) {
 		conn_close(c, POLICY_R_BAD_REQUEST, "write failed");
 		return;
 	}
-	c->tun_open = true;
-	c->tun_t_start = util_now_ms();
-	io_counts(c->cio, &c->tun_in0, &c->tun_out0);
-	snprintf(c->tun_rule, sizeof(c->tun_rule), "%s", c->dec.rule_name ?
+	c->tun.open = true;
+	c->tun.t_start = util_now_ms();
+	io_counts(c->cio, &c->tun.in0, &c->tun.out0);
+	snprintf(c->tun.rule, sizeof(c->tun.rule), "%s", c->dec.rule_name ?
 	    c->dec.rule_name : "");
-	memcpy(c->tun_ip, c->ip, sizeof(c->tun_ip));
+	memcpy(c->tun.ip, c->ip, sizeof(c->tun.ip));
 	io_set_cb(c->cio, intercept_client_event, c);
 	conn_enter_state(c, CONN_ST_INTERCEPT_PEEK);
 	conn_set_deadline(c, c->cfg->timeouts.request_head_ms);
@@ -193,7 +193,7 @@ intercept_peek(struct conn *c)
 	if (rc == TLS_NOT_TLS) {
 		/* Plain HTTP inside the tunnel: read it as it is (over a plain
 		 * upstream: a pooled TLS one goes, the first request dials). */
-		c->tls_client = false;
+		c->tun.tls_client = false;
 		if (c->uio != NULL && io_ssl(c->uio) != NULL) {
 			io_free(c->uio);
 			c->uio = NULL;
@@ -207,24 +207,24 @@ intercept_peek(struct conn *c)
 		return;
 	}
 	leaf_host = c->host;
-	c->up_tls_is_addr = c->tunnel_target.kind == POLICY_HOST_ADDR;
-	snprintf(c->up_tls_host, sizeof(c->up_tls_host), "%s", c->host);
+	c->tun.up_tls_is_addr = c->tun.target.kind == POLICY_HOST_ADDR;
+	snprintf(c->tun.up_tls_host, sizeof(c->tun.up_tls_host), "%s", c->host);
 	if (hello.has_sni && !hello.sni_is_ip) {
 		if (policy_host_normalise(hello.sni, hello.sni_len, &sni,
 		    &err) == -1) {
 			intercept_fail(c, POLICY_R_BAD_REQUEST, err);
 			return;
 		}
-		if (c->tunnel_target.kind == POLICY_HOST_NAME &&
+		if (c->tun.target.kind == POLICY_HOST_NAME &&
 		    (sni.kind != POLICY_HOST_NAME ||
-		    strcmp(sni.name, c->tunnel_target.name) != 0)) {
+		    strcmp(sni.name, c->tun.target.name) != 0)) {
 			/* A tunnel judged for A carries no TLS for B. */
 			snprintf(e, sizeof(e), "the TLS server name %.100s is "
 			    "not the tunnel's host %.100s", sni.name, c->host);
 			intercept_fail(c, POLICY_R_BAD_REQUEST, e);
 			return;
 		}
-		if (c->tunnel_target.kind == POLICY_HOST_ADDR &&
+		if (c->tun.target.kind == POLICY_HOST_ADDR &&
 		    sni.kind == POLICY_HOST_NAME) {
 			struct policy_decision	d;
 
@@ -242,26 +242,26 @@ intercept_peek(struct conn *c)
 				intercept_fail(c, d.reason, e);
 				return;
 			}
-			snprintf(c->up_tls_host, sizeof(c->up_tls_host), "%s",
+			snprintf(c->tun.up_tls_host, sizeof(c->tun.up_tls_host), "%s",
 			    sni.name);
-			c->up_tls_is_addr = false;
-			leaf_host = c->up_tls_host;
+			c->tun.up_tls_is_addr = false;
+			leaf_host = c->tun.up_tls_host;
 		}
 	}
-	if (c->tunnel_target.kind == POLICY_HOST_ADDR && c->up_tls_is_addr) {
-		policy_addr_format(&c->tunnel_target.addr, addr, sizeof(addr));
+	if (c->tun.target.kind == POLICY_HOST_ADDR && c->tun.up_tls_is_addr) {
+		policy_addr_format(&c->tun.target.addr, addr, sizeof(addr));
 		leaf_host = addr;
 	}
 	/* A pooled upstream session was verified for the tunnel's host; TLS
 	 * for another name (SNI in a tunnel to an address) needs its own. */
 	if (c->uio != NULL && io_ssl(c->uio) != NULL &&
-	    strcmp(c->up_tls_host, c->tunnel_host) != 0) {
+	    strcmp(c->tun.up_tls_host, c->tun.host) != 0) {
 		io_free(c->uio);
 		c->uio = NULL;		/* the first request dials */
 	}
-	c->tls = tls_ref(c->w->tls);
-	c->tls_client = true;
-	if ((ssl = tls_server_ssl(c->tls, leaf_host, e, sizeof(e))) == NULL) {
+	c->tun.tls = tls_ref(c->w->tls);
+	c->tun.tls_client = true;
+	if ((ssl = tls_server_ssl(c->tun.tls, leaf_host, e, sizeof(e))) == NULL) {
 		intercept_fail(c, POLICY_R_INTERNAL, e);
 		return;
 	}
@@ -272,8 +272,8 @@ intercept_peek(struct conn *c)
 	/* Meanwhile, the upstream side (unless it came from the pool with
 	 * its TLS session up, verified for this same name). */
 	if (c->uio != NULL && io_ssl(c->uio) == NULL) {
-		ssl = tls_client_ssl(c->tls, c->up_tls_host, c->up_tls_is_addr,
-		    c->tunnel_port, e, sizeof(e));
+		ssl = tls_client_ssl(c->tun.tls, c->tun.up_tls_host, c->tun.up_tls_is_addr,
+		    c->tun.port, e, sizeof(e));
 		if (ssl == NULL || io_start_tls(c->uio, ssl) == -1) {
 			io_free(c->uio);
 			c->uio = NULL;

@@ -77,7 +77,7 @@ socks5_event(struct io *io, int ev, void *arg)
 		/* A client that half-closed after its request still gets
 		 * its answer (HTTP) or its tunnel, which passes the EOF on. */
 		if (ev & IO_EV_EOF) {
-			c->client_keepalive = false;
+			c->http.client_keepalive = false;
 			return;
 		}
 		if (ev & IO_EV_ERROR) {
@@ -179,7 +179,7 @@ socks5_greeting(struct conn *c, const uint8_t *p, size_t len)
 		socks5_flush_close(c);
 		return -1;
 	}
-	c->socks_method = want;
+	c->socks.method = want;
 	if (io_flush(c->cio) == -1) {
 		conn_close(c, POLICY_R_BAD_REQUEST, "write failed");
 		return -1;

@@ -81,18 +81,18 @@ transparent_orig(struct conn *c, char *err, size_t errlen)
 		    "redirected connection", strerror(errno));
 		return -1;
 	}
-	if (policy_addr_from_sockaddr((struct sockaddr *)&ss, &c->orig) ==
+	if (policy_addr_from_sockaddr((struct sockaddr *)&ss, &c->tp.orig) ==
 	    -1) {
 		snprintf(err, errlen, "original destination of an unknown "
 		    "family");
 		return -1;
 	}
-	c->orig_port = ntohs(ss.ss_family == AF_INET ?
+	c->tp.orig_port = ntohs(ss.ss_family == AF_INET ?
 	    ((struct sockaddr_in *)&ss)->sin_port :
 	    ((struct sockaddr_in6 *)&ss)->sin6_port);
 	if (policy_addr_from_sockaddr((struct sockaddr *)&self, &me) == 0 &&
-	    memcmp(&me, &c->orig, sizeof(me)) == 0 &&
-	    c->orig_port == ntohs(self.ss_family == AF_INET ?
+	    memcmp(&me, &c->tp.orig, sizeof(me)) == 0 &&
+	    c->tp.orig_port == ntohs(self.ss_family == AF_INET ?
 	    ((struct sockaddr_in *)&self)->sin_port :
 	    ((struct sockaddr_in6 *)&self)->sin6_port)) {
 		snprintf(err, errlen, "connection made straight to the "
@@ -111,7 +111,7 @@ transparent_dial(struct conn *c)
 		    intercept_refusal(c));
 		return;
 	}
-	conn_dial(c, &c->orig, 1);
+	conn_dial(c, &c->tp.orig, 1);
 }
 
 void
@@ -130,10 +130,10 @@ transparent_start(struct conn *c)
 		transparent_denied(c, POLICY_R_BAD_REQUEST, err);
 		return;
 	}
-	c->port = c->orig_port;
-	policy_addr_format(&c->orig, c->host, sizeof(c->host));
+	c->port = c->tp.orig_port;
+	policy_addr_format(&c->tp.orig, c->host, sizeof(c->host));
 	memset(&t, 0, sizeof(t));
-	t.addr = &c->orig;
+	t.addr = &c->tp.orig;
 	t.port = c->port;
 
 	if (audit_refuses(c->cfg)) {
@@ -142,7 +142,7 @@ transparent_start(struct conn *c)
 		return;
 	}
 	/* 1. An address moatd's DNS listener gave this sandbox. */
-	if (sandbox_attr_find(c->sb, &c->orig, name, sizeof(name)) == 0) {
+	if (sandbox_attr_find(c->sb, &c->tp.orig, name, sizeof(name)) == 0) {
 		c->target.kind = POLICY_HOST_NAME;
 		memcpy(c->target.name, name, strlen(name) + 1);
 		memcpy(c->host, name, strlen(name) + 1);
@@ -158,7 +158,7 @@ transparent_start(struct conn *c)
 	if (policy_decide(conn_policy(c), &t, &c->dec) == POLICY_ALLOW &&
 	    c->dec.rule != NULL) {
 		c->target.kind = POLICY_HOST_ADDR;
-		c->target.addr = c->orig;
+		c->target.addr = c->tp.orig;
 		transparent_dial(c);
 		return;
 	}
@@ -193,7 +193,7 @@ transparent_event(struct io *io, int ev, void *arg)
 		/* A client that half-closed after its request still gets
 		 * its answer (HTTP) or its tunnel, which passes the EOF on. */
 		if (ev & IO_EV_EOF) {
-			c->client_keepalive = false;
+			c->http.client_keepalive = false;
 			return;
 		}
 		if (ev & IO_EV_ERROR) {
@@ -254,7 +254,7 @@ transparent_peek(struct conn *c)
 	lim.header_count_max = c->cfg->limits.header_count;
 	if (len > lim.head_max + 1)
 		len = lim.head_max + 1;
-	rc = http_head_scan((const char *)p, len, &lim, &c->peek_state, &hl,
+	rc = http_head_scan((const char *)p, len, &lim, &c->tp.peek_state, &hl,
 	    &err);
 	if (rc == HTTP_NEED_MORE)
 		return;

@@ -94,29 +94,29 @@ uppool_put(struct conn *c)
 	uint64_t		 now = util_now_ms(), idle_ms;
 	struct timeval		 tv;
 
-	if (io == NULL || !c->up_clean || w->draining || io_eof(io) ||
+	if (io == NULL || !c->http.up_clean || w->draining || io_eof(io) ||
 	    io_in_len(io) != 0 || io_out_len(io) != 0 ||
 	    (c->sb != NULL && atomic_load(&c->sb->dead)))
 		return 0;
 	idle_ms = c->cfg->timeouts.idle_upstream_ms;
-	if (now - c->up_idle_since >= idle_ms)
+	if (now - c->http.up_idle_since >= idle_ms)
 		return 0;
 	if ((ssl = io_ssl(io)) != NULL) {
 		/* HTTPS: only a session verified for the very host (name or
 		 * address) the client's tunnel was judged for, under the
 		 * worker's current roots. */
-		if (!c->intercept || !c->tls_client || c->tls == NULL ||
-		    c->tls != w->tls ||
-		    strcmp(c->up_tls_host, c->tunnel_host) != 0 ||
-		    c->up_tls_is_addr != (c->tunnel_target.kind ==
+		if (!c->tun.inspected || !c->tun.tls_client || c->tun.tls == NULL ||
+		    c->tun.tls != w->tls ||
+		    strcmp(c->tun.up_tls_host, c->tun.host) != 0 ||
+		    c->tun.up_tls_is_addr != (c->tun.target.kind ==
 		    POLICY_HOST_ADDR) || !SSL_is_init_finished(ssl))
 			return 0;
-		tls = c->tls;
-		host = c->up_tls_host;
+		tls = c->tun.tls;
+		host = c->tun.up_tls_host;
 	} else {
-		if (c->intercept)
+		if (c->tun.inspected)
 			return 0;
-		host = c->up_host;
+		host = c->http.up_host;
 	}
 	if (w->nuppool >= UPPOOL_MAX)
 		uppool_entry_free(TAILQ_LAST(&w->uppool, uppool_head));
@@ -134,11 +134,11 @@ uppool_put(struct conn *c)
 	e->sb = c->sb != NULL ? sandbox_ref(c->sb) : NULL;
 	e->tls = tls != NULL ? tls_ref(tls) : NULL;
 	snprintf(e->host, sizeof(e->host), "%s", host);
-	e->port = c->up_port;
-	e->addr = c->up_addr;
-	memcpy(e->ip, c->up_ip, sizeof(e->ip));
-	e->idle_since = c->up_idle_since;
-	idle_ms -= now - c->up_idle_since;
+	e->port = c->http.up_port;
+	e->addr = c->http.up_addr;
+	memcpy(e->ip, c->http.up_ip, sizeof(e->ip));
+	e->idle_since = c->http.up_idle_since;
+	idle_ms -= now - c->http.up_idle_since;
 	tv.tv_sec = (time_t)(idle_ms / 1000);
 	tv.tv_usec = (suseconds_t)(idle_ms % 1000) * 1000;
 	evtimer_add(e->timer, &tv);
@@ -147,7 +147,7 @@ uppool_put(struct conn *c)
 	TAILQ_INSERT_HEAD(&w->uppool, e, link);
 	w->nuppool++;
 	c->uio = NULL;
-	c->up_clean = false;
+	c->http.up_clean = false;
 	log_debug("conn=%llu upstream %s:%u (%s) kept for the next client",
 	    (unsigned long long)c->id, e->host, e->port, e->ip);
 	return 1;
@@ -189,11 +189,11 @@ uppool_take(struct conn *c, struct tls *tls, const char *host, uint16_t port,
 	io = e->io;
 	e->io = NULL;
 	io_set_cb(io, uppool_orphan_cb, NULL);
-	snprintf(c->up_host, sizeof(c->up_host), "%s", e->host);
-	c->up_port = e->port;
-	c->up_addr = e->addr;
-	memcpy(c->up_ip, e->ip, sizeof(c->up_ip));
-	c->up_idle_since = e->idle_since;
+	snprintf(c->http.up_host, sizeof(c->http.up_host), "%s", e->host);
+	c->http.up_port = e->port;
+	c->http.up_addr = e->addr;
+	memcpy(c->http.up_ip, e->ip, sizeof(c->http.up_ip));
+	c->http.up_idle_since = e->idle_since;
 	uppool_entry_free(e);
 	return io;
 }
