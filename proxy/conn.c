@@ -52,9 +52,9 @@ static void	conn_audit_tunnel_close(struct conn *c,
 		    enum policy_reason reason);
 static void	conn_connected_cb(int fd, size_t idx, int err, void *arg);
 static void	conn_fail_local(struct conn *c, int err, const char *what);
-static void	conn_fail(struct conn *c, enum policy_reason reason,
-		    const char *detail);
-static void	conn_handshake_cut(struct conn *c);
+static void	conn_upstream_ready(struct conn *c, int ufd);
+static bool	conn_inspection_refused(struct conn *c);
+static void	conn_sniff_start(struct conn *c);
 static void	conn_format_peer(const struct sockaddr *sa, socklen_t salen,
 		    char *buf, size_t len);
 
@@ -93,6 +93,34 @@ conn_format_peer(const struct sockaddr *sa, socklen_t salen, char *buf,
 		snprintf(buf, len, "[%s]:%u", addr, ntohs(sin6->sin6_port));
 	} else
 		snprintf(buf, len, "unix");
+}
+
+/*
+ * An http+socks5 listener's connection until its first byte says which
+ * of the two it speaks.
+ */
+static const struct conn_ops conn_sniff_ops = {
+	.name = "http+socks5",
+	.start = conn_sniff_start,
+};
+
+static const struct conn_ops *
+conn_ops_for(enum moat_listen_proto proto)
+{
+	switch (proto) {
+	case MOAT_PROTO_HTTP:
+		return &http_conn_ops;
+	case MOAT_PROTO_SOCKS5:
+		return &socks5_conn_ops;
+	case MOAT_PROTO_MIXED:
+		return &conn_sniff_ops;
+	case MOAT_PROTO_TRANSPARENT:
+		return &transparent_conn_ops;
+	case MOAT_PROTO_DNS:
+		return &dns_conn_ops;
+	default:
+		return NULL;
+	}
 }
 
 void
@@ -147,29 +175,13 @@ conn_accept(struct worker *w, struct listener *l, int fd,
 	log_debug("conn=%llu accepted from %s on %s", (unsigned long long)c->id,
 	    c->client, l->address);
 
-	switch (l->proto) {
-	case MOAT_PROTO_HTTP:
-		http_start(c);
-		break;
-	case MOAT_PROTO_SOCKS5:
-		socks5_start(c);
-		break;
-	case MOAT_PROTO_MIXED:
-		conn_enter_state(c, CONN_ST_SNIFF);
-		conn_set_deadline(c, c->cfg->timeouts.request_head_ms);
-		io_read(c->cio, 1);
-		break;
-	case MOAT_PROTO_TRANSPARENT:
-		transparent_start(c);
-		break;
-	case MOAT_PROTO_DNS:
-		dns_tcp_start(c);
-		break;
-	default:
+	if ((c->ops = conn_ops_for(l->proto)) == NULL) {
 		conn_close(c, POLICY_R_INTERNAL, "listener kind not served here");
-		break;
+		return;
 	}
+	c->ops->start(c);
 }
+
 
 void
 conn_refuse_accepted(struct worker *w, struct listener *l, int fd,
@@ -196,6 +208,14 @@ conn_refuse_accepted(struct worker *w, struct listener *l, int fd,
 	audit_emit(&r);
 }
 
+static void
+conn_sniff_start(struct conn *c)
+{
+	conn_enter_state(c, CONN_ST_SNIFF);
+	conn_set_deadline(c, c->cfg->timeouts.request_head_ms);
+	io_read(c->cio, 1);
+}
+
 /*
  * http+socks5 listener: the first byte tells the protocols apart.  SOCKS5
  * starts with its version, 5; no HTTP method starts with a control byte.
@@ -213,7 +233,8 @@ conn_sniff_event(struct io *io, int ev, void *arg)
 	if (evbuffer_copyout(io_in(io), &b, 1) != 1)
 		return;
 	if (b == 0x05) {
-		socks5_start(c);
+		c->ops = &socks5_conn_ops;
+		c->ops->start(c);
 		return;
 	}
 	if (b == 0x04) {
@@ -222,7 +243,8 @@ conn_sniff_event(struct io *io, int ev, void *arg)
 		conn_close(c, POLICY_R_BAD_REQUEST, "SOCKS4 is not supported");
 		return;
 	}
-	http_start(c);
+	c->ops = &http_conn_ops;
+	c->ops->start(c);
 }
 
 void
@@ -237,14 +259,12 @@ conn_enter_state(struct conn *c, enum conn_state st)
 void
 conn_set_deadline(struct conn *c, unsigned ms)
 {
-	struct timeval	tv;
+	struct timeval	tv = util_ms_tv(ms);
 
 	if (ms == 0) {
 		event_del(c->timer);
 		return;
 	}
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
 	event_add(c->timer, &tv);
 }
 
@@ -384,29 +404,14 @@ conn_name_leaks(struct conn *c)
 	rc = secrets_name_leak(c->sb, c->w->secrets, conn_policy(c),
 	    c->target.name, c->port, who, sizeof(who));
 	if (rc == -1)
-		conn_fail(c, POLICY_R_INTERNAL, "out of memory");
+		conn_fail(c, 0, POLICY_R_INTERNAL, "out of memory");
 	else if (rc == 1) {
 		snprintf(d, sizeof(d), "the name carries the secret %s (its "
 		    "value or the sandbox's placeholder), which is not bound "
 		    "to this host", who);
-		conn_fail(c, POLICY_R_SECRET_LEAK, d);
+		conn_fail(c, 0, POLICY_R_SECRET_LEAK, d);
 	}
 	return rc != 0;
-}
-
-void
-conn_http_target(const struct conn *c, struct policy_target *t)
-{
-	const struct http_request_head	*req = &c->http.req;
-
-	t->method = req->method;
-	t->path = req->path;
-	t->req = 0;
-	if (req->body == HTTP_BODY_CHUNKED || (req->body == HTTP_BODY_LENGTH &&
-	    req->content_length > 0))
-		t->req |= POLICY_REQ_BODY;
-	if (http_request_has_override(req))
-		t->req |= POLICY_REQ_OVERRIDE;
 }
 
 /*
@@ -428,49 +433,29 @@ conn_route(struct conn *c)
 	else
 		t.addr = &c->target.addr;
 	t.port = c->port;
-	if (c->kind == CONN_KIND_HTTP)
-		conn_http_target(c, &t);
+	if (c->ops->target != NULL)
+		c->ops->target(c, &t);
 	c->ip[0] = '\0';
 	c->naddrs = 0;
 	if (c->target.kind == POLICY_HOST_ADDR)
 		policy_addr_format(&c->target.addr, c->ip, sizeof(c->ip));
 	if (audit_refuses(c->cfg)) {
-		conn_fail(c, POLICY_R_AUDIT_UNAVAILABLE,
+		conn_fail(c, 0, POLICY_R_AUDIT_UNAVAILABLE,
 		    AUDIT_UNAVAILABLE_DETAIL);
 		return;
 	}
 	if (policy_decide(conn_policy(c), &t, &c->dec) == POLICY_DENY) {
-		conn_fail(c, c->dec.reason, NULL);
+		conn_fail(c, 0, c->dec.reason, NULL);
 		return;
 	}
 	/* Before it is resolved: the name must not carry a secret out. */
 	if (conn_name_leaks(c))
 		return;
-	if (c->kind == CONN_KIND_HTTP && !c->tun.inspected &&
-	    (policy_rule_protocols(c->dec.rule) & ~POLICY_PROTO_HTTP) != 0 &&
-	    (policy_rule_protocols(c->dec.rule) & POLICY_PROTO_HTTP) == 0) {
-		/* A forward request is http: the rule must list it. */
-		conn_fail(c, POLICY_R_PROTOCOL, "the rule's \"protocols\" "
-		    "does not list http");
+	if (c->ops->judged != NULL && c->ops->judged(c) == -1)
 		return;
-	}
-	if (c->kind == CONN_KIND_HTTP) {
-		enum policy_reason	 why;
-		const char		*detail;
-
-		/* Refusals of the rule that need no upstream: before one
-		 * is resolved or dialled. */
-		if (inject_precheck(c, &why, &detail) == -1) {
-			conn_fail(c, why, detail);
-			return;
-		}
-	}
-	if (c->kind != CONN_KIND_HTTP && (c->dec.flags & POLICY_F_INSPECT) &&
-	    !intercept_possible(c)) {
-		conn_fail(c, POLICY_R_NEEDS_INSPECTION,
-		    intercept_refusal(c));
+	/* Not even resolved when the tunnel would be refused anyway. */
+	if (conn_inspection_refused(c))
 		return;
-	}
 	if (c->target.kind == POLICY_HOST_ADDR) {
 		c->addrs[0] = c->target.addr;
 		c->naddrs = 1;
@@ -482,7 +467,7 @@ conn_route(struct conn *c)
 	if (!sandbox_names_take(c->sb, conn_policy(c), &c->dec,
 	    c->target.name, c->cfg->limits.dns_wildcard_names, budget,
 	    sizeof(budget))) {
-		conn_fail(c, POLICY_R_DNS_BUDGET, budget);
+		conn_fail(c, 0, POLICY_R_DNS_BUDGET, budget);
 		return;
 	}
 	conn_enter_state(c, CONN_ST_RESOLVING);
@@ -493,7 +478,7 @@ conn_route(struct conn *c)
 		return;
 	}
 	if (rc == -1) {
-		conn_fail(c, POLICY_R_INTERNAL, "out of memory");
+		conn_fail(c, 0, POLICY_R_INTERNAL, "out of memory");
 		return;
 	}
 	conn_set_deadline(c, c->cfg->timeouts.dns_ms);
@@ -518,7 +503,7 @@ conn_resolved(struct conn *c, const struct resolver_result *res)
 
 	conn_set_deadline(c, 0);
 	if (res->status != RESOLVER_OK) {
-		conn_fail(c, POLICY_R_DNS_FAILURE, res->error);
+		conn_fail(c, 0, POLICY_R_DNS_FAILURE, res->error);
 		return;
 	}
 	memset(&first_deny, 0, sizeof(first_deny));
@@ -526,8 +511,8 @@ conn_resolved(struct conn *c, const struct resolver_result *res)
 	memset(&t, 0, sizeof(t));
 	t.name = c->target.name;
 	t.port = c->port;
-	if (c->kind == CONN_KIND_HTTP)
-		conn_http_target(c, &t);
+	if (c->ops->target != NULL)
+		c->ops->target(c, &t);
 	c->naddrs = 0;
 	for (i = 0; i < res->naddrs; i++) {
 		t.addr = &res->addrs[i];
@@ -544,18 +529,12 @@ conn_resolved(struct conn *c, const struct resolver_result *res)
 	if (c->naddrs == 0) {
 		/* Every address was refused: say why for the first one. */
 		c->dec = first_deny;
-		conn_fail(c, first_deny.reason, "the name resolves only to "
+		conn_fail(c, 0, first_deny.reason, "the name resolves only to "
 		    "addresses the policy denies");
 		return;
 	}
 	c->ip[0] = '\0';
 	c->dec = first_allow;
-	if (c->kind != CONN_KIND_HTTP && (c->dec.flags & POLICY_F_INSPECT) &&
-	    !intercept_possible(c)) {
-		conn_fail(c, POLICY_R_NEEDS_INSPECTION,
-		    intercept_refusal(c));
-		return;
-	}
 	conn_connect(c);
 }
 
@@ -583,12 +562,30 @@ conn_rate_ok(struct conn *c)
 	return sandbox_rate_take(c->sb, conn_policy(c), c->dec.rule);
 }
 
+/*
+ * A tunnel whose rule must see inside cannot be opened when moatd cannot
+ * intercept it (no CA, or the rule says "intercept": false): refused
+ * (true), before anything is dialled.
+ */
+static bool
+conn_inspection_refused(struct conn *c)
+{
+	if (!conn_is_tunnel(c) || !(c->dec.flags & POLICY_F_INSPECT) ||
+	    intercept_possible(c))
+		return false;
+	conn_fail(c, 0, POLICY_R_NEEDS_INSPECTION, intercept_refusal(c));
+	return true;
+}
+
+/* Every allowed target, resolved or not, is dialled from here. */
 static void
 conn_connect(struct conn *c)
 {
+	if (conn_inspection_refused(c))
+		return;
 	if (!conn_rate_ok(c)) {
-		conn_fail(c, POLICY_R_RATE, "the rule's \"rate\" is used up "
-		    "for now");
+		conn_fail(c, 0, POLICY_R_RATE, "the rule's \"rate\" is used "
+		    "up for now");
 		return;
 	}
 	if (conn_take_pooled(c))
@@ -597,7 +594,7 @@ conn_connect(struct conn *c)
 	c->uc = upstream_connect_start(c->w->base, c->addrs, c->naddrs,
 	    c->port, c->cfg->timeouts.connect_ms, conn_connected_cb, c);
 	if (c->uc == NULL)
-		conn_fail(c, POLICY_R_INTERNAL, "out of memory");
+		conn_fail(c, 0, POLICY_R_INTERNAL, "out of memory");
 }
 
 /*
@@ -618,9 +615,8 @@ conn_take_pooled(struct conn *c)
 		return 0;
 	if (c->kind == CONN_KIND_HTTP && !c->tun.inspected)
 		tls = NULL;
-	else if ((c->kind == CONN_KIND_CONNECT ||
-	    c->kind == CONN_KIND_SOCKS5) && (c->dec.flags & POLICY_F_INSPECT) &&
-	    c->w->tls != NULL)
+	else if (conn_is_tunnel(c) && c->kind != CONN_KIND_TRANSPARENT &&
+	    (c->dec.flags & POLICY_F_INSPECT) && c->w->tls != NULL)
 		tls = c->w->tls;
 	else
 		return 0;
@@ -629,10 +625,7 @@ conn_take_pooled(struct conn *c)
 		return 0;
 	c->uio = io;
 	memcpy(c->ip, c->http.up_ip, sizeof(c->ip));
-	if (c->kind == CONN_KIND_SOCKS5)
-		socks5_connected(c, -1);
-	else
-		http_connected(c, -1);
+	conn_upstream_ready(c, -1);
 	return 1;
 }
 
@@ -654,17 +647,32 @@ conn_connected_cb(int fd, size_t idx, int err, void *arg)
 		snprintf(detail, sizeof(detail), "%s: %s%s", c->ip,
 		    strerror(err), c->naddrs > 1 ? " (and every other "
 		    "allowed address failed too)" : "");
-		conn_fail(c, err == ETIMEDOUT ? POLICY_R_TIMEOUT :
+		conn_fail(c, 0, err == ETIMEDOUT ? POLICY_R_TIMEOUT :
 		    POLICY_R_UPSTREAM_UNREACHABLE, detail);
 		return;
 	}
 	c->http.up_addr = c->addrs[idx < c->naddrs ? idx : 0];
-	if (c->kind == CONN_KIND_SOCKS5)
-		socks5_connected(c, fd);
-	else if (c->kind == CONN_KIND_TRANSPARENT)
-		transparent_connected(c, fd);
+	conn_upstream_ready(c, fd);
+}
+
+/*
+ * The upstream is there (ufd, or -1: c->uio came from the pool).  A
+ * request goes on in its protocol; a tunnel, whichever protocol asked
+ * for it, gets its protocol's reply and then is inspected or guarded.
+ */
+static void
+conn_upstream_ready(struct conn *c, int ufd)
+{
+	if (!conn_is_tunnel(c)) {
+		c->ops->exchange(c, ufd);
+		return;
+	}
+	if (c->ops->tunnel_reply != NULL)
+		c->ops->tunnel_reply(c);
+	if (c->dec.flags & POLICY_F_INSPECT)
+		intercept_start(c, ufd);
 	else
-		http_connected(c, fd);
+		guard_start(c, ufd);	/* judges the first bytes */
 }
 
 /*
@@ -680,111 +688,91 @@ conn_fail_local(struct conn *c, int err, const char *what)
 	snprintf(detail, sizeof(detail), "%s: %s (%s)",
 	    err == EMFILE || err == ENFILE ? "out of file descriptors" :
 	    "out of memory", what, strerror(err));
-	if (c->kind == CONN_KIND_SOCKS5)
-		socks5_denied(c, POLICY_R_INTERNAL, detail);
-	else if (c->kind == CONN_KIND_TRANSPARENT)
-		transparent_denied(c, POLICY_R_INTERNAL, detail);
-	else
-		http_unavailable(c, detail);
+	conn_fail(c, 503, POLICY_R_INTERNAL, detail);
 }
 
-static void
-conn_fail(struct conn *c, enum policy_reason reason, const char *detail)
+void
+conn_fail(struct conn *c, int code, enum policy_reason reason,
+    const char *detail)
 {
-	if (c->kind == CONN_KIND_SOCKS5)
-		socks5_denied(c, reason, detail);
-	else if (c->kind == CONN_KIND_TRANSPARENT)
-		transparent_denied(c, reason, detail);
-	else
-		http_denied(c, reason, detail);
+	if (c->ops->denied == NULL) {
+		conn_audit(c, conn_event(c), POLICY_DENY, reason, detail);
+		conn_close(c, reason, NULL);
+		return;
+	}
+	c->ops->denied(c, code, reason, detail);
 }
 
+bool
+conn_is_tunnel(const struct conn *c)
+{
+	return c->kind == CONN_KIND_CONNECT || c->kind == CONN_KIND_SOCKS5 ||
+	    c->kind == CONN_KIND_TRANSPARENT;
+}
+
+const char *
+conn_event(const struct conn *c)
+{
+	return conn_is_tunnel(c) ? "open" : "request";
+}
+
+void
+conn_wait_event(struct conn *c, int ev)
+{
+	if (ev & IO_EV_READ) {
+		conn_hold_input(c);	/* early bytes, for the request or tunnel */
+		return;
+	}
+	/* A client that half-closed after its request still gets its answer
+	 * (HTTP) or its tunnel, which passes the EOF on. */
+	if (ev & IO_EV_EOF) {
+		c->http.client_keepalive = false;
+		return;
+	}
+	if (ev & IO_EV_ERROR) {
+		conn_audit(c, conn_event(c), POLICY_DENY, POLICY_R_BAD_REQUEST,
+		    "client closed before the upstream answered");
+		conn_close(c, POLICY_R_BAD_REQUEST, NULL);
+	}
+}
+
+/*
+ * The phase deadline: the states every protocol passes through are
+ * handled here, the protocol's own by its table.
+ */
 static void
 conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn	*c = arg;
 
+	(void)fd;
+	(void)what;
 	switch (c->state) {
 	case CONN_ST_RESOLVING:
 		resolver_cancel(c->rq);
 		c->rq = NULL;
-		conn_fail(c, POLICY_R_TIMEOUT, "DNS lookup timed out");
-		return;
-	case CONN_ST_HTTP_HEAD:
-		if (io_in_len(c->cio) == 0) {
-			/* Idle keep-alive connection: nothing to report. */
-			conn_close(c, POLICY_R_TIMEOUT, NULL);
-			return;
-		}
-		http_head_timeout(c);
-		return;
-	case CONN_ST_HTTP_EXCHANGE:
-		http_exchange_timer(c);
+		conn_fail(c, 0, POLICY_R_TIMEOUT, "DNS lookup timed out");
 		return;
 	case CONN_ST_INTERCEPT_PEEK:
 	case CONN_ST_TLS_HANDSHAKE:
-		conn_audit(c, "request", POLICY_DENY, POLICY_R_TIMEOUT,
-		    c->state == CONN_ST_TLS_HANDSHAKE ? "the client's TLS "
-		    "handshake did not finish in time" : "the client sent "
-		    "nothing into the inspected tunnel in time");
-		conn_close(c, POLICY_R_TIMEOUT, NULL);
+		intercept_timeout(c);
 		return;
 	case CONN_ST_TUNNEL_PEEK:
 		guard_timeout(c);
 		return;
-	case CONN_ST_PEEK:
-		if (io_in_len(c->cio) > 0) {
-			/* Started to speak, did not finish: a cut, not a
-			 * server-first protocol. */
-			transparent_denied(c, POLICY_R_TIMEOUT, "the first "
-			    "bytes (a TLS ClientHello or an HTTP head) did not "
-			    "arrive whole in time (timeouts.request_head_ms)");
+	case CONN_ST_SNIFF:
+	case CONN_ST_CONNECTING:
+	case CONN_ST_FLUSH_CLOSE:
+		break;
+	default:
+		if (c->ops->timeout != NULL) {
+			c->ops->timeout(c);
 			return;
 		}
-		transparent_denied(c, POLICY_R_NO_RULE, "nothing named the "
-		    "destination in time: no DNS answer from moatd, no TLS "
-		    "server name, no HTTP Host (a server-first protocol needs "
-		    "an IP rule or moatd's DNS)");
-		return;
-	case CONN_ST_SOCKS_GREETING:
-	case CONN_ST_SOCKS_AUTH:
-	case CONN_ST_SOCKS_REQUEST:
-		conn_handshake_cut(c);
-		return;
-	case CONN_ST_DNS_TCP:
-		if (io_in_len(c->cio) > 0)
-			conn_audit(c, "dns", POLICY_DENY, POLICY_R_TIMEOUT,
-			    "a query over TCP did not arrive whole in time "
-			    "(timeouts.request_head_ms)");
-		conn_close(c, POLICY_R_TIMEOUT, NULL);
-		return;
-	default:
-		log_debug("conn=%llu timeout in state %s",
-		    (unsigned long long)c->id, conn_state_names[c->state]);
-		conn_close(c, POLICY_R_TIMEOUT, NULL);
-		return;
+		break;
 	}
-}
-
-/*
- * request_head_ms passed in the SOCKS5 handshake.  A client that sent
- * nothing is an idle connection; one that stopped part-way is audited, as
- * a cut HTTP head is: a scanner or a stuck client shows in the log.
- */
-static void
-conn_handshake_cut(struct conn *c)
-{
-	uint64_t	in, out;
-
-	io_counts(c->cio, &in, &out);
-	if (in > 0 || io_in_len(c->cio) > 0)
-		conn_audit(c, "open", POLICY_DENY, POLICY_R_TIMEOUT,
-		    c->state == CONN_ST_SOCKS_GREETING ? "the SOCKS5 greeting "
-		    "did not arrive whole in time (timeouts.request_head_ms)" :
-		    c->state == CONN_ST_SOCKS_AUTH ? "the SOCKS5 "
-		    "username/password did not arrive whole in time "
-		    "(timeouts.request_head_ms)" : "the SOCKS5 request did not "
-		    "arrive whole in time (timeouts.request_head_ms)");
+	log_debug("conn=%llu timeout in state %s", (unsigned long long)c->id,
+	    conn_state_names[c->state]);
 	conn_close(c, POLICY_R_TIMEOUT, NULL);
 }
 
@@ -832,7 +820,7 @@ conn_drain(struct conn *c)
 void
 conn_abort(struct conn *c)
 {
-	if (c->state == CONN_ST_HTTP_EXCHANGE && c->kind == CONN_KIND_HTTP)
+	if (c->state == CONN_ST_HTTP_EXCHANGE)
 		conn_audit(c, "request", POLICY_ALLOW, POLICY_R_SHUTDOWN,
 		    "moatd shut down before the response was complete");
 	conn_close(c, POLICY_R_SHUTDOWN, NULL);
@@ -939,8 +927,8 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 	if (detail != NULL)
 		log_debug("conn=%llu closed: %s: %s", (unsigned long long)c->id,
 		    policy_reason_str(reason), detail);
-	if (c->kind == CONN_KIND_DNS)
-		dns_conn_closing(c);
+	if (c->ops != NULL && c->ops->closing != NULL)
+		c->ops->closing(c);
 	conn_head_release(c);
 	resolver_cancel(c->rq);
 	upstream_connect_cancel(c->uc);

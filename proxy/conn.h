@@ -1,8 +1,8 @@
 /*
  * conn.h - a client connection of moatd, from accept to close or to the
  * hand-over to a spliced tunnel.  Private to proxy/: conn.c owns the life
- * cycle and the common close path; http.c and socks5.c drive the
- * protocol states.
+ * cycle and the common close path and calls each protocol (http.c,
+ * socks5.c, transparent.c, dns.c) only through its struct conn_ops.
  *
  * Life of a connection (see ARCHITECTURE.md):
  *   accept -> [SNIFF] -> HTTP_HEAD | SOCKS_GREETING -> ... -> target known
@@ -205,6 +205,44 @@ struct conn {
 	};
 };
 
+/*
+ * What a protocol does at each step of the life cycle conn.c drives: one
+ * table per protocol, chosen at accept from the listener's kind (on an
+ * http+socks5 listener, by the client's first byte).  An inspected tunnel
+ * hands over to HTTP's table once it opens: what flows inside is HTTP.
+ * conn.c calls these and nothing protocol-specific.
+ */
+struct conn_ops {
+	const char	*name;		/* for logs and a refusal at accept */
+	/* Begins reading the client's first request or handshake. */
+	void		(*start)(struct conn *c);
+	/* Sets the request's method, path and flags in t (NULL: none). */
+	void		(*target)(const struct conn *c, struct policy_target *t);
+	/* The name was allowed: this protocol's refusals that need no
+	 * upstream (NULL: none).  0, or -1 after refusing c. */
+	int		(*judged)(struct conn *c);
+	/* A tunnel is allowed and connected: queues the reply that opens
+	 * it on c->cio (NULL: the protocol has none to send). */
+	void		(*tunnel_reply)(struct conn *c);
+	/* A request's upstream is connected: ufd, or -1 with c->uio taken
+	 * from the worker's pool (NULL: the protocol has only tunnels). */
+	void		(*exchange)(struct conn *c, int ufd);
+	/* Refuses c: audits, answers as the protocol does (code: an HTTP
+	 * status instead of the reason's, 0: the reason's) and reads the
+	 * next request or closes. */
+	void		(*denied)(struct conn *c, int code,
+			    enum policy_reason reason, const char *detail);
+	/* The deadline of one of the protocol's own states passed. */
+	void		(*timeout)(struct conn *c);
+	/* c is being closed (NULL: nothing to release). */
+	void		(*closing)(struct conn *c);
+};
+
+extern const struct conn_ops	http_conn_ops;		/* http.c */
+extern const struct conn_ops	socks5_conn_ops;	/* socks5.c */
+extern const struct conn_ops	transparent_conn_ops;	/* transparent.c */
+extern const struct conn_ops	dns_conn_ops;		/* dns.c */
+
 /* Called by the worker for each accepted socket. */
 void	conn_accept(struct worker *w, struct listener *l, int fd,
 	    const struct sockaddr *sa, socklen_t salen);
@@ -223,6 +261,22 @@ void	conn_abort(struct conn *c);
 /* --- used by http.c and socks5.c --------------------------------------- */
 
 /* Ends the connection: audits (if a target was judged), frees all. */
+/*
+ * Refuses c's request or tunnel through its protocol's table (code: HTTP
+ * status, 0: the reason's).
+ */
+void	conn_fail(struct conn *c, int code, enum policy_reason reason,
+	    const char *detail);
+/* Whether c's current target is a tunnel (CONNECT, SOCKS5, transparent). */
+bool	conn_is_tunnel(const struct conn *c);
+/* The audit event of c's refusal: "open" for a tunnel, else "request". */
+const char *conn_event(const struct conn *c);
+/*
+ * A client event while c waits for DNS or its upstream (RESOLVING,
+ * CONNECTING), the same in every protocol: early bytes wait (up to
+ * CONN_HOLD_MAX_BYTES), a half-close is passed on later, an error ends c.
+ */
+void	conn_wait_event(struct conn *c, int ev);
 void	conn_close(struct conn *c, enum policy_reason reason,
 	    const char *detail);
 /* Enters a state (logs old -> new at debug level). */
@@ -230,14 +284,12 @@ void	conn_enter_state(struct conn *c, enum conn_state st);
 /* Arms the phase deadline (0: disarm). */
 void	conn_set_deadline(struct conn *c, unsigned ms);
 /*
- * Judges c->target/c->port (method and path from the request for HTTP),
- * then resolves and judges each address, then connects.  Calls
- * c's protocol continuation (http_connected / socks5_connected) or its
- * failure path (http_deny / socks5_deny).
+ * Judges c->target/c->port (with what c->ops->target adds), then
+ * resolves and judges each address, then connects.  Goes on through
+ * c->ops: exchange for a request; for a tunnel, tunnel_reply and then the
+ * guard or the inspection; denied on any refusal.
  */
 void	conn_route(struct conn *c);
-/* Sets t's method, path and req (POLICY_REQ_*) from c's HTTP request. */
-void	conn_http_target(const struct conn *c, struct policy_target *t);
 /* Client bytes that arrive while a route is worked out wait in the
  * buffer; past this many, reading stops until they are wanted. */
 #define CONN_HOLD_MAX_BYTES	(256u << 10)
@@ -292,6 +344,8 @@ void	intercept_start(struct conn *c, int ufd);
 int	intercept_possible(const struct conn *c);
 /* Why it cannot (the detail of a needs-inspection refusal). */
 const char *intercept_refusal(const struct conn *c);
+/* request_head_ms passed before the client's first bytes or handshake. */
+void	intercept_timeout(struct conn *c);
 /*
  * In an inspected tunnel to an address that an IP rule allowed, the name
  * the client's TLS server name and Host give is judged too, with the
@@ -316,16 +370,9 @@ void	guard_start(struct conn *c, int ufd);
 /* request_head_ms passed with nothing to judge: refuse. */
 void	guard_timeout(struct conn *c);
 
-/* transparent.c */
-void	transparent_start(struct conn *c);
-void	transparent_denied(struct conn *c, enum policy_reason reason,
-	    const char *detail);
-void	transparent_connected(struct conn *c, int ufd);
-
 /* http.c */
 void	http_start(struct conn *c);		/* begin reading a request head */
 void	http_client_event(struct io *io, int ev, void *arg);
-void	http_connected(struct conn *c, int ufd);
 /* The HTTP_EXCHANGE deadline fired: a late response head or a stall. */
 void	http_exchange_timer(struct conn *c);
 void	http_upstream_event(struct io *io, int ev, void *arg);
@@ -345,17 +392,10 @@ void	http_denied_code(struct conn *c, int code, enum policy_reason reason,
 	    const char *detail);
 /* 408 with reason timeout: the request head did not arrive whole. */
 void	http_head_timeout(struct conn *c);
-/* 503 with reason internal: moatd is out of descriptors or memory. */
-void	http_unavailable(struct conn *c, const char *detail);
 /* The reason's status of moatd's own reply (403 where it has none). */
 int	http_status_for(enum policy_reason r);
 /* Writes what is queued for the client, then closes. */
 void	http_flush_close(struct conn *c);
 
-/* socks5.c */
-void	socks5_start(struct conn *c);
-void	socks5_denied(struct conn *c, enum policy_reason reason,
-	    const char *detail);
-void	socks5_connected(struct conn *c, int ufd);
 
 #endif /* MOAT_CONN_H */

@@ -54,6 +54,8 @@ struct dns_pending {
 	LIST_ENTRY(dns_pending)		 link;
 };
 
+static void	dns_conn_closing(struct conn *c);
+static void	dns_tcp_start(struct conn *c);
 static struct dns_pending *dns_pending_new(struct worker *w,
 		    struct sandbox *sb, struct listener *l, int fd,
 		    const struct sockaddr *peer, socklen_t peerlen,
@@ -169,7 +171,9 @@ dns_abort_all(struct worker *w, struct sandbox *sb)
 	}
 }
 
-void
+/* A DNS-over-TCP connection is closing: its pending answers are
+ * dropped. */
+static void
 dns_conn_closing(struct conn *c)
 {
 	struct dns_pending	*p;
@@ -509,7 +513,8 @@ dns_audit(struct dns_pending *p, enum policy_verdict v,
 /* DNS over TCP                                                         */
 /* ------------------------------------------------------------------ */
 
-void
+/* Serves DNS over TCP on an accepted connection. */
+static void
 dns_tcp_start(struct conn *c)
 {
 	c->kind = CONN_KIND_DNS;
@@ -586,3 +591,22 @@ dns_tcp_read(struct conn *c)
 	if (c->dns.pending >= DNS_TCP_PENDING_MAX)
 		io_read(c->cio, 0);
 }
+
+/* request_head_ms passed with part of a query in: audited, then closed;
+ * an idle DNS-over-TCP connection just closes. */
+static void
+dns_tcp_timeout(struct conn *c)
+{
+	if (c->state == CONN_ST_DNS_TCP && io_in_len(c->cio) > 0)
+		conn_audit(c, "dns", POLICY_DENY, POLICY_R_TIMEOUT, "a query "
+		    "over TCP did not arrive whole in time "
+		    "(timeouts.request_head_ms)");
+	conn_close(c, POLICY_R_TIMEOUT, NULL);
+}
+
+const struct conn_ops dns_conn_ops = {
+	.name = "dns",
+	.start = dns_tcp_start,
+	.timeout = dns_tcp_timeout,
+	.closing = dns_conn_closing,
+};

@@ -23,10 +23,8 @@ struct worker;
 
 /* Reads and answers the queries waiting on a UDP listening socket. */
 void	dns_udp_input(struct worker *w, struct listener *l, int fd);
-/* Serves DNS over TCP on an accepted connection (RFC 7766). */
-void	dns_tcp_start(struct conn *c);
-/* A DNS-over-TCP connection is closing: its pending answers are dropped. */
-void	dns_conn_closing(struct conn *c);
+/* DNS over TCP (RFC 7766) is a protocol of conn.c: dns_conn_ops
+ * (conn.h). */
 /* Drops the pending queries of sb (NULL: all) without answering them. */
 void	dns_abort_all(struct worker *w, struct sandbox *sb);
 

@@ -47,6 +47,8 @@
 #define HTTP_BUF_LOW_BYTES	(64u << 10)
 #define HTTP_CHUNK_FRAME_BYTES	32	/* "%llx\r\n" */
 
+static void	http_policy_target(const struct conn *c, struct policy_target *t);
+static void	http_connected(struct conn *c, int ufd);
 static void	http_read_head(struct conn *c);
 static void	http_handle_request(struct conn *c);
 static int	http_check_auth(struct conn *c);
@@ -159,22 +161,7 @@ http_client_event(struct io *io, int ev, void *arg)
 		return;
 	case CONN_ST_RESOLVING:
 	case CONN_ST_CONNECTING:
-		if (ev & IO_EV_READ) {
-			conn_hold_input(c);
-			return;
-		}
-		/* A client that half-closed after its request still gets
-		 * its answer (HTTP) or its tunnel, which passes the EOF on. */
-		if (ev & IO_EV_EOF) {
-			c->http.client_keepalive = false;
-			return;
-		}
-		if (ev & IO_EV_ERROR) {
-			conn_audit(c, c->kind == CONN_KIND_CONNECT ? "open" :
-			    "request", POLICY_DENY, POLICY_R_BAD_REQUEST,
-			    "client closed before the upstream answered");
-			conn_close(c, POLICY_R_BAD_REQUEST, NULL);
-		}
+		conn_wait_event(c, ev);
 		return;
 	case CONN_ST_HTTP_EXCHANGE:
 		if (ev & IO_EV_READ) {
@@ -307,7 +294,7 @@ http_handle_request(struct conn *c)
 		    c->target.name : NULL;
 		t.addr = &c->http.up_addr;
 		t.port = c->port;
-		conn_http_target(c, &t);
+		http_policy_target(c, &t);
 		if (!io_eof(c->uio) && c->port == c->http.up_port &&
 		    util_now_ms() - c->http.up_idle_since <
 		    c->cfg->timeouts.idle_upstream_ms &&
@@ -564,22 +551,21 @@ http_check_auth(struct conn *c)
 /* Upstream side                                                        */
 /* ------------------------------------------------------------------ */
 
-void
+/* The reply that opens a CONNECT tunnel. */
+static void
+http_tunnel_reply(struct conn *c)
+{
+	evbuffer_add(io_out(c->cio),
+	    "HTTP/1.1 200 Connection established\r\n\r\n", 39);
+}
+
+/* A forward request's upstream is connected: send the request. */
+static void
 http_connected(struct conn *c, int ufd)
 {
 	char	e[256];
 	SSL	*ssl;
 
-	if (c->kind == CONN_KIND_CONNECT) {
-		evbuffer_add(io_out(c->cio),
-		    "HTTP/1.1 200 Connection established\r\n\r\n", 39);
-		if (c->dec.flags & POLICY_F_INSPECT) {
-			intercept_start(c, ufd);
-			return;
-		}
-		guard_start(c, ufd);	/* judges the first bytes */
-		return;
-	}
 	if (ufd == -1)		/* c->uio came from the worker's pool */
 		io_set_cb(c->uio, http_upstream_event, c);
 	else if ((c->uio = io_new(c->w->base, ufd, http_upstream_event, c)) ==
@@ -1423,3 +1409,85 @@ http_abort(struct conn *c, enum policy_reason reason, const char *detail)
 	conn_audit(c, "request", POLICY_ALLOW, reason, detail);
 	conn_close(c, reason, detail);
 }
+
+static void
+http_policy_target(const struct conn *c, struct policy_target *t)
+{
+	const struct http_request_head	*req = &c->http.req;
+
+	t->method = req->method;
+	t->path = req->path;
+	t->req = 0;
+	if (req->body == HTTP_BODY_CHUNKED || (req->body == HTTP_BODY_LENGTH &&
+	    req->content_length > 0))
+		t->req |= POLICY_REQ_BODY;
+	if (http_request_has_override(req))
+		t->req |= POLICY_REQ_OVERRIDE;
+}
+
+/* The method, path and flags of a forward request; a CONNECT has none. */
+static void
+http_target(const struct conn *c, struct policy_target *t)
+{
+	if (c->kind == CONN_KIND_HTTP)
+		http_policy_target(c, t);
+}
+
+/*
+ * The name of a forward request was allowed: the rule's refusals that
+ * need no upstream, before anything is resolved or dialled.
+ */
+static int
+http_judged(struct conn *c)
+{
+	enum policy_reason	 why;
+	const char		*detail;
+	unsigned		 protos = policy_rule_protocols(c->dec.rule);
+
+	if (c->kind != CONN_KIND_HTTP)
+		return 0;
+	if (!c->tun.inspected && (protos & ~POLICY_PROTO_HTTP) != 0 &&
+	    (protos & POLICY_PROTO_HTTP) == 0) {
+		/* A forward request is http: the rule must list it. */
+		http_denied(c, POLICY_R_PROTOCOL, "the rule's \"protocols\" "
+		    "does not list http");
+		return -1;
+	}
+	if (inject_precheck(c, &why, &detail) == -1) {
+		http_denied(c, why, detail);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+http_timeout(struct conn *c)
+{
+	switch (c->state) {
+	case CONN_ST_HTTP_HEAD:
+		if (io_in_len(c->cio) == 0) {
+			/* Idle keep-alive connection: nothing to report. */
+			conn_close(c, POLICY_R_TIMEOUT, NULL);
+			return;
+		}
+		http_head_timeout(c);
+		return;
+	case CONN_ST_HTTP_EXCHANGE:
+		http_exchange_timer(c);
+		return;
+	default:
+		conn_close(c, POLICY_R_TIMEOUT, NULL);
+		return;
+	}
+}
+
+const struct conn_ops http_conn_ops = {
+	.name = "http",
+	.start = http_start,
+	.target = http_target,
+	.judged = http_judged,
+	.tunnel_reply = http_tunnel_reply,
+	.exchange = http_connected,
+	.denied = http_denied_code,
+	.timeout = http_timeout,
+};

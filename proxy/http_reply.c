@@ -142,16 +142,6 @@ http_denied(struct conn *c, enum policy_reason reason, const char *detail)
 }
 
 /*
- * moatd itself is short of descriptors or memory (audited "internal"):
- * 503, which tells the client to try again later, not 500.
- */
-void
-http_unavailable(struct conn *c, const char *detail)
-{
-	http_denied_code(c, 503, POLICY_R_INTERNAL, detail);
-}
-
-/*
  * A client too slow to send its request head gets 408, not 504, and an
  * audit line: part of a request came (an idle connection that sent
  * nothing is closed quietly by the caller).
@@ -177,8 +167,7 @@ http_denied_code(struct conn *c, int code, enum policy_reason reason,
 
 	conn_set_deadline(c, 0);
 	c->http.status = code ? code : http_status_for(reason);
-	conn_audit(c, c->kind == CONN_KIND_CONNECT ? "open" : "request",
-	    POLICY_DENY, reason, detail);
+	conn_audit(c, conn_event(c), POLICY_DENY, reason, detail);
 	if (reason != POLICY_R_BAD_REQUEST && reason != POLICY_R_LIMIT)
 		log_debug("conn=%llu %s %s:%u denied: %s",
 		    (unsigned long long)c->id, conn_proto(c),

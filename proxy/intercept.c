@@ -107,6 +107,8 @@ intercept_start(struct conn *c, int ufd)
 	c->http.up_idle_since = util_now_ms();
 	c->tun.via = c->kind;
 	c->tun.inspected = true;
+	/* What flows inside is HTTP, whichever protocol opened the tunnel. */
+	c->ops = &http_conn_ops;
 	c->tun.target = c->target;
 	memcpy(c->tun.host, c->host, sizeof(c->tun.host));
 	c->tun.port = c->port;
@@ -126,6 +128,16 @@ intercept_start(struct conn *c, int ufd)
 	io_read(c->cio, 1);
 	if (io_in_len(c->cio) > 0)
 		intercept_peek(c);
+}
+
+void
+intercept_timeout(struct conn *c)
+{
+	conn_audit(c, "request", POLICY_DENY, POLICY_R_TIMEOUT,
+	    c->state == CONN_ST_TLS_HANDSHAKE ? "the client's TLS handshake "
+	    "did not finish in time" : "the client sent nothing into the "
+	    "inspected tunnel in time");
+	conn_close(c, POLICY_R_TIMEOUT, NULL);
 }
 
 static void

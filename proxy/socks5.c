@@ -30,6 +30,9 @@
 #include "proxy/util.h"
 #include "proxy/worker.h"
 
+static void	socks5_start(struct conn *c);
+static void	socks5_denied(struct conn *c, enum policy_reason reason,
+		    const char *detail);
 static void	socks5_event(struct io *io, int ev, void *arg);
 static void	socks5_process(struct conn *c);
 static int	socks5_greeting(struct conn *c, const uint8_t *p, size_t len);
@@ -38,7 +41,7 @@ static int	socks5_request(struct conn *c, const uint8_t *p, size_t len);
 static void	socks5_fail(struct conn *c, uint8_t rep, const char *why);
 static void	socks5_flush_close(struct conn *c);
 
-void
+static void
 socks5_start(struct conn *c)
 {
 	c->kind = CONN_KIND_SOCKS5;
@@ -70,21 +73,7 @@ socks5_event(struct io *io, int ev, void *arg)
 		return;
 	case CONN_ST_RESOLVING:
 	case CONN_ST_CONNECTING:
-		if (ev & IO_EV_READ) {
-			conn_hold_input(c);	/* early data for the tunnel */
-			return;
-		}
-		/* A client that half-closed after its request still gets
-		 * its answer (HTTP) or its tunnel, which passes the EOF on. */
-		if (ev & IO_EV_EOF) {
-			c->http.client_keepalive = false;
-			return;
-		}
-		if (ev & IO_EV_ERROR) {
-			conn_audit(c, "open", POLICY_DENY, POLICY_R_BAD_REQUEST,
-			    "client closed before the upstream answered");
-			conn_close(c, POLICY_R_BAD_REQUEST, NULL);
-		}
+		conn_wait_event(c, ev);	/* early bytes go first in the tunnel */
 		return;
 	case CONN_ST_FLUSH_CLOSE:
 		if (ev & IO_EV_READ) {
@@ -320,7 +309,7 @@ socks5_fail(struct conn *c, uint8_t rep, const char *why)
 	socks5_flush_close(c);
 }
 
-void
+static void
 socks5_denied(struct conn *c, enum policy_reason reason, const char *detail)
 {
 	/* The reply is the reason's (policy.c's table): "connection not
@@ -339,19 +328,57 @@ socks5_denied(struct conn *c, enum policy_reason reason, const char *detail)
 	socks5_fail(c, rep, policy_reason_str(reason));
 }
 
-void
-socks5_connected(struct conn *c, int ufd)
+/* The reply that opens the tunnel: succeeded. */
+static void
+socks5_tunnel_reply(struct conn *c)
 {
 	uint8_t	reply[10];
 
 	socks5_build_reply(reply, SOCKS5_REP_OK);
 	evbuffer_add(io_out(c->cio), reply, sizeof(reply));
-	if (c->dec.flags & POLICY_F_INSPECT) {
-		intercept_start(c, ufd);
-		return;
-	}
-	guard_start(c, ufd);	/* judges the first bytes */
 }
+
+/* The table's refusal: SOCKS5 has no HTTP status (code). */
+static void
+socks5_denied_op(struct conn *c, int code, enum policy_reason reason,
+    const char *detail)
+{
+	(void)code;
+	socks5_denied(c, reason, detail);
+}
+
+/*
+ * request_head_ms passed in the SOCKS5 handshake.  A client that sent
+ * nothing is an idle connection; one that stopped part-way is audited, as
+ * a cut HTTP head is: a scanner or a stuck client shows in the log.
+ */
+static void
+socks5_timeout(struct conn *c)
+{
+	uint64_t	in, out;
+	bool		handshake = c->state == CONN_ST_SOCKS_GREETING ||
+			    c->state == CONN_ST_SOCKS_AUTH ||
+			    c->state == CONN_ST_SOCKS_REQUEST;
+
+	io_counts(c->cio, &in, &out);
+	if (handshake && (in > 0 || io_in_len(c->cio) > 0))
+		conn_audit(c, "open", POLICY_DENY, POLICY_R_TIMEOUT,
+		    c->state == CONN_ST_SOCKS_GREETING ? "the SOCKS5 greeting "
+		    "did not arrive whole in time (timeouts.request_head_ms)" :
+		    c->state == CONN_ST_SOCKS_AUTH ? "the SOCKS5 "
+		    "username/password did not arrive whole in time "
+		    "(timeouts.request_head_ms)" : "the SOCKS5 request did not "
+		    "arrive whole in time (timeouts.request_head_ms)");
+	conn_close(c, POLICY_R_TIMEOUT, NULL);
+}
+
+const struct conn_ops socks5_conn_ops = {
+	.name = "socks5",
+	.start = socks5_start,
+	.tunnel_reply = socks5_tunnel_reply,
+	.denied = socks5_denied_op,
+	.timeout = socks5_timeout,
+};
 
 static void
 socks5_flush_close(struct conn *c)

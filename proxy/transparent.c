@@ -43,6 +43,9 @@
 #include "proxy/util.h"
 #include "proxy/worker.h"
 
+static void	transparent_start(struct conn *c);
+static void	transparent_denied(struct conn *c, enum policy_reason reason,
+		    const char *detail);
 static void	transparent_event(struct io *io, int ev, void *arg);
 static void	transparent_peek(struct conn *c);
 static int	transparent_orig(struct conn *c, char *err, size_t errlen);
@@ -102,19 +105,17 @@ transparent_orig(struct conn *c, char *err, size_t errlen)
 	return 0;
 }
 
-/* Dials the address the client chose, which a decision just allowed. */
+/*
+ * Dials the address the client chose, which a decision just allowed
+ * (conn.c refuses a tunnel that needs inspection moatd cannot give).
+ */
 static void
 transparent_dial(struct conn *c)
 {
-	if ((c->dec.flags & POLICY_F_INSPECT) && !intercept_possible(c)) {
-		transparent_denied(c, POLICY_R_NEEDS_INSPECTION,
-		    intercept_refusal(c));
-		return;
-	}
 	conn_dial(c, &c->tp.orig, 1);
 }
 
-void
+static void
 transparent_start(struct conn *c)
 {
 	struct policy_target	t;
@@ -186,21 +187,7 @@ transparent_event(struct io *io, int ev, void *arg)
 		return;
 	case CONN_ST_RESOLVING:
 	case CONN_ST_CONNECTING:
-		if (ev & IO_EV_READ) {
-			conn_hold_input(c);	/* they go first in the tunnel */
-			return;
-		}
-		/* A client that half-closed after its request still gets
-		 * its answer (HTTP) or its tunnel, which passes the EOF on. */
-		if (ev & IO_EV_EOF) {
-			c->http.client_keepalive = false;
-			return;
-		}
-		if (ev & IO_EV_ERROR) {
-			conn_audit(c, "open", POLICY_DENY, POLICY_R_BAD_REQUEST,
-			    "client closed before the upstream answered");
-			conn_close(c, POLICY_R_BAD_REQUEST, NULL);
-		}
+		conn_wait_event(c, ev);	/* early bytes go first in the tunnel */
 		return;
 	default:
 		conn_close(c, POLICY_R_INTERNAL, "transparent event in a "
@@ -302,7 +289,7 @@ transparent_name(struct conn *c, const char *name, size_t len)
 	conn_route(c);
 }
 
-void
+static void
 transparent_denied(struct conn *c, enum policy_reason reason,
     const char *detail)
 {
@@ -314,12 +301,41 @@ transparent_denied(struct conn *c, enum policy_reason reason,
 	conn_close(c, reason, NULL);
 }
 
-void
-transparent_connected(struct conn *c, int ufd)
+/* The table's refusal: nothing to answer, the connection is closed. */
+static void
+transparent_denied_op(struct conn *c, int code, enum policy_reason reason,
+    const char *detail)
 {
-	if (c->dec.flags & POLICY_F_INSPECT) {
-		intercept_start(c, ufd);
+	(void)code;
+	transparent_denied(c, reason, detail);
+}
+
+static void
+transparent_timeout(struct conn *c)
+{
+	if (c->state != CONN_ST_PEEK) {
+		conn_close(c, POLICY_R_TIMEOUT, NULL);
 		return;
 	}
-	guard_start(c, ufd);	/* judges the first bytes */
+	if (io_in_len(c->cio) > 0) {
+		/* Started to speak, did not finish: a cut, not a server-first
+		 * protocol. */
+		transparent_denied(c, POLICY_R_TIMEOUT, "the first bytes (a "
+		    "TLS ClientHello or an HTTP head) did not arrive whole in "
+		    "time (timeouts.request_head_ms)");
+		return;
+	}
+	transparent_denied(c, POLICY_R_NO_RULE, "nothing named the "
+	    "destination in time: no DNS answer from moatd, no TLS server "
+	    "name, no HTTP Host (a server-first protocol needs an IP rule or "
+	    "moatd's DNS)");
 }
+
+/* A transparent tunnel opens with no reply: the client thinks it is
+ * already connected. */
+const struct conn_ops transparent_conn_ops = {
+	.name = "transparent",
+	.start = transparent_start,
+	.denied = transparent_denied_op,
+	.timeout = transparent_timeout,
+};

@@ -28,6 +28,16 @@ util_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+struct timeval
+util_ms_tv(uint64_t ms)
+{
+	struct timeval	tv;
+
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	return tv;
+}
+
 char *
 util_wallclock(char *buf, size_t len)
 {

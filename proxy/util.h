@@ -6,6 +6,8 @@
 #ifndef MOAT_UTIL_H
 #define MOAT_UTIL_H
 
+#include <sys/time.h>
+
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +31,8 @@ struct event_base;
 
 /* Milliseconds on CLOCK_MONOTONIC.  Never fails on Linux. */
 uint64_t	util_now_ms(void);
+/* ms milliseconds as a struct timeval (for event_add and friends). */
+struct timeval	util_ms_tv(uint64_t ms);
 /*
  * Formats the wall clock as RFC 3339 UTC with milliseconds
  * ("2026-11-29T11:30:20.123Z") into buf (at least 25 bytes).  Returns buf.

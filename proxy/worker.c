@@ -506,8 +506,7 @@ worker_trim_cb(evutil_socket_t fd, short what, void *arg)
 void
 worker_conn_closed(struct worker *w, struct sandbox *sb)
 {
-	struct timeval	tv = { WORKER_TRIM_DELAY_MS / 1000,
-			    (WORKER_TRIM_DELAY_MS % 1000) * 1000 };
+	struct timeval	tv = util_ms_tv(WORKER_TRIM_DELAY_MS);
 
 	atomic_fetch_sub(&worker_conns_open, 1);
 	if (w->peak_conns >= WORKER_TRIM_MIN_CONNS &&
@@ -548,7 +547,7 @@ static void
 worker_pause(struct worker *w, const char *why)
 {
 	static _Thread_local uint64_t	last;
-	struct timeval			tv = { 0, WORKER_ACCEPT_PAUSE_MS * 1000 };
+	struct timeval			tv = util_ms_tv(WORKER_ACCEPT_PAUSE_MS);
 	uint64_t			now = util_now_ms();
 
 	if (now - last > 10000) {
@@ -616,8 +615,7 @@ worker_refuse_limit(struct worker *w, struct listener *l, int fd)
 	    "Connection: close\r\n\r\n" REFUSE_BODY;
 	_Static_assert(sizeof(REFUSE_BODY) - 1 == 69, "Content-Length");
 #undef REFUSE_BODY
-	struct timeval		tv = { SANDBOX_REFUSED_AUDIT_MS / 1000,
-				    (SANDBOX_REFUSED_AUDIT_MS % 1000) * 1000 };
+	struct timeval		tv = util_ms_tv(SANDBOX_REFUSED_AUDIT_MS);
 	char			buf[4096];
 	uint64_t		n;
 	int			i;
@@ -668,8 +666,7 @@ worker_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker		*w = arg;
 	struct worker_accept	*a;
-	struct timeval		 tv = { SANDBOX_REFUSED_AUDIT_MS / 1000,
-				    (SANDBOX_REFUSED_AUDIT_MS % 1000) * 1000 };
+	struct timeval		 tv = util_ms_tv(SANDBOX_REFUSED_AUDIT_MS);
 	uint64_t		 now = util_now_ms(), n;
 	int			 again = 0;
 
