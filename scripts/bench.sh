@@ -21,7 +21,10 @@
 #
 # Environment: BENCH_DIR (the harness, default ../shared/bench beside the
 # project), MOATD (a moatd binary to measure instead of building one),
-# NULLPROXY (the nullproxy binary, default beside MOATD's build).
+# NULLPROXY (the nullproxy binary, default beside MOATD's build),
+# MOATD_BASE (a second moatd, say one built from an older commit: the
+# default and ceiling families then measure it too, as "moatd-base", in the
+# same run, so a change is judged by a ratio within one run).
 
 set -eu
 
@@ -103,10 +106,24 @@ exec "$MOATD" -q -c "$tmp/moatd-intercept.json"
 EOF
 chmod 755 "$tmp/moatd-intercept.sh"
 
+# The same config on another port, for MOATD_BASE.
+sed 's/127.0.0.1:14000/127.0.0.1:14002/' "$tmp/moatd.json" > \
+    "$tmp/moatd-base.json"
+base=()
+if [ -n "${MOATD_BASE:-}" ]; then
+	[ -x "$MOATD_BASE" ] || {
+		echo "bench.sh: MOATD_BASE is not an executable: $MOATD_BASE" >&2
+		exit 1
+	}
+	base=(--custom
+	    "moatd-base=$MOATD_BASE -q -c $tmp/moatd-base.json@127.0.0.1:14002")
+fi
+
 run_default()
 {
 	"$bench/compare" \
-	    --custom "moatd=$MOATD -q -c $tmp/moatd.json@127.0.0.1:14000" "$@"
+	    --custom "moatd=$MOATD -q -c $tmp/moatd.json@127.0.0.1:14000" \
+	    "${base[@]}" "$@"
 }
 
 run_intercept()
