@@ -284,6 +284,22 @@ conn_policy(const struct conn *c)
 	return sandbox_policy(c->sb, c->cfg);
 }
 
+void
+conn_inject_req(const struct conn *c, struct inject_req *rq)
+{
+	memset(rq, 0, sizeof(*rq));
+	rq->policy = conn_policy(c);
+	rq->rule = c->dec.rule;
+	rq->method = c->http.req.method;
+	rq->path = c->http.req.path;
+	rq->tls = c->tun.tls_client;
+	rq->host = c->target.kind == POLICY_HOST_NAME ? c->target.name : NULL;
+	rq->addr = &c->http.up_addr;
+	rq->port = c->port;
+	rq->sb = c->sb;
+	rq->secrets = c->w->secrets;
+}
+
 const char *
 conn_proto(const struct conn *c)
 {
@@ -375,7 +391,7 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 		r.path = c->http.req.path;
 	}
 	if (c->kind == CONN_KIND_HTTP)
-		r.injected = inject_names(c);
+		r.injected = inject_names(c->http.inj);
 	if (c->kind == CONN_KIND_HTTP) {
 		r.status = c->http.status;
 		r.bytes_up = (int64_t)c->http.bytes_up;
@@ -608,8 +624,9 @@ conn_connect(struct conn *c)
 static int
 conn_take_pooled(struct conn *c)
 {
-	struct tls	*tls;
-	struct io	*io;
+	struct uppool_ent	 k;
+	struct tls		*tls;
+	struct io		*io;
 
 	if (c->uio != NULL)
 		return 0;
@@ -620,13 +637,74 @@ conn_take_pooled(struct conn *c)
 		tls = c->w->tls;
 	else
 		return 0;
-	if ((io = uppool_take(c, tls, c->host, c->port, c->addrs,
-	    c->naddrs)) == NULL)
+	memset(&k, 0, sizeof(k));
+	k.sb = c->sb;
+	k.sandbox = c->sandbox;
+	k.tls = tls;
+	k.host = c->host;
+	k.port = c->port;
+	if ((io = uppool_take(&c->w->uppool, &k, c->addrs, c->naddrs)) == NULL)
 		return 0;
+	snprintf(c->http.up_host, sizeof(c->http.up_host), "%s", c->host);
+	c->http.up_port = k.port;
+	c->http.up_addr = k.addr;
+	memcpy(c->http.up_ip, k.ip, sizeof(c->http.up_ip));
+	c->http.up_idle_since = k.idle_since;
 	c->uio = io;
 	memcpy(c->ip, c->http.up_ip, sizeof(c->ip));
 	conn_upstream_ready(c, -1);
 	return 1;
+}
+
+int
+conn_pool_put(struct conn *c)
+{
+	struct worker		*w = c->w;
+	struct uppool_ent	 k;
+
+	if (c->uio == NULL || !c->http.up_clean || w->draining)
+		return 0;
+	memset(&k, 0, sizeof(k));
+	if (io_ssl(c->uio) != NULL) {
+		/* HTTPS: only a session verified for the very host (name or
+		 * address) the client's tunnel was judged for, under the
+		 * worker's current roots. */
+		if (!c->tun.inspected || !c->tun.tls_client ||
+		    c->tun.tls == NULL || c->tun.tls != w->tls ||
+		    strcmp(c->tun.up_tls_host, c->tun.host) != 0 ||
+		    c->tun.up_tls_is_addr != (c->tun.target.kind ==
+		    POLICY_HOST_ADDR))
+			return 0;
+		k.tls = c->tun.tls;
+		k.host = c->tun.up_tls_host;
+	} else {
+		if (c->tun.inspected)
+			return 0;
+		k.host = c->http.up_host;
+	}
+	k.sb = c->sb;
+	k.sandbox = c->sandbox;
+	k.port = c->http.up_port;
+	k.addr = c->http.up_addr;
+	memcpy(k.ip, c->http.up_ip, sizeof(k.ip));
+	k.idle_since = c->http.up_idle_since;
+	k.idle_ms = c->cfg->timeouts.idle_upstream_ms;
+	if (!uppool_put(&w->uppool, &k, c->uio))
+		return 0;
+	c->uio = NULL;
+	c->http.up_clean = false;
+	log_debug("conn=%llu upstream %s:%u (%s) kept for the next client",
+	    (unsigned long long)c->id, k.host, k.port, k.ip);
+	return 1;
+}
+
+void
+conn_release_upstream(struct conn *c)
+{
+	if (c->uio == NULL || conn_pool_put(c))
+		return;
+	io_free(c->uio);
+	c->uio = NULL;
 }
 
 static void
@@ -937,11 +1015,10 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 	if (c->tun.open)
 		conn_audit_tunnel_close(c, reason);
 	io_free(c->cio);
-	if (c->uio != NULL)
-		(void)uppool_put(c);	/* kept if idle between exchanges */
-	io_free(c->uio);
+	conn_release_upstream(c);	/* kept if idle in between */
 	http_free_request(c);
-	inject_end(c);
+	inject_end(c->http.inj);
+	c->http.inj = NULL;
 	tls_unref(c->tun.tls);
 	policy_config_unref(c->cfg);
 	listener_unref(c->l);

@@ -30,6 +30,7 @@ struct event;
 struct io;
 struct listener;
 struct inject;
+struct inject_req;
 struct sandbox;
 struct tls;
 struct upstream_connect;
@@ -327,6 +328,19 @@ const char *conn_proto(const struct conn *c);
 void	conn_to_tunnel(struct conn *c, int ufd);
 /* The policy c is judged by: its sandbox's, or the daemon config's. */
 const struct policy *conn_policy(const struct conn *c);
+/* Describes c's current request for inject_precheck()/inject_begin(). */
+void	conn_inject_req(const struct conn *c, struct inject_req *rq);
+/*
+ * Parks c->uio in the worker's pool (uppool.h) if it is fit for another
+ * client: its exchange finished cleanly (c->http.up_clean), the worker is
+ * not draining, and an HTTPS session was verified for the tunnel's host
+ * under the worker's current roots.  Returns 1 (c->uio is then NULL) or
+ * 0 (c->uio untouched).
+ */
+int	conn_pool_put(struct conn *c);
+/* Lets go of c->uio: into the pool when conn_pool_put() takes it, else
+ * closed.  c->uio is NULL afterwards (safe when it already was). */
+void	conn_release_upstream(struct conn *c);
 
 /* intercept.c */
 /*

@@ -38,7 +38,6 @@
 #include "proxy/io.h"
 #include "proxy/log.h"
 #include "proxy/proto_peek.h"
-#include "proxy/uppool.h"
 #include "proxy/worker.h"
 
 _Static_assert(PEEK_ALLOW_TLS == POLICY_PROTO_TLS &&
@@ -62,9 +61,7 @@ guard_start(struct conn *c, int ufd)
 	/* A CONNECT after forward requests on a kept-alive connection: the
 	 * idle upstream of those goes to the pool (or away), and the
 	 * tunnel's upstream, held here, must never be pooled. */
-	if (c->uio != NULL && !uppool_put(c))
-		io_free(c->uio);
-	c->uio = NULL;
+	conn_release_upstream(c);
 	c->http.up_clean = false;
 	if ((c->uio = io_new(c->w->base, ufd, guard_upstream_event, c)) ==
 	    NULL) {

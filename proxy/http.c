@@ -37,7 +37,6 @@
 #include "proxy/listener.h"
 #include "proxy/log.h"
 #include "proxy/tls.h"
-#include "proxy/uppool.h"
 #include "proxy/util.h"
 #include "proxy/worker.h"
 
@@ -625,17 +624,17 @@ http_add_fields(struct conn *c, int dir, struct evbuffer *out,
 		vlen = hv[i].value_len;
 		if (c->http.inj != NULL) {
 			if (dir == CONN_XFORM_REQUEST) {
-				if (inject_overrides(c, hv[i].name,
+				if (inject_overrides(c->http.inj, hv[i].name,
 				    hv[i].name_len))
 					continue;
-				if (inject_strips_range(c) &&
+				if (inject_strips_range(c->http.inj) &&
 				    http_is_range(hv[i].name, hv[i].name_len))
 					continue;
-				rc = inject_request_bytes(c, hv[i].value,
-				    hv[i].value_len, &v, &vlen);
+				rc = inject_request_bytes(c->http.inj,
+				    hv[i].value, hv[i].value_len, &v, &vlen);
 			} else
-				rc = inject_response_bytes(c, hv[i].value,
-				    hv[i].value_len, &v, &vlen);
+				rc = inject_response_bytes(c->http.inj,
+				    hv[i].value, hv[i].value_len, &v, &vlen);
 			if (rc == -1)
 				return -1;
 		}
@@ -685,20 +684,20 @@ http_leak(struct conn *c)
 	char		 d[400], hbuf[320];
 	const char	*why;
 
-	if ((why = inject_unsafe(c)) != NULL) {
+	if ((why = inject_unsafe(c->http.inj)) != NULL) {
 		snprintf(d, sizeof(d), "secret %s not sent: %s",
-		    inject_leak_name(c), why);
+		    inject_leak_name(c->http.inj), why);
 		log_info("conn=%llu secret-unsafe: %s to %s:%u refused",
-		    (unsigned long long)c->id, inject_leak_name(c),
+		    (unsigned long long)c->id, inject_leak_name(c->http.inj),
 		    conn_log_redact(c, c->host, hbuf, sizeof(hbuf)), c->port);
 		http_denied(c, POLICY_R_SECRET_UNSAFE, d);
 		return;
 	}
 	snprintf(d, sizeof(d), "the request carries the secret %s (its value "
 	    "or the sandbox's placeholder), which is not bound to this host",
-	    inject_leak_name(c));
+	    inject_leak_name(c->http.inj));
 	log_info("conn=%llu secret-leak: %s to %s:%u refused",
-	    (unsigned long long)c->id, inject_leak_name(c),
+	    (unsigned long long)c->id, inject_leak_name(c->http.inj),
 	    conn_log_redact(c, c->host, hbuf, sizeof(hbuf)), c->port);
 	http_denied(c, POLICY_R_SECRET_LEAK, d);
 }
@@ -713,17 +712,21 @@ http_send_request(struct conn *c)
 	const char			*detail = NULL, *path;
 	size_t				 plen;
 	uint64_t			 cl = req->content_length;
+	struct inject_req		 rq;
 
-	if (inject_begin(c, &why, &detail) == -1) {
+	inject_end(c->http.inj);
+	conn_inject_req(c, &rq);
+	if ((c->http.inj = inject_begin(&rq, &why, &detail)) == NULL &&
+	    why != POLICY_R_ALLOWED) {
 		http_denied(c, why, detail);
 		return;
 	}
-	c->http.reqb.xform = inject_scans_body(c) ? CONN_XFORM_REQUEST :
-	    CONN_XFORM_NONE;
+	c->http.reqb.xform = inject_scans_body(c->http.inj) ?
+	    CONN_XFORM_REQUEST : CONN_XFORM_NONE;
 	c->http.reqb.out_chunked = false;
-	if (inject_request_target(c, req->path, strlen(req->path), &path,
-	    &plen) == -1 || inject_request_host(c, req->authority ?
-	    req->authority : req->host_header) == -1) {
+	if (inject_request_target(c->http.inj, req->path, strlen(req->path),
+	    &path, &plen) == -1 || inject_request_host(c->http.inj,
+	    req->authority ? req->authority : req->host_header) == -1) {
 		http_leak(c);
 		return;
 	}
@@ -732,7 +735,7 @@ http_send_request(struct conn *c)
 	 * that is already here whole is rewritten now and keeps an exact
 	 * Content-Length; a longer or later one goes on chunked.
 	 */
-	if (c->http.reqb.xform && inject_body_may_grow(c) &&
+	if (c->http.reqb.xform && inject_body_may_grow(c->http.inj) &&
 	    req->body == HTTP_BODY_LENGTH && cl > 0) {
 		if (cl <= c->cfg->limits.body_inspect_bytes &&
 		    io_in_len(c->cio) >= cl) {
@@ -749,8 +752,8 @@ http_send_request(struct conn *c)
 				    "out of memory");
 				return;
 			}
-			if (inject_request_body_bytes(c, raw, (size_t)cl,
-			    &nb, &nl) == -1) {
+			if (inject_request_body_bytes(c->http.inj, raw,
+			    (size_t)cl, &nb, &nl) == -1) {
 				evbuffer_free(body);
 				http_leak(c);
 				return;
@@ -774,8 +777,8 @@ http_send_request(struct conn *c)
 	eb_str(out, req->authority ? req->authority : req->host_header);
 	evbuffer_add(out, "\r\n", 2);
 	if (http_add_fields(c, CONN_XFORM_REQUEST, out, req->headers,
-	    req->nheaders) == -1 || inject_add_headers(c, out, &detail) ==
-	    -1) {
+	    req->nheaders) == -1 || inject_add_headers(c->http.inj, out,
+	    &detail) == -1) {
 		evbuffer_drain(out, evbuffer_get_length(out));
 		if (body != NULL)
 			evbuffer_free(body);
@@ -941,16 +944,17 @@ http_move_data(struct conn *c, struct conn_body *b, struct evbuffer *in,
 	struct http_emit	e = { out, chunked };
 
 	if (b->xform == CONN_XFORM_REQUEST) {
-		if (inject_body(c, in, n, last, http_emit, &e) == -1) {
-			*err = inject_leak_name(c) != NULL ? HTTP_ERR_LEAK :
+		if (inject_body(c->http.inj, in, n, last, http_emit,
+		    &e) == -1) {
+			*err = inject_leaked(c->http.inj) ? HTTP_ERR_LEAK :
 			    "out of memory";
 			return -1;
 		}
 		return 0;
 	}
 	if (b->xform == CONN_XFORM_RESPONSE) {
-		if (inject_response_body(c, in, n, last, http_emit, &e) ==
-		    -1) {
+		if (inject_response_body(c->http.inj, in, n, last, http_emit,
+		    &e) == -1) {
 			*err = "out of memory";
 			return -1;
 		}
@@ -1057,7 +1061,7 @@ http_pump_request(struct conn *c)
 				http_leak(c);
 			else
 				http_abort(c, POLICY_R_SECRET_LEAK,
-				    inject_leak_name(c));
+				    inject_leak_name(c->http.inj));
 			return;
 		}
 		http_abort(c, POLICY_R_BAD_REQUEST, err);
@@ -1277,7 +1281,7 @@ http_write_response_head(struct conn *c)
 	 * body may change size, so a sized one goes on chunked (HTTP/1.1
 	 * clients) or delimited by close (HTTP/1.0).
 	 */
-	if (inject_response_begin(c) && !c->http.respb.done) {
+	if (inject_response_begin(c->http.inj) && !c->http.respb.done) {
 		c->http.respb.xform = CONN_XFORM_RESPONSE;
 		if (r->body == HTTP_BODY_LENGTH) {
 			if (c->http.req.version_minor >= 1)
@@ -1290,8 +1294,8 @@ http_write_response_head(struct conn *c)
 	/* The reason phrase is the upstream's text too: scrubbed alike. */
 	reason = r->reason;
 	rlen = strlen(reason);
-	if (c->http.inj != NULL && inject_response_bytes(c, r->reason, rlen,
-	    &reason, &rlen) == -1) {
+	if (c->http.inj != NULL && inject_response_bytes(c->http.inj,
+	    r->reason, rlen, &reason, &rlen) == -1) {
 		http_abort(c, POLICY_R_INTERNAL, "out of memory");
 		return -1;
 	}
@@ -1382,10 +1386,8 @@ http_finish(struct conn *c)
 		c->http.up_idle_since = util_now_ms();
 		c->http.up_clean = true;
 		/* The client is leaving: the next one may use it. */
-		if (!c->http.client_keepalive && !uppool_put(c)) {
-			io_free(c->uio);
-			c->uio = NULL;
-		}
+		if (!c->http.client_keepalive)
+			conn_release_upstream(c);
 	}
 	if (c->http.client_keepalive && !io_eof(c->cio)) {
 		http_start(c);
@@ -1442,6 +1444,7 @@ http_judged(struct conn *c)
 {
 	enum policy_reason	 why;
 	const char		*detail;
+	struct inject_req	 rq;
 	unsigned		 protos = policy_rule_protocols(c->dec.rule);
 
 	if (c->kind != CONN_KIND_HTTP)
@@ -1453,7 +1456,8 @@ http_judged(struct conn *c)
 		    "does not list http");
 		return -1;
 	}
-	if (inject_precheck(c, &why, &detail) == -1) {
+	conn_inject_req(c, &rq);
+	if (inject_precheck(&rq, &why, &detail) == -1) {
 		http_denied(c, why, detail);
 		return -1;
 	}

@@ -21,7 +21,6 @@
 #include "proxy/conn.h"
 #include "proxy/io.h"
 #include "proxy/log.h"
-#include "proxy/uppool.h"
 
 static void	http_reply(struct conn *c, int code, enum policy_reason reason,
 		    const char *detail, int keep_alive);
@@ -189,10 +188,7 @@ http_denied_code(struct conn *c, int code, enum policy_reason reason,
 	/* An upstream idle between exchanges (this client's, or just taken
 	 * from the pool) goes back to the pool; the refused request never
 	 * touched it. */
-	if (c->uio != NULL && !uppool_put(c)) {
-		io_free(c->uio);
-		c->uio = NULL;
-	}
+	conn_release_upstream(c);
 	http_reply(c, code, reason, detail, keep);
 	if (io_flush(c->cio) == -1) {
 		conn_close(c, POLICY_R_ALLOWED, NULL);
@@ -210,10 +206,7 @@ void
 http_flush_close(struct conn *c)
 {
 	io_read(c->cio, 1);	/* read (and drop) so a peer's EOF is seen */
-	if (c->uio != NULL && !uppool_put(c)) {
-		io_free(c->uio);
-		c->uio = NULL;
-	}
+	conn_release_upstream(c);
 	if (io_out_len(c->cio) == 0) {
 		conn_close(c, POLICY_R_ALLOWED, NULL);
 		return;

@@ -10,7 +10,9 @@
  * echoed back become the sandbox's placeholders again.
  *
  * Not here: matching bytes (secretscan.c), holding values (secrets.c),
- * framing (http.c).  No value is ever written to a log, an audit line or
+ * framing (http.c), the connection (the caller says what the request is
+ * in a struct inject_req; tests/unit/test_inject.c drives all of this
+ * without one).  No value is ever written to a log, an audit line or
  * an error message: only secret names.
  */
 #include "config.h"
@@ -24,12 +26,10 @@
 #include <openssl/evp.h>
 
 #include "policy/policy.h"
-#include "proxy/conn.h"
 #include "proxy/inject.h"
 #include "proxy/secrets.h"
 #include "proxy/secretscan.h"
 #include "proxy/util.h"
-#include "proxy/worker.h"
 
 #define INJECT_HEADER_MAX_BYTES	16384	/* longest injected header value */
 #define INJECT_TARGET_MAX_BYTES	65536	/* longest target with encoded values */
@@ -79,24 +79,24 @@ struct inject {
 };
 
 int
-inject_precheck(struct conn *c, enum policy_reason *reason,
+inject_precheck(const struct inject_req *rq, enum policy_reason *reason,
     const char **detail)
 {
-	const struct policy_rule	*r = c->dec.rule;
+	const struct policy_rule	*r = rq->rule;
 
 	*detail = NULL;
 	*reason = POLICY_R_ALLOWED;
-	if (r == NULL || c->http.req.method == NULL)
+	if (r == NULL || rq->method == NULL)
 		return 0;
 	/* Plain HTTP may not carry what the rule injects. */
-	if (!c->tun.tls_client &&
+	if (!rq->tls &&
 	    (*reason = policy_plain_http_check(r)) != POLICY_R_ALLOWED) {
 		*detail = "the rule injects a secret, which moat sends only "
 		    "inside TLS (use https://, or set \"plain_http\": true on "
 		    "the rule)";
 		return -1;
 	}
-	if ((*reason = policy_git_check(r, c->http.req.method, c->http.req.path,
+	if ((*reason = policy_git_check(r, rq->method, rq->path,
 	    detail)) != POLICY_R_ALLOWED)
 		return -1;
 	return 0;
@@ -175,15 +175,14 @@ inject_free(struct inject *in)
  * (the match counts as a leak, reported as unsafe).
  */
 static void
-inject_actions(struct conn *c, struct inject *in, size_t i)
+inject_actions(const struct inject_req *rq, struct inject *in, size_t i)
 {
 	const uint8_t	*v;
 	size_t		 vl;
 	bool		 enc, body;
 
-	in->bound[i] = policy_secret_bound(conn_policy(c), i,
-	    c->target.kind == POLICY_HOST_NAME ? c->target.name : NULL,
-	    &c->http.up_addr, c->port);
+	in->bound[i] = policy_secret_bound(rq->policy, i, rq->host, rq->addr,
+	    rq->port);
 	in->resp_act[i] = SECRETSCAN_ACT_VALUE_TO_PH;
 	in->any_bound |= in->bound[i];
 	if (!in->bound[i]) {
@@ -211,10 +210,11 @@ inject_actions(struct conn *c, struct inject *in, size_t i)
 		in->scan_body = in->body_grows = true;
 }
 
-int
-inject_begin(struct conn *c, enum policy_reason *reason, const char **detail)
+struct inject *
+inject_begin(const struct inject_req *rq, enum policy_reason *reason,
+    const char **detail)
 {
-	const struct policy_rule	*r = c->dec.rule;
+	const struct policy_rule	*r = rq->rule;
 	struct inject			*in = NULL;
 	const size_t			*idx;
 	size_t				 i, k, ninj = 0;
@@ -222,20 +222,20 @@ inject_begin(struct conn *c, enum policy_reason *reason, const char **detail)
 	struct secrets_view		 sv;
 	int				 w;
 
-	inject_end(c);
-	if (inject_precheck(c, reason, detail) == -1)
-		return -1;
+	if (inject_precheck(rq, reason, detail) == -1)
+		return NULL;
 	if (r != NULL)
 		injs = policy_rule_injects(r, &ninj);
-	if (secrets_view(c->sb, c->w->secrets, &sv) == -1)
+	if (secrets_view(rq->sb, rq->secrets, &sv) == -1)
 		goto nomem;
 	if (sv.vals == NULL && ninj == 0)
-		return 0;	/* nothing to inject or to look for */
+		return NULL;	/* nothing to inject or to look for */
 	if ((in = calloc(1, sizeof(*in))) == NULL) {
 		secrets_view_done(&sv);
 		goto nomem;
 	}
 	in->sv = sv;
+	in->leak = UINT32_MAX;	/* none found */
 	in->injs = injs;
 	in->ninjs = ninj;
 	in->n = secrets_count(in->sv.vals);
@@ -251,7 +251,7 @@ inject_begin(struct conn *c, enum policy_reason *reason, const char **detail)
 		    in->encode == NULL)
 			goto nomem;
 		for (i = 0; i < in->n; i++)
-			inject_actions(c, in, i);
+			inject_actions(rq, in, i);
 		for (w = 0; w < INJECT_IN__COUNT; w++) {
 			in->req_rules[w].action = in->req_act[w];
 			in->req_rules[w].nsecrets = in->n;
@@ -264,19 +264,17 @@ inject_begin(struct conn *c, enum policy_reason *reason, const char **detail)
 		for (i = 0; i < k && i < INJECT_NAMES_MAX; i++)
 			in->names[i] = secrets_name(in->sv.vals, idx[i]);
 	}
-	c->http.inj = in;
-	return 0;
+	return in;
  nomem:
 	inject_free(in);
 	*reason = POLICY_R_INTERNAL;
 	*detail = "out of memory";
-	return -1;
+	return NULL;
 }
 
 void
-inject_end(struct conn *c)
+inject_end(struct inject *in)
 {
-	struct inject		*in = c->http.inj;
 	struct inject_copy	*cp, *n;
 
 	if (in == NULL)
@@ -289,7 +287,6 @@ inject_end(struct conn *c)
 	secretscan_stream_free(in->req_st);
 	secretscan_stream_free(in->resp_st);
 	inject_free(in);
-	c->http.inj = NULL;
 }
 
 /* Keeps a rewritten buffer until the request is done (then wiped). */
@@ -336,11 +333,9 @@ inject_rewrite(struct inject *in, const struct secretscan_rules *rules,
 
 /* A request rewrite in place w; a leak of a bound secret is "unsafe". */
 static int
-inject_request_in(struct conn *c, enum inject_where w, const char *src,
+inject_request_in(struct inject *in, enum inject_where w, const char *src,
     size_t len, const char **out, size_t *outlen)
 {
-	struct inject	*in = c->http.inj;
-
 	if (in == NULL) {
 		*out = src;
 		*outlen = len;
@@ -358,14 +353,14 @@ inject_request_in(struct conn *c, enum inject_where w, const char *src,
 }
 
 int
-inject_request_bytes(struct conn *c, const char *in, size_t len,
+inject_request_bytes(struct inject *in, const char *src, size_t len,
     const char **out, size_t *outlen)
 {
-	return inject_request_in(c, INJECT_IN_HEADER, in, len, out, outlen);
+	return inject_request_in(in, INJECT_IN_HEADER, src, len, out, outlen);
 }
 
 int
-inject_request_host(struct conn *c, const char *host)
+inject_request_host(struct inject *in, const char *host)
 {
 	const char	*out;
 	size_t		 outlen;
@@ -376,7 +371,7 @@ inject_request_host(struct conn *c, const char *host)
 	 */
 	if (host == NULL)
 		return 0;
-	return inject_request_in(c, INJECT_IN_HEADER, host, strlen(host),
+	return inject_request_in(in, INJECT_IN_HEADER, host, strlen(host),
 	    &out, &outlen);
 }
 
@@ -440,41 +435,41 @@ inject_encode(struct inject *in, const char *t, size_t len,
 }
 
 int
-inject_request_target(struct conn *c, const char *in, size_t len,
+inject_request_target(struct inject *in, const char *src, size_t len,
     const char **out, size_t *outlen)
 {
-	if (inject_request_in(c, INJECT_IN_TARGET, in, len, out,
+	if (inject_request_in(in, INJECT_IN_TARGET, src, len, out,
 	    outlen) == -1)
 		return -1;
-	if (c->http.inj == NULL || !c->http.inj->any_encode)
+	if (in == NULL || !in->any_encode)
 		return 0;
-	return inject_encode(c->http.inj, *out, *outlen, out, outlen);
+	return inject_encode(in, *out, *outlen, out, outlen);
 }
 
 int
-inject_request_body_bytes(struct conn *c, const char *in, size_t len,
+inject_request_body_bytes(struct inject *in, const char *src, size_t len,
     const char **out, size_t *outlen)
 {
-	return inject_request_in(c, INJECT_IN_BODY, in, len, out, outlen);
+	return inject_request_in(in, INJECT_IN_BODY, src, len, out, outlen);
 }
 
 int
-inject_response_bytes(struct conn *c, const char *in, size_t len,
+inject_response_bytes(struct inject *in, const char *src, size_t len,
     const char **out, size_t *outlen)
 {
-	return inject_rewrite(c->http.inj, c->http.inj ? &c->http.inj->resp_rules : NULL, in,
+	return inject_rewrite(in, in != NULL ? &in->resp_rules : NULL, src,
 	    len, out, outlen);
 }
 
 const char *
-inject_unsafe(const struct conn *c)
+inject_unsafe(const struct inject *in)
 {
-	if (c->http.inj == NULL || !c->http.inj->unsafe)
+	if (in == NULL || !in->unsafe)
 		return NULL;
-	if (c->http.inj->too_long)
+	if (in->too_long)
 		return "the request target with the secret's value "
 		    "percent-encoded would be longer than 64 KiB";
-	return c->http.inj->leak_where == INJECT_IN_TARGET ?
+	return in->leak_where == INJECT_IN_TARGET ?
 	    "the value of a secret holds a space or control bytes, which "
 	    "would break the request line (set \"encode\": \"percent\" on "
 	    "the rule's placeholders entry to send it percent-encoded)" :
@@ -483,25 +478,30 @@ inject_unsafe(const struct conn *c)
 }
 
 const char *
-inject_leak_name(const struct conn *c)
+inject_leak_name(const struct inject *in)
 {
-	if (c->http.inj == NULL || c->http.inj->sv.vals == NULL ||
-	    c->http.inj->leak >= c->http.inj->n)
+	if (in == NULL || in->sv.vals == NULL || in->leak >= in->n)
 		return "?";
-	return secrets_name(c->http.inj->sv.vals, c->http.inj->leak);
+	return secrets_name(in->sv.vals, in->leak);
 }
 
 bool
-inject_overrides(const struct conn *c, const char *name, size_t len)
+inject_leaked(const struct inject *in)
+{
+	return in != NULL && in->leak < in->n;
+}
+
+bool
+inject_overrides(const struct inject *in, const char *name, size_t len)
 {
 	size_t	i;
 
-	if (c->http.inj == NULL)
+	if (in == NULL)
 		return false;
-	for (i = 0; i < c->http.inj->ninjs; i++) {
-		const char *h = c->http.inj->injs[i].header;
+	for (i = 0; i < in->ninjs; i++) {
+		const char *h = in->injs[i].header;
 
-		if (c->http.inj->injs[i].kind != POLICY_INJECT_PLACEHOLDERS &&
+		if (in->injs[i].kind != POLICY_INJECT_PLACEHOLDERS &&
 		    h != NULL && strlen(h) == len &&
 		    strncasecmp(h, name, len) == 0)
 			return true;
@@ -543,9 +543,9 @@ inject_header_safe(const char *v, size_t len)
 }
 
 int
-inject_add_headers(struct conn *c, struct evbuffer *out, const char **detail)
+inject_add_headers(struct inject *in, struct evbuffer *out,
+    const char **detail)
 {
-	struct inject	*in = c->http.inj;
 	char		 v[INJECT_HEADER_MAX_BYTES] UTIL_NOINIT;
 	char		 up[INJECT_HEADER_MAX_BYTES] UTIL_NOINIT;
 	unsigned char	 b64[INJECT_HEADER_MAX_BYTES * 4 / 3 + 8] UTIL_NOINIT;
@@ -610,13 +610,13 @@ inject_add_headers(struct conn *c, struct evbuffer *out, const char **detail)
 }
 
 bool
-inject_scans_body(const struct conn *c)
+inject_scans_body(const struct inject *in)
 {
-	return c->http.inj != NULL && c->http.inj->n > 0 && c->http.inj->scan_body;
+	return in != NULL && in->n > 0 && in->scan_body;
 }
 
 bool
-inject_strips_range(const struct conn *c)
+inject_strips_range(const struct inject *in)
 {
 	/*
 	 * A host a secret is bound to may hold the value (a body it stored,
@@ -625,13 +625,13 @@ inject_strips_range(const struct conn *c)
 	 * scanner cannot recognise; without Range the whole representation
 	 * comes back and every whole value in it is scrubbed.
 	 */
-	return c->http.inj != NULL && c->http.inj->any_bound;
+	return in != NULL && in->any_bound;
 }
 
 bool
-inject_body_may_grow(const struct conn *c)
+inject_body_may_grow(const struct inject *in)
 {
-	return c->http.inj != NULL && c->http.inj->body_grows;
+	return in != NULL && in->body_grows;
 }
 
 /* Moves n bytes of in through st (made on first use). */
@@ -644,6 +644,7 @@ inject_stream(struct inject *in, struct secretscan_stream **stp,
 	int			nv, i, rc = 0;
 	size_t			left = n, take;
 
+	in->leak = UINT32_MAX;
 	if (*stp == NULL &&
 	    (*stp = secretscan_stream_new(in->sv.scan, rules)) == NULL)
 		return -1;
@@ -666,20 +667,18 @@ inject_stream(struct inject *in, struct secretscan_stream **stp,
 }
 
 int
-inject_body(struct conn *c, struct evbuffer *src, size_t n, bool last,
+inject_body(struct inject *in, struct evbuffer *src, size_t n, bool last,
     void (*emit)(void *, const uint8_t *, size_t), void *arg)
 {
-	struct inject	*in = c->http.inj;
-
+	if (in == NULL)
+		return -1;	/* nothing to scan with: fail closed */
 	return inject_stream(in, &in->req_st, &in->req_rules[INJECT_IN_BODY],
 	    src, n, last, emit, arg);
 }
 
 bool
-inject_response_begin(struct conn *c)
+inject_response_begin(struct inject *in)
 {
-	struct inject	*in = c->http.inj;
-
 	if (in == NULL || in->n == 0)
 		return false;
 	secretscan_stream_free(in->resp_st);
@@ -688,24 +687,24 @@ inject_response_begin(struct conn *c)
 }
 
 int
-inject_response_body(struct conn *c, struct evbuffer *src, size_t n,
+inject_response_body(struct inject *in, struct evbuffer *src, size_t n,
     bool last, void (*emit)(void *, const uint8_t *, size_t), void *arg)
 {
-	struct inject	*in = c->http.inj;
-
 	/*
 	 * The whole body, however long: the scanner streams (it holds back
 	 * at most one pattern's length), so nothing needs buffering, and a
 	 * value echoed at any offset never reaches the sandbox.
 	 */
+	if (in == NULL)
+		return -1;
 	return inject_stream(in, &in->resp_st, &in->resp_rules, src, n, last,
 	    emit, arg);
 }
 
 const char *const *
-inject_names(const struct conn *c)
+inject_names(const struct inject *in)
 {
-	if (c->http.inj == NULL || c->http.inj->names[0] == NULL)
+	if (in == NULL || in->names[0] == NULL)
 		return NULL;
-	return c->http.inj->names;
+	return in->names;
 }

@@ -16,18 +16,15 @@
 #include <openssl/ssl.h>
 
 #include "policy/policy.h"
-#include "proxy/conn.h"
 #include "proxy/io.h"
-#include "proxy/log.h"
 #include "proxy/sandbox.h"
 #include "proxy/tls.h"
 #include "proxy/uppool.h"
 #include "proxy/util.h"
-#include "proxy/worker.h"
 
 struct uppool_entry {
 	TAILQ_ENTRY(uppool_entry) link;
-	struct worker		*w;
+	struct uppool		*p;
 	struct io		*io;
 	struct event		*timer;
 	struct sandbox		*sb;		/* a reference, or NULL */
@@ -38,13 +35,22 @@ struct uppool_entry {
 	struct policy_addr	 addr;
 	char			 ip[64];
 	uint64_t		 idle_since;
+	uint64_t		 idle_ms;
 };
+
+void
+uppool_init(struct uppool *p, struct event_base *base)
+{
+	p->base = base;
+	TAILQ_INIT(&p->entries);
+	p->n = 0;
+}
 
 static void
 uppool_entry_free(struct uppool_entry *e)
 {
-	TAILQ_REMOVE(&e->w->uppool, e, link);
-	e->w->nuppool--;
+	TAILQ_REMOVE(&e->p->entries, e, link);
+	e->p->n--;
 	if (e->timer != NULL)
 		event_free(e->timer);
 	io_free(e->io);
@@ -83,73 +89,55 @@ uppool_timer_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 int
-uppool_put(struct conn *c)
+uppool_put(struct uppool *p, const struct uppool_ent *k, struct io *io)
 {
-	struct worker		*w = c->w;
 	struct uppool_entry	*e;
-	struct io		*io = c->uio;
-	struct tls		*tls = NULL;
-	const char		*host;
 	SSL			*ssl;
 	uint64_t		 now = util_now_ms(), idle_ms;
 	struct timeval		 tv;
 
-	if (io == NULL || !c->http.up_clean || w->draining || io_eof(io) ||
+	if (io == NULL || k->host == NULL || io_eof(io) ||
 	    io_in_len(io) != 0 || io_out_len(io) != 0 ||
-	    (c->sb != NULL && atomic_load(&c->sb->dead)))
+	    (k->sb != NULL && atomic_load(&k->sb->dead)))
 		return 0;
-	idle_ms = c->cfg->timeouts.idle_upstream_ms;
-	if (now - c->http.up_idle_since >= idle_ms)
+	if (now < k->idle_since || now - k->idle_since >= k->idle_ms)
 		return 0;
-	if ((ssl = io_ssl(io)) != NULL) {
-		/* HTTPS: only a session verified for the very host (name or
-		 * address) the client's tunnel was judged for, under the
-		 * worker's current roots. */
-		if (!c->tun.inspected || !c->tun.tls_client || c->tun.tls == NULL ||
-		    c->tun.tls != w->tls ||
-		    strcmp(c->tun.up_tls_host, c->tun.host) != 0 ||
-		    c->tun.up_tls_is_addr != (c->tun.target.kind ==
-		    POLICY_HOST_ADDR) || !SSL_is_init_finished(ssl))
-			return 0;
-		tls = c->tun.tls;
-		host = c->tun.up_tls_host;
-	} else {
-		if (c->tun.inspected)
-			return 0;
-		host = c->http.up_host;
-	}
-	if (w->nuppool >= UPPOOL_MAX)
-		uppool_entry_free(TAILQ_LAST(&w->uppool, uppool_head));
+	/* A TLS session only under the context it was verified with, and
+	 * only once it is up; a plain connection only as plain. */
+	ssl = io_ssl(io);
+	if ((ssl != NULL) != (k->tls != NULL) ||
+	    (ssl != NULL && !SSL_is_init_finished(ssl)))
+		return 0;
+	if (p->n >= UPPOOL_MAX)
+		uppool_entry_free(TAILQ_LAST(&p->entries, uppool_head));
 	if ((e = calloc(1, sizeof(*e))) == NULL)
 		return 0;
-	e->w = w;
-	if ((e->timer = evtimer_new(w->base, uppool_timer_cb, e)) == NULL ||
-	    (e->name = strdup(c->sandbox ? c->sandbox : "")) == NULL) {
+	e->p = p;
+	if ((e->timer = evtimer_new(p->base, uppool_timer_cb, e)) == NULL ||
+	    (e->name = strdup(k->sandbox != NULL ? k->sandbox : "")) == NULL) {
 		if (e->timer != NULL)
 			event_free(e->timer);
 		free(e);
 		return 0;
 	}
 	e->io = io;
-	e->sb = c->sb != NULL ? sandbox_ref(c->sb) : NULL;
-	e->tls = tls != NULL ? tls_ref(tls) : NULL;
-	snprintf(e->host, sizeof(e->host), "%s", host);
-	e->port = c->http.up_port;
-	e->addr = c->http.up_addr;
-	memcpy(e->ip, c->http.up_ip, sizeof(e->ip));
-	e->idle_since = c->http.up_idle_since;
-	idle_ms -= now - c->http.up_idle_since;
+	e->sb = k->sb != NULL ? sandbox_ref(k->sb) : NULL;
+	e->tls = k->tls != NULL ? tls_ref(k->tls) : NULL;
+	snprintf(e->host, sizeof(e->host), "%s", k->host);
+	e->port = k->port;
+	e->addr = k->addr;
+	memcpy(e->ip, k->ip, sizeof(e->ip));
+	e->ip[sizeof(e->ip) - 1] = '\0';
+	e->idle_since = k->idle_since;
+	e->idle_ms = k->idle_ms;
+	idle_ms = k->idle_ms - (now - k->idle_since);
 	tv.tv_sec = (time_t)(idle_ms / 1000);
 	tv.tv_usec = (suseconds_t)(idle_ms % 1000) * 1000;
 	evtimer_add(e->timer, &tv);
 	io_set_cb(io, uppool_io_cb, e);
 	io_read(io, 1);
-	TAILQ_INSERT_HEAD(&w->uppool, e, link);
-	w->nuppool++;
-	c->uio = NULL;
-	c->http.up_clean = false;
-	log_debug("conn=%llu upstream %s:%u (%s) kept for the next client",
-	    (unsigned long long)c->id, e->host, e->port, e->ip);
+	TAILQ_INSERT_HEAD(&p->entries, e, link);
+	p->n++;
 	return 1;
 }
 
@@ -171,17 +159,19 @@ uppool_addr_in(const struct policy_addr *a, const struct policy_addr *addrs,
 }
 
 struct io *
-uppool_take(struct conn *c, struct tls *tls, const char *host, uint16_t port,
+uppool_take(struct uppool *p, struct uppool_ent *k,
     const struct policy_addr *addrs, size_t n)
 {
-	struct worker		*w = c->w;
 	struct uppool_entry	*e;
 	struct io		*io;
-	const char		*name = c->sandbox ? c->sandbox : "";
+	const char		*name = k->sandbox != NULL ? k->sandbox : "";
 
-	TAILQ_FOREACH(e, &w->uppool, link)
-		if (e->sb == c->sb && e->tls == tls && e->port == port &&
-		    strcmp(e->host, host) == 0 && strcmp(e->name, name) == 0 &&
+	if (k->host == NULL)
+		return NULL;
+	TAILQ_FOREACH(e, &p->entries, link)
+		if (e->sb == k->sb && e->tls == k->tls && e->port == k->port &&
+		    strcmp(e->host, k->host) == 0 &&
+		    strcmp(e->name, name) == 0 &&
 		    uppool_addr_in(&e->addr, addrs, n))
 			break;
 	if (e == NULL)
@@ -189,21 +179,20 @@ uppool_take(struct conn *c, struct tls *tls, const char *host, uint16_t port,
 	io = e->io;
 	e->io = NULL;
 	io_set_cb(io, uppool_orphan_cb, NULL);
-	snprintf(c->http.up_host, sizeof(c->http.up_host), "%s", e->host);
-	c->http.up_port = e->port;
-	c->http.up_addr = e->addr;
-	memcpy(c->http.up_ip, e->ip, sizeof(c->http.up_ip));
-	c->http.up_idle_since = e->idle_since;
+	k->addr = e->addr;
+	memcpy(k->ip, e->ip, sizeof(k->ip));
+	k->idle_since = e->idle_since;
+	k->idle_ms = e->idle_ms;
 	uppool_entry_free(e);
 	return io;
 }
 
 void
-uppool_flush(struct worker *w, struct sandbox *sb)
+uppool_flush(struct uppool *p, struct sandbox *sb)
 {
 	struct uppool_entry	*e, *n;
 
-	for (e = TAILQ_FIRST(&w->uppool); e != NULL; e = n) {
+	for (e = TAILQ_FIRST(&p->entries); e != NULL; e = n) {
 		n = TAILQ_NEXT(e, link);
 		if (sb == NULL || e->sb == sb)
 			uppool_entry_free(e);

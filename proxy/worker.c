@@ -84,7 +84,6 @@ worker_new(int idx, struct moat_config *cfg, struct tls *tls,
 	TAILQ_INIT(&w->acc);
 	TAILQ_INIT(&w->conns);
 	TAILQ_INIT(&w->msgs);
-	TAILQ_INIT(&w->uppool);
 	LIST_INIT(&w->tunnels);
 	LIST_INIT(&w->dnsq);
 	pthread_mutex_init(&w->mu, NULL);
@@ -92,6 +91,7 @@ worker_new(int idx, struct moat_config *cfg, struct tls *tls,
 	w->base = util_base_new(WORKER_BASE_FLAGS);
 	if (w->base == NULL)
 		goto nomem;
+	uppool_init(&w->uppool, w->base);
 	w->cfg = policy_config_ref(cfg);
 	w->tls = tls ? tls_ref(tls) : NULL;
 	w->secrets = secrets ? secrets_ref(secrets) : NULL;
@@ -202,7 +202,7 @@ worker_free(struct worker *w)
 		conn_close(c, POLICY_R_SHUTDOWN, NULL);
 	while ((t = LIST_FIRST(&w->tunnels)) != NULL)
 		tunnel_abort(t);
-	uppool_flush(w, NULL);
+	uppool_flush(&w->uppool, NULL);
 	dns_abort_all(w, NULL);
 	while ((a = TAILQ_FIRST(&w->acc)) != NULL)
 		worker_unwatch(w, a);
@@ -365,7 +365,7 @@ worker_sandbox_gone(struct worker *w, struct sandbox *sb)
 			conn_abort(c);
 	}
 	tunnel_abort_sandbox(w, sb);
-	uppool_flush(w, sb);
+	uppool_flush(&w->uppool, sb);
 	dns_abort_all(w, sb);
 	worker_check_done(w);
 }
@@ -408,7 +408,7 @@ worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 		w->secrets = secrets;
 		w->cfg_gen++;
 		/* Kept upstreams were chosen under the old config. */
-		uppool_flush(w, NULL);
+		uppool_flush(&w->uppool, NULL);
 	}
 	worker_messages(w);
 	if (stop) {
@@ -418,7 +418,7 @@ worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 			conn_abort(c);
 		while ((t = LIST_FIRST(&w->tunnels)) != NULL)
 			tunnel_abort(t);
-		uppool_flush(w, NULL);
+		uppool_flush(&w->uppool, NULL);
 		dns_abort_all(w, NULL);
 		event_base_loopbreak(w->base);
 		return;
@@ -428,7 +428,7 @@ worker_wake_cb(evutil_socket_t fd, short what, void *arg)
 		worker_accepting(w, 0);
 		event_del(w->accept_pause);
 		worker_refuse_queued(w);
-		uppool_flush(w, NULL);
+		uppool_flush(&w->uppool, NULL);
 		for (c = TAILQ_FIRST(&w->conns); c != NULL; c = cn) {
 			cn = TAILQ_NEXT(c, link);
 			conn_drain(c);
@@ -763,8 +763,8 @@ worker_accept_cb(evutil_socket_t fd, short what, void *arg)
 				/* Idle kept upstreams are the first to go;
 				 * then new clients are refused. */
 				err = errno;
-				if (w->nuppool > 0) {
-					uppool_flush(w, NULL);
+				if (w->uppool.n > 0) {
+					uppool_flush(&w->uppool, NULL);
 					continue;
 				}
 				if (worker_refuse_nofd(w, a, err) == 0)
@@ -773,7 +773,7 @@ worker_accept_cb(evutil_socket_t fd, short what, void *arg)
 				return;
 			case ENOBUFS:
 			case ENOMEM:
-				uppool_flush(w, NULL);
+				uppool_flush(&w->uppool, NULL);
 				worker_pause(w, strerror(errno));
 				return;
 			case EINTR:

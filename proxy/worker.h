@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "policy/policy.h"
+#include "proxy/uppool.h"
 
 struct event;
 struct event_base;
@@ -30,7 +31,6 @@ struct sandbox;
 struct secrets;
 struct tls;
 struct tunnel;
-struct uppool_entry;
 
 /*
  * A worker's event base.  NOLOCK: only its thread touches it.  Not
@@ -106,8 +106,7 @@ struct worker {
 	LIST_HEAD(, dns_pending) dnsq;		/* DNS queries waiting */
 
 	/* Idle upstream connections for the next client (uppool.c). */
-	TAILQ_HEAD(uppool_head, uppool_entry) uppool;
-	size_t			 nuppool;
+	struct uppool		 uppool;
 
 	int			 pipes[WORKER_PIPE_POOL_MAX][2];
 	size_t			 npipes;

@@ -86,6 +86,8 @@ main(int argc, char *argv[])
 	test_certs_register();
 	test_audit_register();
 	test_secretscan_register();
+	test_inject_register();
+	test_uppool_register();
 	test_nsh_proto_register();
 	test_geo_register();
 	test_tunnel_register();

@@ -25,6 +25,8 @@ void	test_tls_parse_register(void);
 void	test_certs_register(void);
 void	test_audit_register(void);
 void	test_secretscan_register(void);
+void	test_inject_register(void);
+void	test_uppool_register(void);
 void	test_nsh_proto_register(void);
 void	test_geo_register(void);
 void	test_tunnel_register(void);
