@@ -913,6 +913,10 @@ policy_config_load_opts(const char *name, const char *buf, size_t len,
 	x.len = len;
 	domain_init(&x.rule_names);
 	config_top(&x, root);
+	/* The rest reads a whole config: a failed one may lack parts (a
+	 * listener whose sandbox name could not be copied has none). */
+	if (diags->nerrors > nerr0)
+		goto out;
 	config_limits(c);
 	if (c->audit_path == NULL && (c->audit_path =
 	    strdup(config_default("audit", "path")->sdef)) == NULL)

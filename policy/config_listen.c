@@ -215,7 +215,15 @@ config_bind(struct config_ctx *x, json_t *v, size_t pos, bool unix_only,
 		l->is_unix = true;
 		l->address = config_strdup(x, s);
 		l->path = config_strdup(x, path);
-		return l->address != NULL && l->path != NULL;
+		if (l->address == NULL || l->path == NULL) {
+			/* Both or neither: config_check_addresses() reads
+			 * the path of every listener with an address. */
+			free(l->address);
+			free(l->path);
+			l->address = l->path = NULL;
+			return false;
+		}
+		return true;
 	}
 	if (unix_only) {
 		config_err(x, pos, "%s is not unix:/PATH", config_q(x, s, n));
