@@ -697,10 +697,8 @@ config_admin(struct config_ctx *x, json_t *v, size_t pos)
 		if (config_bind(x, f[ADM_ADDRESS].v, f[ADM_ADDRESS].pos, true,
 		    &l)) {
 			x->c->admin_address = l.address;
-			l.address = NULL;
+			x->c->admin_path = l.path;
 		}
-		free(l.address);
-		free(l.path);
 		config_pop(x, old);
 	}
 	if (f[ADM_MODE].v != NULL) {
@@ -992,6 +990,7 @@ config_free(struct moat_config *c)
 	config_free_list(c->tls.upstream_ca_files);
 	config_free_list(c->tls.extra_ca_files);
 	free(c->admin_address);
+	free(c->admin_path);
 	free(c->user);
 	free(c->file);
 	free(c);

@@ -291,8 +291,8 @@ config_check_addresses(struct config_ctx *x)
 			    "listen[%zu] (line %d)", i, pa, j, b->line);
 			break;
 		}
-		if (a->is_unix && c->admin_address != NULL &&
-		    strcmp(c->admin_address + 5, a->path) == 0)
+		if (a->is_unix && c->admin_path != NULL &&
+		    strcmp(c->admin_path, a->path) == 0)
 			diag_add(x->d, POLICY_DIAG_ERROR, a->line, a->column,
 			    "listen[%zu]: %s is also the admin socket", i,
 			    a->path);

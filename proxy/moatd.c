@@ -709,9 +709,8 @@ moatd_start(struct moatd *m)
 	    sizeof(err));
 	if (m->listeners == NULL && err[0] != '\0')
 		fatalx("%s", err);
-	if (m->cfg->admin_address != NULL) {
-		/* "unix:PATH", checked by the config loader. */
-		m->admin_lfd = admin_bind(m->cfg->admin_address + 5,
+	if (m->cfg->admin_path != NULL) {
+		m->admin_lfd = admin_bind(m->cfg->admin_path,
 		    m->cfg->admin_mode, err, sizeof(err));
 		if (m->admin_lfd == -1)
 			fatalx("%s", err);
@@ -769,7 +768,7 @@ moatd_serve(struct moatd *m)
 	m->admin.cfg = &m->cfg;
 	m->admin.tls = &m->tls;
 	if (m->admin_lfd >= 0 && admin_serve(&m->admin, m->admin_lfd,
-	    m->cfg->admin_address + 5) == -1)
+	    m->cfg->admin_path) == -1)
 		fatalx("cannot serve the admin socket");
 	if (m->admin_fd >= 0 && admin_adopt(&m->admin, m->admin_fd,
 	    on_admin_gone, m) == -1)
