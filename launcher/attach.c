@@ -407,7 +407,7 @@ attach_main(int argc, char *argv[])
 		return 1;
 	}
 	if (a.ready_fd != -1) {
-		(void)!write(a.ready_fd, "ready\n", 6);
+		(void)!WRITE_LIT(a.ready_fd, "ready\n");
 		close(a.ready_fd);
 	}
 	if (attach_wait(&a) == 0) {

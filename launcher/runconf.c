@@ -140,8 +140,8 @@ runconf_moatd(struct runconf *rc, const char *arg)
 	const struct sockaddr_un	*sun = NULL;
 	const char			*path = arg;
 
-	if (strncmp(arg, "unix:", 5) == 0)
-		path = arg + 5;
+	if (STRNCMP_LIT(arg, "unix:") == 0)
+		path = arg + LIT_LEN("unix:");
 	if (path[0] == '\0' || strlen(path) >= sizeof(sun->sun_path)) {
 		fprintf(stderr, "%s: --moatd %s: not a Unix socket path "
 		    "(unix:PATH or PATH, at most %zu bytes)\n", rc->cmd, arg,
@@ -443,7 +443,7 @@ runconf_allow_rule(const char *cmd, const char *arg, size_t index,
 			goto bad;
 		snprintf(host, sizeof(host), "%s", arg);
 	}
-	check = strncmp(host, "*.", 2) == 0 ? host + 2 : host;
+	check = STRNCMP_LIT(host, "*.") == 0 ? host + LIT_LEN("*.") : host;
 	policyio_idn_for(check, strlen(check));
 	if (policy_host_normalise(check, strlen(check), &h, &err) == -1) {
 		fprintf(stderr, "%s: --allow %s: %s\n", cmd, arg, err);

@@ -760,7 +760,7 @@ config_syntax(struct policy_diags *d, const char *buf, size_t len,
 	off = je->position > 0 ? (size_t)je->position - 1 : 0;
 	if (strstr(je->text, "near end of file") != NULL)
 		off = len;
-	if (strncmp(je->text, "duplicate object key", 20) == 0 &&
+	if (STRNCMP_LIT(je->text, "duplicate object key") == 0 &&
 	    off < len && buf[off] == '"') {
 		/* Point at the opening quote of the repeated key. */
 		size_t	j = off;
@@ -777,12 +777,13 @@ config_syntax(struct policy_diags *d, const char *buf, size_t len,
 		off = j;
 	}
 	jsonpos_locate(buf, len, off, &line, &col);
-	near = strstr(je->text, "near '");
-	if (strncmp(je->text, "duplicate object key", 20) == 0 &&
-	    near != NULL && (end = strrchr(near, '\'')) > near + 6)
+	if ((near = strstr(je->text, "near '")) != NULL)
+		near += LIT_LEN("near '");
+	if (STRNCMP_LIT(je->text, "duplicate object key") == 0 &&
+	    near != NULL && (end = strrchr(near, '\'')) != NULL && end > near)
 		diag_add(d, POLICY_DIAG_ERROR, line, col, "duplicate key "
 		    "%.*s: a key may appear only once in an object",
-		    (int)(end - near - 6), near + 6);
+		    (int)(end - near), near);
 	else
 		diag_add(d, POLICY_DIAG_ERROR, line, col, "invalid JSON: %s",
 		    je->text);

@@ -192,9 +192,9 @@ config_bind(struct config_ctx *x, json_t *v, size_t pos, bool unix_only,
 		return false;
 	s = json_string_value(v);
 	n = json_string_length(v);
-	if (n >= 5 && memcmp(s, "unix:", 5) == 0) {
-		path = s + 5;
-		plen = n - 5;
+	if (n >= LIT_LEN("unix:") && MEMCMP_LIT(s, "unix:") == 0) {
+		path = s + LIT_LEN("unix:");
+		plen = n - LIT_LEN("unix:");
 		if (plen == 0 || path[0] != '/') {
 			config_err(x, pos, "%s: a unix socket path must be "
 			    "absolute (unix:/PATH)", config_q(x, s, n));

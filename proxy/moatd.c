@@ -783,7 +783,7 @@ moatd_serve(struct moatd *m)
 	    PACKAGE_VERSION, m->nworkers, m->nworkers == 1 ? "" : "s",
 	    m->cfg->file);
 	if (m->ready_fd >= 0) {
-		(void)!write(m->ready_fd, "ready\n", 6);
+		(void)!WRITE_LIT(m->ready_fd, "ready\n");
 		close(m->ready_fd);
 	}
 }

@@ -1219,7 +1219,7 @@ main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	json_set_alloc_funcs(af_json_malloc, af_json_free);
 	/* "/en/" + 3 x 4 KiB: past every stack buffer of the policy. */
-	memcpy(af_long_path, "/en/", 4);
+	MEMCPY_LIT(af_long_path, "/en/");
 	memset(af_long_path + 4, 'a', sizeof(af_long_path) - 5);
 	af_long_path[sizeof(af_long_path) - 1] = '\0';
 
