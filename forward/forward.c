@@ -230,8 +230,8 @@ fwd_parse_to(struct fwd *f, const char *arg)
 {
 	const char	*path = arg;
 
-	if (strncmp(arg, "unix:", 5) == 0)
-		path = arg + 5;
+	if (STRNCMP_LIT(arg, "unix:") == 0)
+		path = arg + LIT_LEN("unix:");
 	if (path[0] != '/' || strlen(path) >= sizeof(f->to.sun_path)) {
 		fprintf(stderr, "moat-forward: --to %s: want "
 		    "unix:/ABSOLUTE/PATH (at most %zu bytes)\n", arg,
@@ -673,7 +673,7 @@ main(int argc, char *argv[])
 		fwd_log(&f, false, "listening on %s, relaying to unix:%s",
 		    f.addrs[i], f.to.sun_path);
 	if (ready_fd != -1) {
-		(void)!write(ready_fd, "ready\n", 6);
+		(void)!WRITE_LIT(ready_fd, "ready\n");
 		close(ready_fd);
 	}
 	if (optind < argc && fwd_spawn(&f, argv + optind) == -1)

@@ -57,19 +57,16 @@ admin_client_now_ms(void)
 }
 
 struct admin_client *
-admin_client_connect(const char *addr, char *err, size_t errlen)
+admin_client_connect(const char *path, char *err, size_t errlen)
 {
 	struct sockaddr_un	 sun;
 	struct admin_client	*ac;
-	const char		*path = addr;
 	int			 fd;
 
-	if (strncmp(addr, "unix:", 5) == 0)
-		path = addr + 5;
+	/* runconf checked it; this is the copy's bound. */
 	if (path[0] == '\0' || strlen(path) >= sizeof(sun.sun_path)) {
-		snprintf(err, errlen, "%s: not a Unix socket path (unix:PATH "
-		    "or PATH, at most %zu bytes)", addr,
-		    sizeof(sun.sun_path) - 1);
+		snprintf(err, errlen, "%s: not a Unix socket path (at most "
+		    "%zu bytes)", path, sizeof(sun.sun_path) - 1);
 		return NULL;
 	}
 	memset(&sun, 0, sizeof(sun));

@@ -168,7 +168,7 @@ attach_parse(struct attach *a, int argc, char *argv[])
 		return -1;
 	}
 	if (a->rc.moatd == NULL)
-		a->rc.moatd = ATTACH_DEFAULT_ADMIN;
+		a->rc.moatd = a->rc.moatd_path = ATTACH_DEFAULT_ADMIN;
 	if (a->rc.name[0] == '\0')
 		snprintf(a->rc.name, sizeof(a->rc.name), "attach-%ld",
 		    (long)getpid());
@@ -293,7 +293,7 @@ attach_setup(struct attach *a, char *err, size_t errlen)
 		protos[i] = ls[i].proto;
 		nfds = i + 1;
 	}
-	if ((a->admin = admin_client_connect(a->rc.moatd, err,
+	if ((a->admin = admin_client_connect(a->rc.moatd_path, err,
 	    errlen)) == NULL || admin_client_hello(a->admin, err,
 	    errlen) == -1 || admin_client_register(a->admin, a->rc.name,
 	    a->rc.config, protos, fds, nfds, &ans, err, errlen) == -1)
@@ -407,7 +407,7 @@ attach_main(int argc, char *argv[])
 		return 1;
 	}
 	if (a.ready_fd != -1) {
-		(void)!write(a.ready_fd, "ready\n", 6);
+		(void)!WRITE_LIT(a.ready_fd, "ready\n");
 		close(a.ready_fd);
 	}
 	if (attach_wait(&a) == 0) {

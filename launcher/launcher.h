@@ -90,6 +90,8 @@ struct runconf {
 	size_t		 nallow_private;
 	enum runconf_mode mode;
 	const char	*moatd;		/* --moatd ADDR, or NULL */
+	const char	*moatd_path;	/* its socket path (ADDR without
+					   "unix:"), or NULL */
 	char		 name[NSH_TEXT_MAX]; /* the sandbox's name */
 	uint16_t	 http_port, socks_port, dns_port, transparent_port;
 	json_t		*config;	/* {"policy": ...} to register; owned */
@@ -276,10 +278,10 @@ void	nsh_client_close(struct nsh_client *c);
 struct admin_client;
 
 /*
- * Connects to moatd's admin socket: addr is "unix:PATH" or a path.
+ * Connects to moatd's admin socket at path (runconf's moatd_path).
  * Returns the client (free with admin_client_close) or NULL, err set.
  */
-struct admin_client *admin_client_connect(const char *addr, char *err,
+struct admin_client *admin_client_connect(const char *path, char *err,
 	    size_t errlen);
 
 /* Wraps a connected stream socket (a private moatd's --admin-fd peer);

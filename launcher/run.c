@@ -633,7 +633,7 @@ run_register(struct run *r, char *err, size_t errlen)
 	if (run_network(r, fds, &nfds, protos, err, errlen) == -1)
 		goto out;
 	if (r->rc.moatd != NULL) {
-		if ((r->admin = admin_client_connect(r->rc.moatd, err,
+		if ((r->admin = admin_client_connect(r->rc.moatd_path, err,
 		    errlen)) == NULL || admin_client_hello(r->admin, err,
 		    errlen) == -1)
 			goto out;
@@ -739,7 +739,6 @@ run_setup(struct run *r, int *code, char *err, size_t errlen)
 {
 	struct sandbox_spec	spec;
 	struct sandbox_net	net;
-	const char		*path;
 	struct in_addr		gw;
 	char			*extra;
 	size_t			 extralen;
@@ -750,9 +749,7 @@ run_setup(struct run *r, int *code, char *err, size_t errlen)
 	    err[0] != '\0')
 		return -1;
 	if (r->rc.moatd != NULL) {
-		path = strncmp(r->rc.moatd, "unix:", 5) == 0 ?
-		    r->rc.moatd + 5 : r->rc.moatd;
-		if (realpath(path, r->mask) == NULL)
+		if (realpath(r->rc.moatd_path, r->mask) == NULL)
 			r->mask[0] = '\0';
 	} else if (run_moatd_spawn(r, err, errlen) == -1)
 		return -1;

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 
 #include <sched.h>
 #include <signal.h>
@@ -132,6 +133,26 @@ runconf_name_ok(const char *s)
 	return 1;
 }
 
+/* --moatd ADDR: "unix:PATH" or PATH, kept as the path to connect to. */
+static int
+runconf_moatd(struct runconf *rc, const char *arg)
+{
+	const struct sockaddr_un	*sun = NULL;
+	const char			*path = arg;
+
+	if (STRNCMP_LIT(arg, "unix:") == 0)
+		path = arg + LIT_LEN("unix:");
+	if (path[0] == '\0' || strlen(path) >= sizeof(sun->sun_path)) {
+		fprintf(stderr, "%s: --moatd %s: not a Unix socket path "
+		    "(unix:PATH or PATH, at most %zu bytes)\n", rc->cmd, arg,
+		    sizeof(sun->sun_path) - 1);
+		return -1;
+	}
+	rc->moatd = arg;
+	rc->moatd_path = path;
+	return 0;
+}
+
 int
 runconf_option(struct runconf *rc, int ch, const char *arg)
 {
@@ -160,8 +181,7 @@ runconf_option(struct runconf *rc, int ch, const char *arg)
 		}
 		return 0;
 	case RUNCONF_OPT_MOATD:
-		rc->moatd = arg;
-		return 0;
+		return runconf_moatd(rc, arg);
 	case RUNCONF_OPT_NAME:
 		if (!runconf_name_ok(arg)) {
 			fprintf(stderr, "%s: --name %s: want 1-64 of A-Z a-z "
@@ -423,7 +443,7 @@ runconf_allow_rule(const char *cmd, const char *arg, size_t index,
 			goto bad;
 		snprintf(host, sizeof(host), "%s", arg);
 	}
-	check = strncmp(host, "*.", 2) == 0 ? host + 2 : host;
+	check = STRNCMP_LIT(host, "*.") == 0 ? host + LIT_LEN("*.") : host;
 	policyio_idn_for(check, strlen(check));
 	if (policy_host_normalise(check, strlen(check), &h, &err) == -1) {
 		fprintf(stderr, "%s: --allow %s: %s\n", cmd, arg, err);

@@ -408,17 +408,17 @@ nsh_owner_alive(const char *s)
 	char			*end;
 	long			 pid;
 
-	if (strncmp(s, "moat owner=", 11) != 0)
+	if (STRNCMP_LIT(s, "moat owner=") != 0)
 		return -1;
-	s += 11;
+	s += LIT_LEN("moat owner=");
 	if (*s < '1' || *s > '9')
 		return -1;
 	errno = 0;
 	pid = strtol(s, &end, 10);
 	if (errno != 0 || pid <= 0 || pid > 4194304 ||
-	    strncmp(end, " start=", 7) != 0)
+	    STRNCMP_LIT(end, " start=") != 0)
 		return -1;
-	s = end + 7;
+	s = end + LIT_LEN(" start=");
 	if (*s < '0' || *s > '9')
 		return -1;
 	start = strtoull(s, &end, 10);

@@ -697,10 +697,8 @@ config_admin(struct config_ctx *x, json_t *v, size_t pos)
 		if (config_bind(x, f[ADM_ADDRESS].v, f[ADM_ADDRESS].pos, true,
 		    &l)) {
 			x->c->admin_address = l.address;
-			l.address = NULL;
+			x->c->admin_path = l.path;
 		}
-		free(l.address);
-		free(l.path);
 		config_pop(x, old);
 	}
 	if (f[ADM_MODE].v != NULL) {
@@ -762,7 +760,7 @@ config_syntax(struct policy_diags *d, const char *buf, size_t len,
 	off = je->position > 0 ? (size_t)je->position - 1 : 0;
 	if (strstr(je->text, "near end of file") != NULL)
 		off = len;
-	if (strncmp(je->text, "duplicate object key", 20) == 0 &&
+	if (STRNCMP_LIT(je->text, "duplicate object key") == 0 &&
 	    off < len && buf[off] == '"') {
 		/* Point at the opening quote of the repeated key. */
 		size_t	j = off;
@@ -779,12 +777,13 @@ config_syntax(struct policy_diags *d, const char *buf, size_t len,
 		off = j;
 	}
 	jsonpos_locate(buf, len, off, &line, &col);
-	near = strstr(je->text, "near '");
-	if (strncmp(je->text, "duplicate object key", 20) == 0 &&
-	    near != NULL && (end = strrchr(near, '\'')) > near + 6)
+	if ((near = strstr(je->text, "near '")) != NULL)
+		near += LIT_LEN("near '");
+	if (STRNCMP_LIT(je->text, "duplicate object key") == 0 &&
+	    near != NULL && (end = strrchr(near, '\'')) != NULL && end > near)
 		diag_add(d, POLICY_DIAG_ERROR, line, col, "duplicate key "
 		    "%.*s: a key may appear only once in an object",
-		    (int)(end - near - 6), near + 6);
+		    (int)(end - near), near);
 	else
 		diag_add(d, POLICY_DIAG_ERROR, line, col, "invalid JSON: %s",
 		    je->text);
@@ -913,6 +912,10 @@ policy_config_load_opts(const char *name, const char *buf, size_t len,
 	x.len = len;
 	domain_init(&x.rule_names);
 	config_top(&x, root);
+	/* The rest reads a whole config: a failed one may lack parts (a
+	 * listener whose sandbox name could not be copied has none). */
+	if (diags->nerrors > nerr0)
+		goto out;
 	config_limits(c);
 	if (c->audit_path == NULL && (c->audit_path =
 	    strdup(config_default("audit", "path")->sdef)) == NULL)
@@ -988,6 +991,7 @@ config_free(struct moat_config *c)
 	config_free_list(c->tls.upstream_ca_files);
 	config_free_list(c->tls.extra_ca_files);
 	free(c->admin_address);
+	free(c->admin_path);
 	free(c->user);
 	free(c->file);
 	free(c);

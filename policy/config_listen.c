@@ -192,9 +192,9 @@ config_bind(struct config_ctx *x, json_t *v, size_t pos, bool unix_only,
 		return false;
 	s = json_string_value(v);
 	n = json_string_length(v);
-	if (n >= 5 && memcmp(s, "unix:", 5) == 0) {
-		path = s + 5;
-		plen = n - 5;
+	if (n >= LIT_LEN("unix:") && MEMCMP_LIT(s, "unix:") == 0) {
+		path = s + LIT_LEN("unix:");
+		plen = n - LIT_LEN("unix:");
 		if (plen == 0 || path[0] != '/') {
 			config_err(x, pos, "%s: a unix socket path must be "
 			    "absolute (unix:/PATH)", config_q(x, s, n));
@@ -215,7 +215,15 @@ config_bind(struct config_ctx *x, json_t *v, size_t pos, bool unix_only,
 		l->is_unix = true;
 		l->address = config_strdup(x, s);
 		l->path = config_strdup(x, path);
-		return l->address != NULL && l->path != NULL;
+		if (l->address == NULL || l->path == NULL) {
+			/* Both or neither: config_check_addresses() reads
+			 * the path of every listener with an address. */
+			free(l->address);
+			free(l->path);
+			l->address = l->path = NULL;
+			return false;
+		}
+		return true;
 	}
 	if (unix_only) {
 		config_err(x, pos, "%s is not unix:/PATH", config_q(x, s, n));
@@ -283,8 +291,8 @@ config_check_addresses(struct config_ctx *x)
 			    "listen[%zu] (line %d)", i, pa, j, b->line);
 			break;
 		}
-		if (a->is_unix && c->admin_address != NULL &&
-		    strcmp(c->admin_address + 5, a->path) == 0)
+		if (a->is_unix && c->admin_path != NULL &&
+		    strcmp(c->admin_path, a->path) == 0)
 			diag_add(x->d, POLICY_DIAG_ERROR, a->line, a->column,
 			    "listen[%zu]: %s is also the admin socket", i,
 			    a->path);

@@ -150,7 +150,8 @@ git_query(const char *q, size_t n, char *buf)
 		    &klen) == -1)
 			return GIT_Q_BAD;
 		push |= git_has_ci(buf, klen, "receive-pack");
-		service = klen == 7 && strncasecmp(buf, "service", 7) == 0;
+		service = klen == LIT_LEN("service") &&
+		    STRNCASECMP_LIT(buf, "service") == 0;
 		vlen = 0;
 		if (eq != NULL && git_decode(eq + 1, (size_t)(end - eq - 1),
 		    buf, &vlen) == -1)
@@ -160,8 +161,9 @@ git_query(const char *q, size_t n, char *buf)
 			if (seen)
 				return GIT_Q_TWICE;
 			seen = true;
-			res = vlen == 15 && memcmp(buf, "git-upload-pack", 15)
-			    == 0 ? GIT_Q_UPLOAD : GIT_Q_OTHER;
+			res = vlen == LIT_LEN("git-upload-pack") &&
+			    MEMCMP_LIT(buf, "git-upload-pack") == 0 ?
+			    GIT_Q_UPLOAD : GIT_Q_OTHER;
 		}
 		if (end == q + n)
 			break;

@@ -296,8 +296,8 @@ host_needs_idna(const char *s, size_t n)
 		if ((unsigned char)s[i] >= 0x80)
 			return true;
 		/* An A-label must be valid punycode of a valid U-label. */
-		if ((i == 0 || s[i - 1] == '.') && n - i >= 4 &&
-		    strncasecmp(s + i, "xn--", 4) == 0)
+		if ((i == 0 || s[i - 1] == '.') && n - i >= LIT_LEN("xn--") &&
+		    STRNCASECMP_LIT(s + i, "xn--") == 0)
 			return true;
 	}
 	return false;
@@ -330,7 +330,8 @@ policy_idn_wanted(const char *text, size_t len)
 		if ((unsigned char)text[i] >= 0x80 || text[i] == '%' ||
 		    text[i] == '\\')
 			return true;
-		if (len - i >= 4 && strncasecmp(text + i, "xn--", 4) == 0)
+		if (len - i >= LIT_LEN("xn--") &&
+		    STRNCASECMP_LIT(text + i, "xn--") == 0)
 			return true;
 	}
 	return false;

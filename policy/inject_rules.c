@@ -147,6 +147,10 @@ policy_rule_git(const struct policy_rule *r)
 	return r->git;
 }
 
+/* inject_fmt_append() of a string literal. */
+#define INJECT_FMT_LIT(buf, len, at, s) \
+	inject_fmt_append((buf), (len), (at), "" s "", LIT_LEN(s))
+
 /* Appends n bytes of s at *at, keeping buf NUL-terminated. */
 static void
 inject_fmt_append(char *buf, size_t len, size_t *at, const char *s, size_t n)
@@ -174,11 +178,11 @@ policy_template_format(const struct moat_config *c,
 	for (i = 0; t != NULL && i < t->nparts; i++) {
 		pt = &t->parts[i];
 		if (pt->secret != POLICY_TPL_LITERAL) {
-			inject_fmt_append(buf, len, &at, "${", 2);
+			INJECT_FMT_LIT(buf, len, &at, "${");
 			s = c != NULL && pt->secret < c->nsecrets ?
 			    c->secrets[pt->secret].name : "?";
 			inject_fmt_append(buf, len, &at, s, strlen(s));
-			inject_fmt_append(buf, len, &at, "}", 1);
+			INJECT_FMT_LIT(buf, len, &at, "}");
 			continue;
 		}
 		for (s = pt->text, n = pt->len; n > 0; ) {
@@ -188,7 +192,7 @@ policy_template_format(const struct moat_config *c,
 			}
 			inject_fmt_append(buf, len, &at, s,
 			    (size_t)(dollar - s) + 1);
-			inject_fmt_append(buf, len, &at, "$", 1);
+			INJECT_FMT_LIT(buf, len, &at, "$");
 			n -= (size_t)(dollar - s) + 1;
 			s = dollar + 1;
 		}

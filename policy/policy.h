@@ -516,7 +516,8 @@ struct moat_config {
 	char			**resolver_servers; /* "HOST:PORT" strings, NULL-terminated, or NULL: system */
 	unsigned		 resolver_tries;
 	struct moat_tls		 tls;
-	char			*admin_address;	/* "unix:PATH" or NULL */
+	char			*admin_address;	/* "unix:PATH" as written, or NULL */
+	char			*admin_path;	/* its PATH, or NULL */
 	int			 admin_mode;
 	struct moat_timeouts	 timeouts;
 	struct moat_limits	 limits;

@@ -229,7 +229,7 @@ audit_write_lines(int fd, const char *buf, size_t len, size_t *done)
 	int		saved = 0;
 
 	if (A.torn) {
-		if (write(fd, "\n", 1) != 1) {
+		if (WRITE_LIT(fd, "\n") != 1) {
 			*done = 0;
 			return -1;
 		}
@@ -506,6 +506,9 @@ struct jw {
 	int	 nfields;
 };
 
+/* jw_raw() of a string literal. */
+#define JW_LIT(w, s)	jw_raw((w), "" s "", LIT_LEN(s))
+
 static void
 jw_raw(struct jw *w, const char *s, size_t n)
 {
@@ -523,7 +526,7 @@ jw_str(struct jw *w, const char *s)
 	static const char hex[] = "0123456789abcdef";
 	char		  esc[6];
 
-	jw_raw(w, "\"", 1);
+	JW_LIT(w, "\"");
 	for (; *s != '\0'; s++) {
 		unsigned char c = (unsigned char)*s;
 
@@ -544,17 +547,17 @@ jw_str(struct jw *w, const char *s)
 		else
 			w->overflow = 1;
 	}
-	jw_raw(w, "\"", 1);
+	JW_LIT(w, "\"");
 }
 
 static void
 jw_key(struct jw *w, const char *key)
 {
 	if (w->nfields++ > 0)
-		jw_raw(w, ",", 1);
-	jw_raw(w, "\"", 1);
+		JW_LIT(w, ",");
+	JW_LIT(w, "\"");
 	jw_raw(w, key, strlen(key));
-	jw_raw(w, "\":", 2);
+	JW_LIT(w, "\":");
 }
 
 static void
@@ -607,10 +610,10 @@ jw_ts(struct jw *w)
 	ms[3] = (char)('0' + m % 10);
 	ms[4] = 'Z';
 	jw_key(w, "ts");
-	jw_raw(w, "\"", 1);
+	JW_LIT(w, "\"");
 	jw_raw(w, base, strlen(base));
 	jw_raw(w, ms, 5);
-	jw_raw(w, "\"", 1);
+	JW_LIT(w, "\"");
 }
 
 /*
@@ -656,14 +659,14 @@ static size_t
 audit_format(const struct audit_rec *r, char *buf, size_t cap)
 {
 	struct jw	w = { buf, 0, cap, 0, 0 };
-	char		path[AUDIT_PATH_MAX_BYTES + 4];
+	char		path[AUDIT_PATH_MAX_BYTES + sizeof("...")];
 	const char	*f[AUDIT_CLIENT_FIELDS];
 	char		*own[AUDIT_CLIENT_FIELDS];
 	size_t		i;
 
 	audit_redact(r, f, own);
 
-	jw_raw(&w, "{", 1);
+	JW_LIT(&w, "{");
 	jw_ts(&w);
 	jw_kstr(&w, "event", r->event);
 	jw_kint(&w, "id", (int64_t)r->id);
@@ -677,7 +680,7 @@ audit_format(const struct audit_rec *r, char *buf, size_t cap)
 	if (r->ip != NULL)
 		jw_str(&w, r->ip);
 	else
-		jw_raw(&w, "null", 4);
+		JW_LIT(&w, "null");
 	jw_kstr(&w, "country", r->country);
 	jw_kint(&w, "asn", r->asn);
 	jw_kstr(&w, "verdict", r->verdict == POLICY_ALLOW ? "allow" : "deny");
@@ -686,12 +689,13 @@ audit_format(const struct audit_rec *r, char *buf, size_t cap)
 	if (r->rule != NULL)
 		jw_str(&w, r->rule);
 	else
-		jw_raw(&w, "null", 4);
+		JW_LIT(&w, "null");
 	jw_kstr(&w, "method", f[1]);
 	if (f[2] != NULL) {
 		if (strlen(f[2]) > AUDIT_PATH_MAX_BYTES) {
 			memcpy(path, f[2], AUDIT_PATH_MAX_BYTES);
-			memcpy(path + AUDIT_PATH_MAX_BYTES, "...", 4);
+			memcpy(path + AUDIT_PATH_MAX_BYTES, "...",
+			    sizeof("..."));
 			jw_kstr(&w, "path", path);
 		} else
 			jw_kstr(&w, "path", f[2]);
@@ -703,20 +707,20 @@ audit_format(const struct audit_rec *r, char *buf, size_t cap)
 	jw_kint(&w, "duration_ms", r->duration_ms);
 	if (r->injected != NULL) {
 		jw_key(&w, "injected");
-		jw_raw(&w, "[", 1);
+		JW_LIT(&w, "[");
 		for (i = 0; r->injected[i] != NULL; i++) {
 			if (i > 0)
-				jw_raw(&w, ",", 1);
+				JW_LIT(&w, ",");
 			jw_str(&w, r->injected[i]);
 		}
-		jw_raw(&w, "]", 1);
+		JW_LIT(&w, "]");
 	}
 	jw_kstr(&w, "qtype", r->qtype);
 	jw_kstr(&w, "answer", r->answer);
 	jw_kstr(&w, "end", r->end);
 	jw_kint(&w, "refused", r->refused);
 	jw_kstr(&w, "detail", f[3]);
-	jw_raw(&w, "}\n", 2);
+	JW_LIT(&w, "}\n");
 	for (i = 0; i < AUDIT_CLIENT_FIELDS; i++)
 		free(own[i]);
 	return w.overflow ? 0 : w.len;

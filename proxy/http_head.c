@@ -15,6 +15,8 @@
  * request-target itself is split by http_target.c, chunked bodies are
  * decoded by http_chunked.c; both share the character classes here.
  */
+#include "config.h"
+
 #include <sys/types.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -143,6 +145,9 @@ limits_or_default(const struct http_limits *lim)
 {
 	return lim != NULL ? lim : &http_default_limits;
 }
+
+/* a[0..n) is the string literal s, ASCII case-insensitively. */
+#define IEQ_LIT(a, n, s)	((n) == LIT_LEN(s) && ieq((a), "" s "", (n)))
 
 /* ASCII case-insensitive comparison of n bytes. */
 static bool
@@ -334,12 +339,12 @@ head_block_alloc(const char *buf, size_t len, const struct http_limits *lim,
 static int
 version_parse(const char *v, size_t n, int *minor, const char **err)
 {
-	if (n == 8 && memcmp(v, "HTTP/1.", 7) == 0 &&
+	if (n == 8 && MEMCMP_LIT(v, "HTTP/1.") == 0 &&
 	    (v[7] == '0' || v[7] == '1')) {
 		*minor = v[7] - '0';
 		return 0;
 	}
-	if (n == 8 && memcmp(v, "HTTP/", 5) == 0 && v[5] >= '0' &&
+	if (n == 8 && MEMCMP_LIT(v, "HTTP/") == 0 && v[5] >= '0' &&
 	    v[5] <= '9' && v[6] == '.' && v[7] >= '0' && v[7] <= '9')
 		*err = "unsupported HTTP version";
 	else
@@ -389,8 +394,8 @@ request_line_parse(struct http_request_head *h, char *line, char *eol,
 	if (version_parse(sp + 1, (size_t)(eol - sp - 1), &h->version_minor,
 	    err) == -1) {
 		if (strcmp(h->method, "PRI") == 0 && sp - t == 1 &&
-		    *t == '*' && eol - sp - 1 == 8 &&
-		    memcmp(sp + 1, "HTTP/2.0", 8) == 0)
+		    *t == '*' && eol - sp - 1 == LIT_LEN("HTTP/2.0") &&
+		    MEMCMP_LIT(sp + 1, "HTTP/2.0") == 0)
 			*err = "HTTP/2 connection preface refused";
 		return -1;
 	}
@@ -628,7 +633,7 @@ field_note(struct field_sum *fs, const struct http_header *f,
 			return -1;
 		}
 		fs->have_te = true;
-		if (f->value_len == 7 && ieq(f->value, "chunked", 7))
+		if (IEQ_LIT(f->value, f->value_len, "chunked"))
 			return 0;
 		*err = memchr(f->value, ',', f->value_len) != NULL ?
 		    "Transfer-Encoding other than chunked" :
@@ -641,8 +646,8 @@ field_note(struct field_sum *fs, const struct http_header *f,
 		    "keep-alive");
 		return 0;
 	case FIELD_EXPECT:
-		fs->expect_continue |= f->value_len == 12 &&
-		    ieq(f->value, "100-continue", 12);
+		fs->expect_continue |= IEQ_LIT(f->value, f->value_len,
+		    "100-continue");
 		return 0;
 	case FIELD_OTHER:
 		break;

@@ -144,10 +144,10 @@ log_escape(const char *in, size_t inlen, char *out, size_t outlen)
 		size_t need = (c < 0x20 || c > 0x7e || c == '"' ||
 		    c == '\\') ? 4 : 1;
 
-		if (o + need + 4 > outlen) {	/* room for "..." + NUL */
-			if (o + 4 <= outlen) {
-				memcpy(out + o, "...", 3);
-				o += 3;
+		if (o + need + sizeof("...") > outlen) { /* "..." + NUL */
+			if (o + sizeof("...") <= outlen) {
+				MEMCPY_LIT(out + o, "...");
+				o += LIT_LEN("...");
 			}
 			break;
 		}

@@ -56,10 +56,15 @@ struct moatd {
 	struct worker		**workers;
 	size_t			 nworkers;
 	struct event_base	*base;
+	struct event		*sig_hup, *sig_term, *sig_int, *sig_usr1;
+	struct event		*done_ev;	/* done_pipe[0] */
 	struct event		*drain_timer;
 	int			 draining;
 	int			 done_pipe[2];	/* workers -> main: "I stopped" */
 	size_t			 nstopped;
+	int			 check;		/* --check */
+	int			 ready_fd;	/* --ready-fd, or -1 */
+	enum log_level		 log_level;	/* -d, -q */
 	int			 admin_fd;	/* --admin-fd, or -1 */
 	int			 admin_lfd;	/* "admin" socket, or -1 */
 	struct admin_ctx	 admin;
@@ -85,6 +90,12 @@ static int	same_listeners(const struct moat_config *a,
 		    const struct moat_config *b);
 static void	on_admin_gone(void *arg);
 static void	start_drain(struct moatd *m);
+static int	moatd_options(struct moatd *m, int argc, char *argv[]);
+static int	moatd_fd_arg(const char *opt, const char *arg, int *fd);
+static int	moatd_load(struct moatd *m);
+static void	moatd_start(struct moatd *m);
+static void	moatd_serve(struct moatd *m);
+static void	moatd_stop(struct moatd *m);
 
 static void
 usage(FILE *f)
@@ -525,8 +536,12 @@ on_worker_done(evutil_socket_t fd, short what, void *arg)
 		event_base_loopbreak(m->base);
 }
 
-int
-main(int argc, char *argv[])
+/*
+ * The command line: 0 or 2 when moatd is done (--help, --version,
+ * --print-default-config, a bad option), -1 to go on.
+ */
+static int
+moatd_options(struct moatd *m, int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -541,58 +556,38 @@ main(int argc, char *argv[])
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct moatd	 m;
-	struct event	*sig_hup, *sig_term, *sig_int, *sig_usr1, *done_ev;
-	char		 err[1024];
-	int		 ch, check = 0, ready_fd = -1;
-	enum log_level	 lvl = LOG_LVL_INFO;
-	size_t		 i;
-	long		 v;
-	char		*end;
+	int	ch;
 
-	memset(&m, 0, sizeof(m));
-	m.done_pipe[0] = m.done_pipe[1] = -1;
-	m.admin_fd = m.admin_lfd = -1;
 	while ((ch = getopt_long(argc, argv, "c:tdqVh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
-			m.config_path = optarg;
+			m->config_path = optarg;
 			break;
 		case 't':
-			check = 1;
+			m->check = 1;
 			break;
 		case 'd':
-			lvl = LOG_LVL_DEBUG;
+			m->log_level = LOG_LVL_DEBUG;
 			break;
 		case 'q':
-			lvl = LOG_LVL_WARN;
+			m->log_level = LOG_LVL_WARN;
 			break;
 		case 'R':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end != '\0' || v < 0 || v > INT_MAX) {
-				fprintf(stderr, "moatd: --ready-fd: \"%s\" is "
-				    "not a descriptor number\n", optarg);
+			if (moatd_fd_arg("--ready-fd", optarg,
+			    &m->ready_fd) == -1)
 				return 2;
-			}
-			ready_fd = (int)v;
 			break;
 		case 'A':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end != '\0' || v < 0 || v > INT_MAX) {
-				fprintf(stderr, "moatd: --admin-fd: \"%s\" is "
-				    "not a descriptor number\n", optarg);
+			if (moatd_fd_arg("--admin-fd", optarg,
+			    &m->admin_fd) == -1)
 				return 2;
-			}
-			m.admin_fd = (int)v;
 			break;
 		case 'P':
-			m.allow_private = realloc(m.allow_private,
-			    (m.nallow_private + 1) * sizeof(char *));
-			if (m.allow_private == NULL)
+			m->allow_private = realloc(m->allow_private,
+			    (m->nallow_private + 1) * sizeof(char *));
+			if (m->allow_private == NULL)
 				fatalx("out of memory");
-			m.allow_private[m.nallow_private++] = optarg;
+			m->allow_private[m->nallow_private++] = optarg;
 			break;
 		case 'D':
 			fwrite(moat_default_config, 1, moat_default_config_len,
@@ -615,7 +610,36 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return 2;
 	}
-	log_init("moatd", lvl);
+	return -1;
+}
+
+/* A descriptor number given to option opt; -1 (said) if it is none. */
+static int
+moatd_fd_arg(const char *opt, const char *arg, int *fd)
+{
+	char	*end;
+	long	 v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end != '\0' || v < 0 || v > INT_MAX) {
+		fprintf(stderr, "moatd: %s: \"%s\" is not a descriptor "
+		    "number\n", opt, arg);
+		return -1;
+	}
+	*fd = (int)v;
+	return 0;
+}
+
+/*
+ * The config, the listener tokens, the TLS files and the secrets, all
+ * checked before anything starts: 1 if one is bad, 0 after --check, -1
+ * to go on (m->cfg, m->tls and m->secrets set).
+ */
+static int
+moatd_load(struct moatd *m)
+{
+	char	err[1024];
 
 	/*
 	 * libidn2 now, before any config and any worker: every later config
@@ -623,131 +647,158 @@ main(int argc, char *argv[])
 	 * Without it, names that need IDNA are refused.
 	 */
 	(void)policyio_idn_load();
-	if ((m.cfg = load_config(&m, 1, "")) == NULL)
+	if ((m->cfg = load_config(m, 1, "")) == NULL)
 		return 1;
-	if (check_secrets(m.cfg) == -1) {
-		policy_config_unref(m.cfg);
+	if (check_secrets(m->cfg) == -1) {
+		policy_config_unref(m->cfg);
 		return 1;
 	}
-	if (m.cfg->nlisten == 0 && m.cfg->admin_address == NULL &&
-	    m.admin_fd < 0) {
+	if (m->cfg->nlisten == 0 && m->cfg->admin_address == NULL &&
+	    m->admin_fd < 0) {
 		fprintf(stderr, "%s:1:1: nothing to serve: add a listener to "
-		    "\"listen\" or an \"admin\" socket\n", m.cfg->file);
-		policy_config_unref(m.cfg);
+		    "\"listen\" or an \"admin\" socket\n", m->cfg->file);
+		policy_config_unref(m->cfg);
 		return 1;
 	}
 	/* The CA and upstream CA files load now: --check reports them too. */
-	m.tls = tls_new(m.cfg, err, sizeof(err));
-	if (m.tls == NULL && err[0] != '\0') {
-		fprintf(stderr, "%s: tls: %s\n", m.cfg->file, err);
-		policy_config_unref(m.cfg);
+	m->tls = tls_new(m->cfg, err, sizeof(err));
+	if (m->tls == NULL && err[0] != '\0') {
+		fprintf(stderr, "%s: tls: %s\n", m->cfg->file, err);
+		policy_config_unref(m->cfg);
 		return 1;
 	}
-	m.secrets = secrets_load(m.cfg, true, err, sizeof(err));
-	if (m.secrets == NULL && err[0] != '\0') {
+	m->secrets = secrets_load(m->cfg, true, err, sizeof(err));
+	if (m->secrets == NULL && err[0] != '\0') {
 		fprintf(stderr, "%s\n", err);
-		tls_unref(m.tls);
-		policy_config_unref(m.cfg);
+		tls_unref(m->tls);
+		policy_config_unref(m->cfg);
 		return 1;
 	}
-	if (check) {
-		secrets_unref(m.secrets);
-		tls_unref(m.tls);
-		printf("%s: configuration OK\n", m.cfg->file);
-		policy_config_unref(m.cfg);
+	if (m->check) {
+		secrets_unref(m->secrets);
+		tls_unref(m->tls);
+		printf("%s: configuration OK\n", m->cfg->file);
+		policy_config_unref(m->cfg);
 		return 0;
 	}
+	return -1;
+}
+
+/*
+ * Everything that needs privilege (the audit log, the listeners, the
+ * admin socket), then the drop, then the workers.  Exits on failure.
+ */
+static void
+moatd_start(struct moatd *m)
+{
+	char	err[1024];
+	size_t	i;
 
 	/* Secrets will live in this process: keep them out of core dumps. */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
 
-	m.nworkers = m.cfg->workers ? m.cfg->workers : count_cpus();
-	if (m.nworkers > MOATD_MAX_WORKERS)
-		m.nworkers = MOATD_MAX_WORKERS;
-	check_nofile(m.cfg, m.nworkers, "");
-	if (audit_start(m.cfg->audit_path) == -1)
-		fatal("audit log %s", m.cfg->audit_path);
-	m.listeners = listener_bind_all(m.cfg, m.nworkers, err, sizeof(err));
-	if (m.listeners == NULL && err[0] != '\0')
+	m->nworkers = m->cfg->workers ? m->cfg->workers : count_cpus();
+	if (m->nworkers > MOATD_MAX_WORKERS)
+		m->nworkers = MOATD_MAX_WORKERS;
+	check_nofile(m->cfg, m->nworkers, "");
+	if (audit_start(m->cfg->audit_path) == -1)
+		fatal("audit log %s", m->cfg->audit_path);
+	m->listeners = listener_bind_all(m->cfg, m->nworkers, err,
+	    sizeof(err));
+	if (m->listeners == NULL && err[0] != '\0')
 		fatalx("%s", err);
-	if (m.cfg->admin_address != NULL) {
-		/* "unix:PATH", checked by the config loader. */
-		m.admin_lfd = admin_bind(m.cfg->admin_address + 5,
-		    m.cfg->admin_mode, err, sizeof(err));
-		if (m.admin_lfd == -1)
+	if (m->cfg->admin_path != NULL) {
+		m->admin_lfd = admin_bind(m->cfg->admin_path,
+		    m->cfg->admin_mode, err, sizeof(err));
+		if (m->admin_lfd == -1)
 			fatalx("%s", err);
 	}
-	if (m.cfg->user != NULL && drop_privileges(m.cfg->user) == -1)
+	if (m->cfg->user != NULL && drop_privileges(m->cfg->user) == -1)
 		fatalx("refusing to run with more privilege than asked for");
 
-	if ((m.base = util_base_new(0)) == NULL)
+	if ((m->base = util_base_new(0)) == NULL)
 		fatalx("cannot create the main event loop");
-	if (pipe2(m.done_pipe, O_CLOEXEC | O_NONBLOCK) == -1)
+	if (pipe2(m->done_pipe, O_CLOEXEC | O_NONBLOCK) == -1)
 		fatal("pipe");
-	if ((m.workers = calloc(m.nworkers, sizeof(*m.workers))) == NULL)
+	if ((m->workers = calloc(m->nworkers, sizeof(*m->workers))) == NULL)
 		fatalx("out of memory");
-	for (i = 0; i < m.nworkers; i++) {
-		if ((m.workers[i] = worker_new((int)i, m.cfg, m.tls,
-		    m.secrets, m.listeners, err, sizeof(err))) == NULL)
+	for (i = 0; i < m->nworkers; i++) {
+		if ((m->workers[i] = worker_new((int)i, m->cfg, m->tls,
+		    m->secrets, m->listeners, err, sizeof(err))) == NULL)
 			fatalx("worker %zu: %s", i, err);
-		m.workers[i]->done_fd = m.done_pipe[1];
+		m->workers[i]->done_fd = m->done_pipe[1];
 	}
-	for (i = 0; i < m.nworkers; i++)
-		if (worker_start(m.workers[i]) == -1)
+	for (i = 0; i < m->nworkers; i++)
+		if (worker_start(m->workers[i]) == -1)
 			fatal("cannot start worker %zu", i);
+}
 
-	sig_hup = evsignal_new(m.base, SIGHUP, on_sighup, &m);
-	sig_term = evsignal_new(m.base, SIGTERM, on_sigterm, &m);
-	sig_int = evsignal_new(m.base, SIGINT, on_sigterm, &m);
-	sig_usr1 = evsignal_new(m.base, SIGUSR1, on_sigusr1, &m);
-	m.drain_timer = evtimer_new(m.base, on_drain_deadline, &m);
-	done_ev = event_new(m.base, m.done_pipe[0], EV_READ | EV_PERSIST,
-	    on_worker_done, &m);
-	if (sig_hup == NULL || sig_term == NULL || sig_int == NULL ||
-	    sig_usr1 == NULL || m.drain_timer == NULL || done_ev == NULL ||
-	    evsignal_add(sig_hup, NULL) == -1 ||
-	    evsignal_add(sig_term, NULL) == -1 ||
-	    evsignal_add(sig_int, NULL) == -1 ||
-	    evsignal_add(sig_usr1, NULL) == -1 ||
-	    event_add(done_ev, NULL) == -1)
+/*
+ * The main thread's events (signals, the drain deadline, the workers'
+ * "stopped"), the admin socket or connection; then "ready".  Exits on
+ * failure.
+ */
+static void
+moatd_serve(struct moatd *m)
+{
+	struct listener	*l;
+
+	m->sig_hup = evsignal_new(m->base, SIGHUP, on_sighup, m);
+	m->sig_term = evsignal_new(m->base, SIGTERM, on_sigterm, m);
+	m->sig_int = evsignal_new(m->base, SIGINT, on_sigterm, m);
+	m->sig_usr1 = evsignal_new(m->base, SIGUSR1, on_sigusr1, m);
+	m->drain_timer = evtimer_new(m->base, on_drain_deadline, m);
+	m->done_ev = event_new(m->base, m->done_pipe[0], EV_READ | EV_PERSIST,
+	    on_worker_done, m);
+	if (m->sig_hup == NULL || m->sig_term == NULL || m->sig_int == NULL ||
+	    m->sig_usr1 == NULL || m->drain_timer == NULL ||
+	    m->done_ev == NULL ||
+	    evsignal_add(m->sig_hup, NULL) == -1 ||
+	    evsignal_add(m->sig_term, NULL) == -1 ||
+	    evsignal_add(m->sig_int, NULL) == -1 ||
+	    evsignal_add(m->sig_usr1, NULL) == -1 ||
+	    event_add(m->done_ev, NULL) == -1)
 		fatalx("cannot set up signal handling");
 
-	m.admin.base = m.base;
-	m.admin.workers = m.workers;
-	m.admin.nworkers = m.nworkers;
-	m.admin.cfg = &m.cfg;
-	m.admin.tls = &m.tls;
-	if (m.admin_lfd >= 0 && admin_serve(&m.admin, m.admin_lfd,
-	    m.cfg->admin_address + 5) == -1)
+	m->admin.base = m->base;
+	m->admin.workers = m->workers;
+	m->admin.nworkers = m->nworkers;
+	m->admin.cfg = &m->cfg;
+	m->admin.tls = &m->tls;
+	if (m->admin_lfd >= 0 && admin_serve(&m->admin, m->admin_lfd,
+	    m->cfg->admin_path) == -1)
 		fatalx("cannot serve the admin socket");
-	if (m.admin_fd >= 0 && admin_adopt(&m.admin, m.admin_fd,
-	    on_admin_gone, &m) == -1)
-		fatal("--admin-fd %d", m.admin_fd);
-	{
-		struct listener *l;
-
-		for (l = m.listeners; l != NULL; l = l->next)
-			log_info("listening on %s (%s%s, sandbox \"%s\")",
-			    l->address, policy_proto_str(l->proto),
-			    l->udp ? " over udp" : "", l->sandbox);
-		if (m.cfg->admin_address != NULL)
-			log_info("admin socket on %s", m.cfg->admin_address);
+	if (m->admin_fd >= 0 && admin_adopt(&m->admin, m->admin_fd,
+	    on_admin_gone, m) == -1)
+		fatal("--admin-fd %d", m->admin_fd);
+	for (l = m->listeners; l != NULL; l = l->next)
+		log_info("listening on %s (%s%s, sandbox \"%s\")",
+		    l->address, policy_proto_str(l->proto),
+		    l->udp ? " over udp" : "", l->sandbox);
+	if (m->cfg->admin_address != NULL)
+		log_info("admin socket on %s", m->cfg->admin_address);
+	log_info("moatd %s running with %zu worker%s, config %s",
+	    PACKAGE_VERSION, m->nworkers, m->nworkers == 1 ? "" : "s",
+	    m->cfg->file);
+	if (m->ready_fd >= 0) {
+		(void)!WRITE_LIT(m->ready_fd, "ready\n");
+		close(m->ready_fd);
 	}
-	log_info("moatd %s running with %zu worker%s, config %s", PACKAGE_VERSION,
-	    m.nworkers, m.nworkers == 1 ? "" : "s", m.cfg->file);
-	if (ready_fd >= 0) {
-		(void)!write(ready_fd, "ready\n", 6);
-		close(ready_fd);
-	}
+}
 
-	event_base_dispatch(m.base);
+/* Once every worker has stopped: the rest, in an order that loses no
+ * audit line. */
+static void
+moatd_stop(struct moatd *m)
+{
+	size_t	i;
 
 	admin_shutdown();
-	for (i = 0; i < m.nworkers; i++)
-		worker_free(m.workers[i]);
-	free(m.workers);
+	for (i = 0; i < m->nworkers; i++)
+		worker_free(m->workers[i]);
+	free(m->workers);
 	/*
 	 * Every audit line is queued now: write them out before the signal
 	 * events go.  Freeing them gives SIGTERM its default action back,
@@ -756,20 +807,41 @@ main(int argc, char *argv[])
 	 * lines ("unregistered") still queued.
 	 */
 	audit_stop();
-	event_free(sig_hup);
-	event_free(sig_term);
-	event_free(sig_int);
-	event_free(sig_usr1);
-	event_free(m.drain_timer);
-	event_free(done_ev);
-	event_base_free(m.base);
-	close(m.done_pipe[0]);
-	close(m.done_pipe[1]);
-	listener_free_all(m.listeners);
-	policy_config_unref(m.cfg);
-	tls_unref(m.tls);
-	secrets_unref(m.secrets);
-	free(m.allow_private);
+	event_free(m->sig_hup);
+	event_free(m->sig_term);
+	event_free(m->sig_int);
+	event_free(m->sig_usr1);
+	event_free(m->drain_timer);
+	event_free(m->done_ev);
+	event_base_free(m->base);
+	close(m->done_pipe[0]);
+	close(m->done_pipe[1]);
+	listener_free_all(m->listeners);
+	policy_config_unref(m->cfg);
+	tls_unref(m->tls);
+	secrets_unref(m->secrets);
+	free(m->allow_private);
 	log_info("stopped");
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct moatd	m;
+	int		rc;
+
+	memset(&m, 0, sizeof(m));
+	m.done_pipe[0] = m.done_pipe[1] = -1;
+	m.admin_fd = m.admin_lfd = m.ready_fd = -1;
+	m.log_level = LOG_LVL_INFO;
+	if ((rc = moatd_options(&m, argc, argv)) != -1)
+		return rc;
+	log_init("moatd", m.log_level);
+	if ((rc = moatd_load(&m)) != -1)
+		return rc;
+	moatd_start(&m);
+	moatd_serve(&m);
+	event_base_dispatch(m.base);
+	moatd_stop(&m);
 	return 0;
 }

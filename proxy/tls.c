@@ -89,9 +89,10 @@ tls_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 
 		if (i + 1 + l > inlen)
 			break;
-		if (l == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
+		if (l == LIT_LEN("http/1.1") &&
+		    MEMCMP_LIT(in + i + 1, "http/1.1") == 0) {
 			*out = in + i + 1;
-			*outlen = 8;
+			*outlen = LIT_LEN("http/1.1");
 			return SSL_TLSEXT_ERR_OK;
 		}
 		i += 1 + l;

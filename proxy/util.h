@@ -14,6 +14,10 @@
 
 struct event_base;
 
+/* evbuffer_add() of a string literal, its length counted by the compiler
+ * (LIT_LEN, config.h). */
+#define EVBUFFER_ADD_LIT(b, s)	evbuffer_add((b), "" s "", LIT_LEN(s))
+
 /*
  * For a large buffer on a hot path that is written before it is read:
  * exempt from -ftrivial-auto-var-init=zero (configure's hardening), which

@@ -174,7 +174,7 @@ worker_main(void *arg)
 
 	event_base_dispatch(w->base);
 	w->stopped = 1;
-	(void)!write(w->done_fd, "x", 1);
+	(void)!WRITE_LIT(w->done_fd, "x");
 	return NULL;
 }
 

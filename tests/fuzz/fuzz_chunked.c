@@ -15,6 +15,8 @@
  *   reference sees it coming; then the decoder must have taken every byte
  *   and must refuse once the line's CRLF arrives.
  */
+#include "config.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -374,7 +376,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			goto out;
 		}
 		memcpy(in2, in, size);
-		memcpy(in2 + size, "\r\n\r\n", 4);
+		MEMCPY_LIT(in2 + size, "\r\n\r\n");
 		run(in2, size + 4, NULL, 0, &more);
 		FUZZ_CHECK(more.rc == HTTP_INVALID);
 		free(more.out);

@@ -19,6 +19,8 @@
  *  - a secret is bound only where some allow rule injects it;
  *  - the git preset never lets a push through.
  */
+#include "config.h"
+
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -103,7 +105,7 @@ fuzz_diags(const struct policy_diags *d, const char *buf, size_t len)
 
 		if (g->msg == NULL || g->line < 0 || g->column < 0 ||
 		    (size_t)g->line > lines ||
-		    strncmp(g->msg, "internal error", 14) == 0 ||
+		    STRNCMP_LIT(g->msg, "internal error") == 0 ||
 		    strcmp(g->msg, "out of memory") == 0)
 			abort();
 		policy_diag_format(d, i, out, sizeof(out));

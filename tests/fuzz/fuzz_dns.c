@@ -22,6 +22,8 @@
  *   whole message is there and then gives one verdict for every longer
  *   prefix.
  */
+#include "config.h"
+
 #include <sys/socket.h>
 #include <netinet/in.h>
 
@@ -368,7 +370,7 @@ check_formerr(const uint8_t *in, size_t len)
 	FUZZ_CHECK(n == DNS_HEADER_BYTES);
 	FUZZ_CHECK(out[0] == in[0] && out[1] == in[1]);
 	FUZZ_CHECK(out[2] == (0x80 | (in[2] & 0x79)) && out[3] == 0x01);
-	FUZZ_CHECK(memcmp(out + 4, "\0\0\0\0\0\0\0\0", 8) == 0);
+	FUZZ_CHECK(MEMCMP_LIT(out + 4, "\0\0\0\0\0\0\0\0") == 0);
 }
 
 /* A proper prefix of an accepted query, as an exact-size copy. */

@@ -15,6 +15,8 @@
  * Each input runs with the default limits and with small limits derived
  * from it, so the limit paths are reached too.
  */
+#include "config.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -68,7 +70,7 @@ check_bytes(const char *b, size_t n)
 {
 	size_t	i;
 
-	FUZZ_CHECK(n >= 4 && memcmp(b + n - 4, "\r\n\r\n", 4) == 0);
+	FUZZ_CHECK(n >= 4 && MEMCMP_LIT(b + n - 4, "\r\n\r\n") == 0);
 	for (i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)b[i];
 

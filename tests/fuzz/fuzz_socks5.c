@@ -14,6 +14,8 @@
  * - what a parser accepts is consistent with the wire format (lengths add
  *   up, strings have the stated length and no NUL).
  */
+#include "config.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -163,7 +165,7 @@ check_builders(const uint8_t *data, size_t size)
 	FUZZ_CHECK(socks5_build_reply(out, v) == 10);
 	FUZZ_CHECK(out[0] == SOCKS5_VERSION && out[1] == v && out[2] == 0 &&
 	    out[3] == SOCKS5_ATYP_IPV4);
-	FUZZ_CHECK(memcmp(out + 4, "\0\0\0\0\0\0", 6) == 0);
+	FUZZ_CHECK(MEMCMP_LIT(out + 4, "\0\0\0\0\0\0") == 0);
 }
 
 int

@@ -216,7 +216,7 @@ mt_watchdog()
 
 mt_cleanup()
 {
-	local rc=$? pid ns i alive p
+	local rc=$? pid ns p
 	trap - EXIT INT TERM
 	[ -n "$MT_EXIT" ] && rc=$MT_EXIT
 	[ -n "$MT_WATCHDOG" ] && kill -TERM "$MT_WATCHDOG" 2>/dev/null
@@ -229,14 +229,7 @@ mt_cleanup()
 		# shellcheck disable=SC2086 # one pid per word
 		[ -n "$p" ] && kill -TERM $p 2>/dev/null
 	done
-	for ((i = 0; i < MT_STOP_STEPS; i++)); do
-		alive=""
-		for pid in $MT_PIDS; do
-			kill -0 "$pid" 2>/dev/null && alive=1
-		done
-		[ -z "$alive" ] && break
-		sleep 0.1
-	done
+	mt_wait_for "$(mt_steps_s "$MT_STOP_STEPS")" mt_all_gone
 	for ns in $MT_NSES; do
 		for pid in $(ip netns pids "$ns" 2>/dev/null); do
 			kill -KILL "$pid" 2>/dev/null
@@ -265,6 +258,16 @@ mt_cleanup()
 		fi
 	fi
 	exit "$rc"
+}
+
+# mt_all_gone: 0 once none of our background processes runs.
+mt_all_gone()
+{
+	local pid
+	for pid in $MT_PIDS; do
+		kill -0 "$pid" 2>/dev/null && return 1
+	done
+	return 0
 }
 
 # mt_ns ROLE: the namespace name of a role (cli, moat, net, meta, lan).
@@ -412,17 +415,77 @@ mt_bg()
 	return 1
 }
 
-# mt_wait_exit PID [STEPS]: waits (bounded, 0.1 s steps) for a background
+# ------------------------------------------------------------------
+# Bounded waits
+# ------------------------------------------------------------------
+
+# mt_wait_for TIMEOUT_S CMD...: runs CMD every 50 ms until it succeeds
+# (returns 0) or TIMEOUT_S seconds (decimals allowed) have passed on the
+# clock (returns 1); CMD runs once more at the deadline, so a slow CMD on a
+# loaded machine is never judged on a try that started too early.  CMD
+# runs in this shell: a function may set the caller's variables (hence the
+# odd names of the locals here, which would hide them).
+mt_wait_for()
+{
+	local _mt_t=$1 _mt_ms _mt_end _mt_n _mt_i
+	shift
+	mt_ms "$_mt_t"
+	_mt_ms=$MT_MS
+	_mt_end=$(( ${EPOCHREALTIME/[.,]/} / 1000 + _mt_ms ))
+	# The count bounds the loop too, should the clock jump: no more tries
+	# than the sleeps alone leave room for.
+	_mt_n=$((_mt_ms / 50))
+	for ((_mt_i = 0; _mt_i < _mt_n; _mt_i++)); do
+		"$@" && return 0
+		(( ${EPOCHREALTIME/[.,]/} / 1000 < _mt_end )) || break
+		sleep 0.05
+	done
+	"$@"
+}
+
+# mt_ms SECONDS: sets MT_MS to SECONDS (decimals allowed: 2.5) in ms.
+mt_ms()
+{
+	local f
+	[[ $1 =~ ^([0-9]+)(\.([0-9]{1,3}))?$ ]] ||
+	    mt_error "'$1' is not a number of seconds"
+	f=${BASH_REMATCH[3]}000
+	MT_MS=$((10#${BASH_REMATCH[1]} * 1000 + 10#${f:0:3}))
+}
+
+# mt_steps_s STEPS: STEPS x 0.1 s in seconds (the 0.1 s steps of the older
+# helpers' arguments).
+mt_steps_s()
+{
+	echo "$(($1 / 10)).$(($1 % 10))"
+}
+
+# mt_wait_until TIMEOUT_S DESCRIPTION CMD...: mt_wait_for, and a failed
+# check "DESCRIPTION (not within TIMEOUT_S s)", with the tail of moatd's
+# stderr, if CMD never succeeded.
+mt_wait_until()
+{
+	local _mt_t=$1 _mt_d=$2
+	shift 2
+	mt_wait_for "$_mt_t" "$@" && return 0
+	mt_fail "$_mt_d (not within $_mt_t s)" "$MT_T/moatd.err"
+	return 1
+}
+
+# mt_gone PID: 0 once the process PID has ended (for mt_wait_for).
+mt_gone()
+{
+	! kill -0 "$1" 2>/dev/null
+}
+
+# mt_wait_exit PID [STEPS]: waits (bounded, STEPS x 0.1 s) for a background
 # process of this shell to end; sets MT_WAIT_RC to its exit status, or to
 # "running" (and returns 1) if it did not end.  Not in a $(...) subshell:
 # only this shell can wait for its children.
 mt_wait_exit()
 {
-	local pid=$1 steps=${2:-$MT_STOP_STEPS} i
-	for ((i = 0; i < steps; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
+	local pid=$1 steps=${2:-$MT_STOP_STEPS}
+	mt_wait_for "$(mt_steps_s "$steps")" mt_gone "$pid"
 	if kill -0 "$pid" 2>/dev/null; then
 		MT_WAIT_RC=running
 		return 1
@@ -832,12 +895,8 @@ mt_untouched()
 # line of FILE matches the grep -E PATTERN.  Returns 1 if none did.
 mt_wait_log()
 {
-	local f=$1 pat=$2 steps=${3:-50} i
-	for ((i = 0; i < steps; i++)); do
-		grep -Eq -- "$pat" "$f" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
+	local f=$1 pat=$2 steps=${3:-50}
+	mt_wait_for "$(mt_steps_s "$steps")" grep -Eq -- "$pat" "$f" 2>/dev/null
 }
 
 # ------------------------------------------------------------------
@@ -936,22 +995,24 @@ mt_netns_users()
 	done | tr '\n' ' '
 }
 
+# mt_left_none: for mt_no_leftovers, sets its state, pids and users and
+# says whether they are what a clean end leaves.
+mt_left_none()
+{
+	state=$(mt_moat_state)
+	pids=$(mt_ns_pids moat)
+	[ -n "$ino" ] && users=$(mt_netns_users "$ino")
+	[ -z "$state" ] && [ "$pids" = "$before" ] && [ -z "$users" ]
+}
+
 # mt_no_leftovers MESSAGE BEFORE_PIDS [INODE]: nothing of moat remains in
 # the moat namespace (links, tables), its processes are those of BEFORE,
 # and no process is in the sandbox's namespace INODE.
 mt_no_leftovers()
 {
-	local msg=$1 before=$2 ino=${3:-} state pids users="" i
+	local msg=$1 before=$2 ino=${3:-} state pids users=""
 	# The kernel ends a namespace's last processes asynchronously.
-	for ((i = 0; i < 50; i++)); do
-		state=$(mt_moat_state)
-		pids=$(mt_ns_pids moat)
-		[ -n "$ino" ] && users=$(mt_netns_users "$ino")
-		[ -z "$state" ] && [ "$pids" = "$before" ] && [ -z "$users" ] &&
-		    break
-		sleep 0.1
-	done
-	if [ -z "$state" ] && [ "$pids" = "$before" ] && [ -z "$users" ]; then
+	if mt_wait_for 5 mt_left_none; then
 		mt_pass "$msg: nothing left (no moat link, table, process)"
 	else
 		mt_fail "$msg: left behind: state '$state' pids '$pids' (before '$before') in sandbox '$users'"

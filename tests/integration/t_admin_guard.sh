@@ -92,10 +92,7 @@ ip netns exec "$(mt_ns moat)" env MOAT_NETNS="$MOAT_NETNS" "$MOAT" run \
     2>"$MT_T/g.err" &
 grun=$!
 MT_PIDS="$MT_PIDS $grun"
-for ((i = 0; i < 100; i++)); do
-	[ -s "$MT_T/g.started" ] && break
-	sleep 0.1
-done
+mt_wait_for 10 test -s "$MT_T/g.started"
 # A process of the sandbox, by its network namespace.
 wl=""
 if [ -s "$MT_T/g.started" ]; then

@@ -50,6 +50,12 @@ in_att()
 	    2>"$MT_T/$n.err"
 }
 
+# has_dns NAME: the audit has a DNS line of sandbox NAME.
+has_dns()
+{
+	grep "\"sandbox\":\"$1\"" "$MT_T/audit.log" | grep -q '"event":"dns"'
+}
+
 # direct NAME: att reaches the origin on its own (peer 192.0.2.2).
 direct()
 {
@@ -116,11 +122,7 @@ for mode in held veth; do
 	*) mt_fail "$n: DNS: '$dq'" "$MT_T/moatd.err" ;;
 	esac
 	# The audit writer batches lines: wait (bounded) for this one.
-	for ((i = 0; i < 50; i++)); do
-		grep "\"sandbox\":\"$n\"" "$MT_T/audit.log" |
-		    grep -q '"event":"dns"' && break
-		sleep 0.1
-	done
+	mt_wait_for 5 has_dns "$n"
 	mt_in_set "$n: moatd's audit has the sandbox's DNS query" \
 	    "$(grep "\"sandbox\":\"$n\"" "$MT_T/audit.log" | grep -c '"event":"dns"' |
 	    awk '{ print ($1 > 0) ? "yes" : "no" }')" yes "$MT_T/audit.log"
@@ -167,14 +169,16 @@ before=$(mt_ns_pids moat)
 timeout -k 2 "$MT_LIFETIME" ip netns exec "$ATT" sleep "$MT_LIFETIME" &
 holder=$!
 MT_PIDS="$MT_PIDS $holder"
-for ((i = 0; i < 50; i++)); do
+# holder_in: sets hp to the holder's child; 0 once it is in att.
+holder_in()
+{
 	hp=$(cat /proc/"$holder"/task/"$holder"/children 2>/dev/null)
 	hp=${hp%% *}
 	# (/run/netns/NAME is the namespace's file itself, not a link.)
 	[ -n "$hp" ] && [ "$(stat -L -c %i /proc/"$hp"/ns/net 2>/dev/null)" = \
-	    "$(stat -L -c %i /run/netns/"$ATT")" ] && break
-	sleep 0.1
-done
+	    "$(stat -L -c %i /run/netns/"$ATT")" ]
+}
+mt_wait_for 5 holder_in
 mt_bg att_kill moat env MOAT_NETNS="$MOAT_NETNS" "$MOAT" attach --netns \
     "/proc/$hp/ns/net" --moatd "unix:$MT_T/adm/admin.sock" $PRIV \
     --allow origin.test --name att-kill --ready-fd 3 ||

@@ -24,17 +24,19 @@ mt_moatd_start "$conf"
 BASE="ts,sandbox,proto,host,port,ip,verdict,reason,rule"
 IP_ORIGIN='^(203\.0\.113\.10|2001:db8::10)$'	# origin.test: A and AAAA
 
+# audited FILTER...: the audit has a line matching the filters.
+audited()
+{
+	[ "$(mt_jl "$A" count "$@" 2>/dev/null)" -ge 1 ]
+}
+
 # audit_line MESSAGE FIELDS FILTER...: waits (bounded) for a line matching
 # the filters, then checks that FIELDS are all present in it.
 audit_line()
 {
-	local msg=$1 fields=$2 k miss
+	local msg=$1 fields=$2 miss
 	shift 2
-	for ((k = 0; k < 30; k++)); do
-		[ "$(mt_jl "$A" count "$@" 2>/dev/null)" -ge 1 ] && break
-		sleep 0.1
-	done
-	if [ "$(mt_jl "$A" count "$@" 2>/dev/null)" -lt 1 ]; then
+	if ! mt_wait_for 3 audited "$@"; then
 		mt_fail "$msg: no audit line with $*" "$A"
 		return 1
 	fi
@@ -149,11 +151,7 @@ mt_eq "every line has event request, open or close" "$(mt_lines "$A")" "$n" \
 # --- SIGUSR1 reopens the file ------------------------------------------------------------
 mv "$A" "$A.1"
 kill -USR1 "$MT_MOATD_PID"
-for ((k = 0; k < 30; k++)); do
-	[ -e "$A" ] && break
-	sleep 0.1
-done
-if [ -e "$A" ]; then
+if mt_wait_for 3 test -e "$A"; then
 	mt_pass "SIGUSR1: moatd reopened $A (a new file exists)"
 else
 	mt_fail "SIGUSR1: no new $A within 3 s" "$MT_T/moatd.err"

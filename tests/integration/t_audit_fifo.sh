@@ -72,12 +72,12 @@ reader_start()
 # wait_count TAG N: up to 10 s for N lines of TAG in OUT.
 wait_count()
 {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ "$(count "$1")" -ge "$2" ] && return 0
-		sleep 0.1
-	done
-	return 1
+	mt_wait_for 10 counted "$@"
+}
+# counted TAG N: N lines of TAG in OUT at least.
+counted()
+{
+	[ "$(count "$1")" -ge "$2" ]
 }
 
 # --- no reader: refused at start ---------------------------------------------

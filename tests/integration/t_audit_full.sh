@@ -79,6 +79,7 @@ count()	# REGEX: audit lines whose path matches
 {
 	grep -c "\"path\":\"/$1" "$A"
 }
+all_written() { [ "$(count drop-)" -ge 400 ]; }
 
 # --- on_failure "drop" ------------------------------------------------------
 mt_conf "$conf"
@@ -98,10 +99,7 @@ held=$(count drop-)
     mt_fail "drop: the disk was not full ($held lines written)"
 unfill
 # The writer tries again by itself (every second), and with each new line.
-for ((i = 0; i < 50; i++)); do
-	[ "$(count drop-)" -ge 400 ] && break
-	sleep 0.1
-done
+mt_wait_for 5 all_written
 mt_eq "drop: once space returns, all 400 lines are written" 400 "$(count drop-)" "$A"
 mt_eq "drop: ... and every line is whole" 0 "$(whole)" "$A"
 mt_eq "drop: no line was lost (no audit-dropped line)" 0 \

@@ -100,6 +100,13 @@ while [ ! -e "$MT_T/seen" ] && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i + 1)); don
 EOF
 chmod 755 "$MT_T/attack.sh"
 
+# attack_done: sets p to attack.sh's pid; 0 once it has written done=1.
+attack_done()
+{
+	p=$(pgrep -f "^/bin/sh $MT_T/attack.sh" | head -n1)
+	[ -n "$p" ] && grep -q '^done=1' "$MT_T/$n.out" 2>/dev/null
+}
+
 cases="root:held root:veth"
 if mt_userns_ok; then
 	cases="nobody:held $cases"
@@ -118,12 +125,7 @@ for c in $cases; do
 	rm -f "$MT_T/$n.table" "$MT_T/$n.tables" "$MT_T/seen"
 	# While the attack runs, moat's table is read from outside.
 	(
-		for ((i = 0; i < 100; i++)); do
-			p=$(pgrep -f "^/bin/sh $MT_T/attack.sh" | head -n1)
-			[ -n "$p" ] && grep -q '^done=1' "$MT_T/$n.out" 2>/dev/null &&
-			    break
-			sleep 0.1
-		done
+		mt_wait_for 10 attack_done
 		[ -n "$p" ] && nsenter --net=/proc/"$p"/ns/net nft list table \
 		    inet moat >"$MT_T/$n.table" 2>&1
 		[ -n "$p" ] && nsenter --net=/proc/"$p"/ns/net \

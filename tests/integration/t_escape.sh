@@ -153,14 +153,13 @@ sink_has()
 	grep -o "$1-[a-z0-9]*" "$MT_T/sink.log" | sed "s/^$1-//" | sort -u |
 	    tr '\n' ' ' | sed 's/ $//'
 }
+sink_got()	# TAG N: N kinds of TAG reached the sink
+{
+	[ "$(sink_has "$1" | wc -w)" -ge "$2" ]
+}
 wait_sink()	# TAG N: until N kinds of TAG reached the sink (bounded)
 {
-	local i
-	for ((i = 0; i < 30; i++)); do
-		[ "$(sink_has "$1" | wc -w)" -ge "$2" ] && return 0
-		sleep 0.1
-	done
-	return 1
+	mt_wait_for 3 sink_got "$@"
 }
 
 # --- before: every attempt that can get out of a bare namespace does ---

@@ -218,11 +218,13 @@ sum_refused()
 	print(n, lines, len(bad))
 	EOF
 }
-for ((k = 0; k < 50; k++)); do
+# flood_summed: sets sum, lines and bad; 0 once the sum is all refusals.
+flood_summed()
+{
 	read -r sum lines bad <<< "$(sum_refused flood)"
-	[ "$sum" = "$refused" ] && break
-	sleep 0.1
-done
+	[ "$sum" = "$refused" ]
+}
+mt_wait_for 5 flood_summed
 mt_eq "the audited refusals of \"flood\" add up" "${refused:-?}" "$sum"
 mt_eq "every one is deny/limit/http" 0 "$bad"
 if [ "$lines" -ge 1 ] && [ "$lines" -le $((FLOOD_HOLD_S + 3)) ]; then

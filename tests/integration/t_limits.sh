@@ -68,6 +68,13 @@ mt_curl h4 -x "http://$MT_HTTP" http://origin.test/after-slow-heads
 mt_allowed "a normal request still works" h4
 
 # --- a slow reader -----------------------------------------------------------------
+# origin_sent: sets sent to the bytes the origin said it sent since the
+# mark; 0 once it has said.
+origin_sent()
+{
+	sent=$(mt_new origin | mt_jl /dev/stdin get bytes event=sent)
+	[ -n "$sent" ]
+}
 # slow NAME ARGS...: reads 200 MB at 64 KiB/s for 3 s, sampling moatd's
 # RSS every 0.2 s; checks growth and how far the origin got ahead.
 slow()
@@ -100,11 +107,7 @@ slow()
 		    "$MT_T/$n.out" "$MT_T/moatd.err"
 	fi
 	# The origin notices the closed connection at its next write.
-	for ((k = 0; k < 50; k++)); do
-		sent=$(mt_new origin | mt_jl /dev/stdin get bytes event=sent)
-		[ -n "$sent" ] && break
-		sleep 0.1
-	done
+	mt_wait_for 5 origin_sent
 	if [ -n "$sent" ] && [ "$sent" -le "$ORIGIN_AHEAD_MAX" ]; then
 		mt_pass "$n: backpressure reached the origin (it sent $sent of 200000000 bytes)"
 	else

@@ -49,13 +49,11 @@ O=$MT_T/origin.log
 # kept_wait N: waits (bounded) until moatd has kept N upstreams in all.
 kept_wait()
 {
-	local i
-	for ((i = 0; i < 50; i++)); do
-		[ "$(grep -c 'kept for the next client' "$E")" -ge "$1" ] &&
-		    return 0
-		sleep 0.1
-	done
-	return 1
+	mt_wait_for 5 kept_n "$1"
+}
+kept_n()	# N: moatd has kept N upstreams in all
+{
+	[ "$(grep -c 'kept for the next client' "$E")" -ge "$1" ]
 }
 kept=0
 # get NAME ARGS...: one curl process, then waits until moatd kept its
@@ -65,7 +63,7 @@ get()
 	mt_curl "$@"
 	mt_allowed "$1: ${*: -1}" "$1"
 	kept=$((kept + 1))
-	kept_wait "$kept" || mt_fail "$1: moatd did not keep the upstream" "$E"
+	mt_wait_until 5 "$1: moatd did not keep the upstream" kept_n "$kept"
 }
 # conns PATH-REGEX: the distinct origin connections requests matching used.
 conns()

@@ -48,11 +48,14 @@ held()
 	"$MT_PY" "$MT_HELPERS/fdsocks.py" "$1" 2>/dev/null |
 	    grep -c ' \(127\.0\.0\.1\|::1\) '
 }
+none_held() { [ "$(held "$1")" = 0 ]; }
+# rounds FILE N: the probe loop wrote N rounds to FILE at least.
+rounds() { [ "$(grep -c '^round' "$1")" -ge "$2" ]; }
 
 # check_run WHO NAME ADMIN AUDIT MOATD_PID: one registered run's checks.
 check_run()
 {
-	local who=$1 n=$2 adm=$3 audit=$4 mpid=$5 before i
+	local who=$1 n=$2 adm=$3 audit=$4 mpid=$5 before
 	before=$(mt_ns_pids moat)
 	mt_eq "$n: moatd holds no sandbox socket before" 0 "$(held "$mpid")"
 	rm -f "$MT_T/$n.started" "$MT_T/$n.goon"
@@ -70,10 +73,7 @@ check_run()
 	    2>"$MT_T/$n.err" &
 	run=$!
 	MT_PIDS="$MT_PIDS $run"
-	for ((i = 0; i < 100; i++)); do
-		[ -s "$MT_T/$n.started" ] && break
-		sleep 0.1
-	done
+	mt_wait_for 10 test -s "$MT_T/$n.started"
 	mt_eq "$n: while registered, moatd holds the 8 held sockets" 8 \
 	    "$(held "$mpid")" "$MT_T/$n.err"
 	: > "$MT_T/$n.goon"
@@ -95,10 +95,7 @@ check_run()
 	mt_eq "$n: registered, then unregistered" "1 1" \
 	    "$(grep "\"sandbox\":\"sbx-$n\"" "$audit" | grep -c '"detail":"registered"') $(grep "\"sandbox\":\"sbx-$n\"" "$audit" | grep -c '"detail":"unregistered"')" \
 	    "$audit"
-	for ((i = 0; i < 50; i++)); do
-		[ "$(held "$mpid")" = 0 ] && break
-		sleep 0.1
-	done
+	mt_wait_for 5 none_held "$mpid"
 	mt_eq "$n: moatd closed the sandbox's 8 sockets" 0 "$(held "$mpid")"
 	mt_no_leftovers "$n: after the run" "$before" "$(mt_out "$n" netns)"
 }
@@ -122,17 +119,11 @@ ip netns exec "$(mt_ns moat)" env MOAT_NETNS="$MOAT_NETNS" "$MOAT" run \
     2>"$MT_T/k.err" &
 k=$!
 MT_PIDS="$MT_PIDS $k"
-for ((i = 0; i < 100; i++)); do
-	[ -s "$MT_T/k.started" ] && break
-	sleep 0.1
-done
+mt_wait_for 10 test -s "$MT_T/k.started"
 mt_eq "killed: registered, moatd holds its sockets" 8 "$(held "$MT_MOATD_PID")"
 kill -KILL "$k"
 mt_wait_exit "$k"
-for ((i = 0; i < 50; i++)); do
-	[ "$(held "$MT_MOATD_PID")" = 0 ] && break
-	sleep 0.1
-done
+mt_wait_for 5 none_held "$MT_MOATD_PID"
 mt_eq "killed: moatd closed the sandbox's sockets" 0 "$(held "$MT_MOATD_PID")"
 mt_wait_log "$MT_T/audit.log" '"sandbox":"killed".*"detail":"unregistered"' 50 &&
     mt_pass "killed: moatd unregistered the sandbox" ||
@@ -147,10 +138,7 @@ ip netns exec "$(mt_ns moat)" env MOAT_NETNS="$MOAT_NETNS" "$MOAT" run \
     </dev/null >"$MT_T/twice1.out" 2>"$MT_T/twice1.err" &
 first=$!
 MT_PIDS="$MT_PIDS $first"
-for ((i = 0; i < 100; i++)); do
-	[ -s "$MT_T/twice.started" ] && break
-	sleep 0.1
-done
+mt_wait_for 10 test -s "$MT_T/twice.started"
 mt_moat_run root twice2 --moatd "unix:$MT_T/adm/admin.sock" $PRIV \
     --name twice -- true
 if [ "$MT_RUN_RC" = 125 ] && grep -q 'already registered' "$MT_T/twice2.err"
@@ -180,10 +168,7 @@ if mt_wait_log "$MT_T/fc.log" 'p_status=200' 100; then
 	    mt_fail "moatd killed: no report" "$MT_T/fc.err"
 	: > "$MT_T/fc.log"
 	mt_mark
-	for ((i = 0; i < 100; i++)); do
-		[ "$(grep -c '^round' "$MT_T/fc.log")" -ge 3 ] && break
-		sleep 0.1
-	done
+	mt_wait_for 10 rounds "$MT_T/fc.log" 3
 	if grep -q 'p_status=200\|c_result=ok' "$MT_T/fc.log"; then
 		mt_fail "moatd killed: the sandbox still has network" "$MT_T/fc.log"
 	elif [ "$(grep -c '^round' "$MT_T/fc.log")" -lt 3 ]; then

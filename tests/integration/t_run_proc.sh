@@ -43,13 +43,22 @@ bg()
 # wait_file FILE: bounded wait until FILE exists (the workload started).
 wait_file()
 {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ -s "$1" ] && return 0
-		sleep 0.1
-	done
+	mt_wait_for 10 test -s "$1"
+}
+# no_proc PATTERN: no process matches PATTERN (pgrep -f).
+no_proc() { ! pgrep -f "$1" >/dev/null; }
+# rounds FILE N: the probe loop wrote N rounds to FILE at least.
+rounds() { [ "$(grep -c '^round' "$1")" -ge "$2" ]; }
+# dead PID: gone, or a zombie.
+dead()
+{
+	case $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) in
+	''|Z) return 0 ;;
+	esac
 	return 1
 }
+# moat_left: something of moat is left in the moat namespace.
+moat_left() { [ -n "$(mt_moat_state)" ]; }
 
 for who in $WHO; do
 	d=$MT_T
@@ -118,10 +127,7 @@ for who in $WHO; do
 		ino=$(cat "$d/kill.started")
 		kill -KILL "$BG"
 		mt_wait_exit "$BG"
-		for ((i = 0; i < 50; i++)); do
-			pgrep -f 'sleep 301.5' >/dev/null || break
-			sleep 0.1
-		done
+		mt_wait_for 5 no_proc 'sleep 301.5'
 		if pgrep -f 'sleep 301.5' >/dev/null; then
 			mt_fail "$who: the workload survived moat run's SIGKILL"
 		else
@@ -153,10 +159,7 @@ for who in $WHO; do
 			    mt_fail "$who: no report of moatd's death" "$MT_T/fc.err"
 			: > "$d/fc.log"
 			mt_mark
-			for ((i = 0; i < 100; i++)); do
-				[ "$(grep -c '^round' "$d/fc.log")" -ge 3 ] && break
-				sleep 0.1
-			done
+			mt_wait_for 10 rounds "$d/fc.log" 3
 			if grep -q 'p_status=200\|c_result=ok' "$d/fc.log"; then
 				mt_fail "$who: network after moatd died" "$d/fc.log"
 			elif [ "$(grep -c '^round' "$d/fc.log")" -lt 3 ]; then
@@ -436,18 +439,10 @@ if wait_file "$MT_T/vk3.started"; then
 	# kernel sends it SIGHUP and SIGCONT.)
 	kill -STOP "$BG"
 	kill -KILL $hpid
-	for ((i = 0; i < 50; i++)); do	# dead: gone, or a zombie
-		case $(awk '{print $3}' "/proc/$hpid/stat" 2>/dev/null) in
-		''|Z) break ;;
-		esac
-		sleep 0.1
-	done
+	mt_wait_for 5 dead "$hpid"
 	kill -KILL "$BG"
 	mt_wait_exit "$BG"
-	for ((i = 0; i < 30; i++)); do
-		[ -n "$(mt_moat_state)" ] && break
-		sleep 0.1
-	done
+	mt_wait_for 3 moat_left
 	state=$(mt_moat_state)
 	# The veth went with the sandbox's namespace; the host table stays.
 	case $state in

@@ -50,21 +50,15 @@ timeout -k 2 "$MT_LIFETIME" ip netns exec "$(mt_ns moat)" socat \
     "UNIX-LISTEN:$relay,fork,mode=0777" TCP:203.0.113.12:80 \
     2>"$MT_T/socat.err" &
 MT_PIDS="$MT_PIDS $!"
-for ((i = 0; i < MT_READY_STEPS; i++)); do
-	[ -S "$relay" ] && break
-	sleep 0.1
-done
-[ -S "$relay" ] || mt_error "socat did not bind $relay"
+mt_wait_for "$(mt_steps_s "$MT_READY_STEPS")" test -S "$relay" ||
+    mt_error "socat did not bind $relay"
 other=$MT_T/ux/other.sock
 timeout -k 2 "$MT_LIFETIME" ip netns exec "$(mt_ns moat)" socat \
     "UNIX-LISTEN:$other,fork,mode=0777" TCP:203.0.113.12:80 \
     2>"$MT_T/socat2.err" &
 MT_PIDS="$MT_PIDS $!"
-for ((i = 0; i < MT_READY_STEPS; i++)); do
-	[ -S "$other" ] && break
-	sleep 0.1
-done
-[ -S "$other" ] || mt_error "socat did not bind $other"
+mt_wait_for "$(mt_steps_s "$MT_READY_STEPS")" test -S "$other" ||
+    mt_error "socat did not bind $other"
 mkdir -p "$MT_T/ux/sub" "$MT_T/ux/sw"
 chmod 777 "$MT_T/ux/sw"
 ln -s relay.sock "$MT_T/ux/link.sock"

@@ -431,11 +431,9 @@ timeout -k 2 60 ip netns exec "$(mt_ns moat)" env MOAT_NETNS="$MOAT_NETNS" \
     --name sbx-rot -- "$MT_T/rot.sh" "$MT_T/w" </dev/null \
     >"$MT_T/rot.out" 2>"$MT_T/rot.err" &
 rot=$!
-for ((i = 0; i < 150; i++)); do
-	[ -e "$MT_T/w/rot.phase1" ] && break
-	kill -0 "$rot" 2>/dev/null || break
-	sleep 0.1
-done
+# rot_phase1: rot.sh is through its first phase, or gone.
+rot_phase1() { [ -e "$MT_T/w/rot.phase1" ] || mt_gone "$rot"; }
+mt_wait_for 15 rot_phase1
 OPENAI_NEW=sk-ROTATED-openai-99887766554433221100
 printf '%s\n' "$OPENAI_NEW" > "$MT_T/keys/openai.key.new"
 chmod 600 "$MT_T/keys/openai.key.new"

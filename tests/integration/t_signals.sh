@@ -111,10 +111,9 @@ mt_conf_set "$conf.new" lisen '[]'
 before=$(grep -c "$conf:" "$MT_T/moatd.err")
 replace "$conf" "$conf.new"
 kill -HUP "$MT_MOATD_PID"
-for ((k = 0; k < 30; k++)); do
-	[ "$(grep -c "$conf:" "$MT_T/moatd.err")" -ge $((before + 2)) ] && break
-	sleep 0.1
-done
+# reported N: N lines about the config on moatd's stderr since before.
+reported() { [ "$(grep -c "$conf:" "$MT_T/moatd.err")" -ge $((before + $1)) ]; }
+mt_wait_for 3 reported 2
 n=$(($(grep -c "$conf:" "$MT_T/moatd.err") - before))
 if [ "$n" -ge 2 ]; then
 	mt_pass "SIGHUP with two semantic errors: both reported ($n lines)"

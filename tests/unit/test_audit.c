@@ -150,7 +150,7 @@ test_audit_escaping(void)
 	/* Bytes >= 0x7f come back as U+0080..U+00FF: compare code points. */
 	got = jstr(o, "detail");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(got);
-	CU_ASSERT_EQUAL(strncmp(got, "a\"b\\c\n\r\t\x01\x1f", 10), 0);
+	CU_ASSERT_EQUAL(STRNCMP_LIT(got, "a\"b\\c\n\r\t\x01\x1f"), 0);
 	json_decref(o);
 	/* The raw line is plain ASCII. */
 	CU_ASSERT(audit_format_line(&r, buf, sizeof(buf)) > 0);

@@ -438,7 +438,7 @@ test_certs_ca_init(void)
 
 	/* PEM PKCS#8, an ECDSA P-256 key */
 	CU_ASSERT_FATAL((pem = tc_slurp(key, NULL)) != NULL);
-	CU_ASSERT(strncmp(pem, "-----BEGIN PRIVATE KEY-----\n", 28) == 0);
+	CU_ASSERT(STRNCMP_LIT(pem, "-----BEGIN PRIVATE KEY-----\n") == 0);
 	free(pem);
 
 	CU_ASSERT_FATAL((x = tc_read_cert(crt)) != NULL);
@@ -871,8 +871,8 @@ test_certs_leaf_dns(void)
 	gen = sk_GENERAL_NAME_value(gens, 0);
 	CU_ASSERT(gen->type == GEN_DNS &&
 	    ASN1_STRING_length(gen->d.dNSName) == 15 &&
-	    memcmp(ASN1_STRING_get0_data(gen->d.dNSName), "api.example.com",
-	    15) == 0);
+	    MEMCMP_LIT(ASN1_STRING_get0_data(gen->d.dNSName),
+	    "api.example.com") == 0);
 	GENERAL_NAMES_free(gens);
 	X509_free(x);
 

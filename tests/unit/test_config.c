@@ -844,6 +844,7 @@ test_config_good(void)
 	CU_ASSERT_PTR_NULL(c->tls.extra_ca_files[2]);
 	CU_ASSERT_EQUAL(c->tls.leaf_cache_entries, 50);
 	CU_ASSERT_STRING_EQUAL(c->admin_address, "unix:/run/moat/admin.sock");
+	CU_ASSERT_STRING_EQUAL(c->admin_path, "/run/moat/admin.sock");
 	CU_ASSERT_EQUAL(c->admin_mode, 0640);
 	CU_ASSERT_EQUAL(c->timeouts.dns_ms, 2000);
 	CU_ASSERT_EQUAL(c->timeouts.drain_ms, 1);
@@ -929,6 +930,7 @@ test_config_defaults(void)
 	CU_ASSERT_PTR_NULL(c->tls.extra_ca_files);
 	CU_ASSERT_EQUAL(c->tls.leaf_cache_entries, 1024);
 	CU_ASSERT_PTR_NULL(c->admin_address);
+	CU_ASSERT_PTR_NULL(c->admin_path);
 	CU_ASSERT_EQUAL(c->admin_mode, 0600);
 	CU_ASSERT_EQUAL(c->timeouts.request_head_ms, 10000);
 	CU_ASSERT_EQUAL(c->timeouts.idle_client_ms, 60000);

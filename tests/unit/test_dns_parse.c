@@ -12,6 +12,8 @@
  * Answers from the builders are read back by a decoder written here, apart
  * from the code under test, that follows compression pointers.
  */
+#include "config.h"
+
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -572,7 +574,7 @@ test_fields(void)
 	CU_ASSERT_TRUE(q.cd);
 	CU_ASSERT_STRING_EQUAL(q.name, "www.example.com");
 	CU_ASSERT_EQUAL(q.qname_len, 17);
-	CU_ASSERT_EQUAL(memcmp(q.qname, "\x03" "WWW", 4), 0);
+	CU_ASSERT_EQUAL(MEMCMP_LIT(q.qname, "\x03" "WWW"), 0);
 	CU_ASSERT_EQUAL(q.qclass, DNS_CLASS_IN);
 	CU_ASSERT_TRUE(q.edns);
 	CU_ASSERT_TRUE(q.edns_do);
@@ -586,7 +588,7 @@ test_fields(void)
 	CU_ASSERT_FALSE(q.cd);
 	CU_ASSERT_FALSE(q.edns);
 	CU_ASSERT_FALSE(q.edns_do);
-	CU_ASSERT_EQUAL(memcmp(q.qname, "\x07" "Example" "\x03" "COM", 12), 0);
+	CU_ASSERT_EQUAL(MEMCMP_LIT(q.qname, "\x07" "Example" "\x03" "COM"), 0);
 
 	/* RD clear is reported as such. */
 	CU_ASSERT_EQUAL(dns_parse_query(B("\x00\x07\x00\x00\x00\x01\x00\x00"
@@ -672,7 +674,7 @@ test_name_limits(void)
 	 * One byte less of padding is accepted. */
 	n = sizeof(H_QD1_AR1 N_EXAMPLE T_A_IN) - 1;
 	memcpy(buf, H_QD1_AR1 N_EXAMPLE T_A_IN, n);
-	memcpy(buf + n, "\x00\x00\x29\x04\xd0\x00\x00\x00\x00", 9);
+	MEMCPY_LIT(buf + n, "\x00\x00\x29\x04\xd0\x00\x00\x00\x00");
 	n += 9;
 	rd = DNS_QUERY_MAX_BYTES + 1 - (n + 2);
 	put_padding(buf + n, rd);
@@ -976,7 +978,7 @@ test_answer_a_aaaa(void)
 	CU_ASSERT_EQUAL(n, DNS_HEADER_BYTES + 13 + 4 + 2 * 16);
 	/* The name keeps the client's case; the pointer is 0xc00c. */
 	CU_ASSERT_STRING_EQUAL(d.rr[0].name, "Example.COM");
-	CU_ASSERT_EQUAL(memcmp(buf + DNS_HEADER_BYTES + 17, "\xc0\x0c", 2),
+	CU_ASSERT_EQUAL(MEMCMP_LIT(buf + DNS_HEADER_BYTES + 17, "\xc0\x0c"),
 	    0);
 	check_not_a_query(buf, n);
 
@@ -1274,7 +1276,7 @@ test_build_formerr(void)
 	/* Opcode kept, RD clear kept clear. */
 	CU_ASSERT_EQUAL(dns_build_formerr(B("\x00\x01\x28\x00\x00\x00\x00\x00"
 	    "\x00\x00\x00\x00"), out, sizeof(out)), DNS_HEADER_BYTES);
-	CU_ASSERT_EQUAL(memcmp(out, "\x00\x01\xa8\x01", 4), 0);
+	CU_ASSERT_EQUAL(MEMCMP_LIT(out, "\x00\x01\xa8\x01"), 0);
 	/* A response is never answered. */
 	CU_ASSERT_EQUAL(dns_build_formerr(B("\x00\x01\x81\x80\x00\x00\x00\x00"
 	    "\x00\x00\x00\x00"), out, sizeof(out)), -1);

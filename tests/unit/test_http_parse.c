@@ -9,6 +9,8 @@
  * moatd does), and the parser is also called on the bytes directly, which
  * must refuse them too: the parser does not trust that a scan happened.
  */
+#include "config.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1206,7 +1208,7 @@ test_chunked_limits(void)
 	in[n++] = ';';
 	while (n < HTTP_CHUNK_LINE_MAX_BYTES - 2)
 		in[n++] = 'e';
-	memcpy(in + n, "\r\nx\r\n0\r\n\r\n", 10);
+	MEMCPY_LIT(in + n, "\r\nx\r\n0\r\n\r\n");
 	CU_ASSERT_EQUAL(chunked_run(in, n + 10, 7, out, &outlen, &used, &err),
 	    HTTP_CHUNKED_DONE);
 	CU_ASSERT_EQUAL(outlen, 1);
@@ -1218,11 +1220,11 @@ test_chunked_limits(void)
 	CU_ASSERT_TRUE(http_error_is_limit(err));
 
 	/* Trailer section of exactly HTTP_TRAILER_MAX_BYTES. */
-	memcpy(in, "0\r\nX: ", 6);
+	MEMCPY_LIT(in, "0\r\nX: ");
 	n = 6;
 	while (n < 3 + HTTP_TRAILER_MAX_BYTES - 4)
 		in[n++] = 'v';
-	memcpy(in + n, "\r\n\r\n", 4);
+	MEMCPY_LIT(in + n, "\r\n\r\n");
 	CU_ASSERT_EQUAL(chunked_run(in, n + 4, 100, out, &outlen, &used,
 	    &err), HTTP_CHUNKED_DONE);
 	CU_ASSERT_EQUAL(used, 3 + HTTP_TRAILER_MAX_BYTES);

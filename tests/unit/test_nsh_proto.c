@@ -10,6 +10,8 @@
  * silent peer and a closed peer each give their own result with no
  * descriptor left open.
  */
+#include "config.h"
+
 #include <sys/types.h>
 #include <sys/socket.h>
 
@@ -535,7 +537,7 @@ test_transport(void)
 	/* Received close-on-exec, and they are the pipe's ends. */
 	flags = fcntl(fds[0], F_GETFD);
 	CU_ASSERT(flags != -1 && (flags & FD_CLOEXEC) != 0);
-	CU_ASSERT_EQUAL(write(fds[1], "x", 1), 1);
+	CU_ASSERT_EQUAL(WRITE_LIT(fds[1], "x"), 1);
 	{
 		char	c = 0;
 

@@ -869,7 +869,7 @@ test_leaks_nested(void)
 	/* VAL1 alone is masked. */
 	CU_ASSERT_EQUAL(secretscan_rewrite(s, &r, B("x-inner-secret-1"), &out,
 	    &outlen, &leak), 0);
-	CU_ASSERT(outlen == 42 && memcmp(out, "x-", 2) == 0 &&
+	CU_ASSERT(outlen == 42 && MEMCMP_LIT(out, "x-") == 0 &&
 	    memcmp(out + 2, ph1, 40) == 0);
 	secretscan_out_free(out, outlen);
 	secretscan_free(s);
@@ -1017,7 +1017,7 @@ test_value_placeholder_overlap(void)
 	CU_ASSERT_EQUAL(secretscan_rewrite(s, &r, B(in), &out, &outlen,
 	    &leak), 0);
 	CU_ASSERT(outlen == 32 + strlen(ph1) &&
-	    memcmp(out, "moat-ph-00112233445566778899aabb", 32) == 0 &&
+	    MEMCMP_LIT(out, "moat-ph-00112233445566778899aabb") == 0 &&
 	    memcmp(out + 32, ph1, strlen(ph1)) == 0);
 	secretscan_out_free(out, outlen);
 	check_splits(s, &r, B(in), true);
@@ -1089,14 +1089,14 @@ test_rules_check(void)
 	r.nsecrets = 2;
 	CU_ASSERT_EQUAL(secretscan_rewrite(s, &r, B("placeholder-one"), &out,
 	    &outlen, &leak), 0);
-	CU_ASSERT(outlen == 15 && memcmp(out, "first-value-one", 15) == 0);
+	CU_ASSERT(outlen == 15 && MEMCMP_LIT(out, "first-value-one") == 0);
 	secretscan_out_free(out, outlen);
 	/* Both values are masked with the placeholder. */
 	act[1] = SECRETSCAN_ACT_VALUE_TO_PH;
 	CU_ASSERT_EQUAL(secretscan_rewrite(s, &r,
 	    B("second-value-one first-value-one"), &out, &outlen, &leak), 0);
-	CU_ASSERT(outlen == 31 && memcmp(out,
-	    "placeholder-one placeholder-one", 31) == 0);
+	CU_ASSERT(outlen == 31 && MEMCMP_LIT(out,
+	    "placeholder-one placeholder-one") == 0);
 	secretscan_out_free(out, outlen);
 	secretscan_free(s);
 }
@@ -1157,7 +1157,7 @@ test_stream_holdback(void)
 	CU_ASSERT_EQUAL(secretscan_stream_feed(st, B("hello "), tbuf_emit,
 	    &out, &leak), 0);
 	CU_ASSERT_EQUAL(secretscan_stream_held(st), 0);
-	CU_ASSERT(out.len == 6 && memcmp(out.b, "hello ", 6) == 0);
+	CU_ASSERT(out.len == 6 && MEMCMP_LIT(out.b, "hello ") == 0);
 	/* All but the last byte of a placeholder: held, maxlen - 1. */
 	CU_ASSERT_EQUAL(secretscan_stream_feed(st, (const uint8_t *)PH[1],
 	    39, tbuf_emit, &out, &leak), 0);
@@ -1180,7 +1180,7 @@ test_stream_holdback(void)
 	    0);
 	CU_ASSERT_EQUAL(secretscan_stream_held(st), 0);
 	CU_ASSERT(out.len == 6 + strlen(VAL[1]) + 15 &&
-	    memcmp(out.b + 6 + strlen(VAL[1]), "moat-ph-00Xmoat", 15) == 0);
+	    MEMCMP_LIT(out.b + 6 + strlen(VAL[1]), "moat-ph-00Xmoat") == 0);
 	CU_ASSERT(!out.empty_call);
 	secretscan_stream_free(st);
 	free(out.b);
@@ -1283,7 +1283,7 @@ test_stream_many(void)
 	free(want.b);
 
 	for (i = 0; i < 25; i++)
-		memcpy(lp + 8 * i, "abcdefgh", 8);
+		MEMCPY_LIT(lp + 8 * i, "abcdefgh");
 	lp[200] = 'Z';
 	lp[201] = '\0';
 	pat(&p[0], "abcdefgh", 0, SECRETSCAN_PLACEHOLDER);
@@ -1307,7 +1307,7 @@ test_stream_many(void)
 		/* S S ... then L where it fits: it ends at the Z. */
 		if (n % 2 && n >= 25)
 			CU_ASSERT(ref.len == 8 * (n - 25 + 1) &&
-			    memcmp(ref.b + ref.len - 8, "L-value!", 8) == 0);
+			    MEMCMP_LIT(ref.b + ref.len - 8, "L-value!") == 0);
 		if (n % 2 == 0)
 			CU_ASSERT_EQUAL(ref.len, 8 * n + 1);
 		check_rewrite(s, act, in.b, in.len, 0, ref.b, ref.len, 0);
@@ -1388,7 +1388,7 @@ test_stream_identity(void)
 	for (i = 0; i < len; i++)
 		text[i] = (uint8_t)rnd(&x);
 	for (i = 0; i + 20 < len; i += 97)
-		memcpy(text + i, "moat-ph-0011223", 15);
+		MEMCPY_LIT(text + i, "moat-ph-0011223");
 	for (round = 0; round < 20; round++) {
 		total = 0;
 		for (i = 0; i < 64; i++) {
@@ -1548,7 +1548,7 @@ test_placeholder(void)
 		CU_ASSERT_EQUAL_FATAL(secretscan_placeholder(ph[i],
 		    sizeof(ph[i])), 0);
 		CU_ASSERT_EQUAL(strlen(ph[i]), SECRETSCAN_PLACEHOLDER_LEN);
-		CU_ASSERT(strncmp(ph[i], "moat-ph-", 8) == 0);
+		CU_ASSERT(STRNCMP_LIT(ph[i], "moat-ph-") == 0);
 		CU_ASSERT_EQUAL(strspn(ph[i] + 8, "0123456789abcdef"), 32);
 		for (j = 0; j < i; j++)
 			CU_ASSERT(strcmp(ph[i], ph[j]) != 0);

@@ -5,6 +5,8 @@
  * prefix must say "need more" (or, where a fixed-position byte is already
  * wrong, the same error as the whole message), never a result.
  */
+#include "config.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -261,7 +263,7 @@ test_request_fields(void)
 	    "\x01\x00\x50"), &r, &err), 10);
 	CU_ASSERT_EQUAL(r.cmd, SOCKS5_CMD_CONNECT);
 	CU_ASSERT_EQUAL(r.atyp, SOCKS5_ATYP_IPV4);
-	CU_ASSERT_EQUAL(memcmp(r.addr, "\xc0\x00\x02\x01", 4), 0);
+	CU_ASSERT_EQUAL(MEMCMP_LIT(r.addr, "\xc0\x00\x02\x01"), 0);
 	CU_ASSERT_EQUAL(r.port, 80);
 
 	CU_ASSERT_EQUAL(socks5_parse_request(B("\x05\x01\x00\x04"
@@ -376,7 +378,7 @@ test_maximum_lengths(void)
 	    &err), SOCKS5_NEED_MORE);
 
 	/* A 255-byte domain. */
-	memcpy(buf, "\x05\x01\x00\x03\xff", 5);
+	MEMCPY_LIT(buf, "\x05\x01\x00\x03\xff");
 	memset(buf + 5, 'd', 255);
 	buf[260] = 0x1f;
 	buf[261] = 0x90;
@@ -398,20 +400,20 @@ test_builders(void)
 
 	memset(out, 0xaa, sizeof(out));
 	CU_ASSERT_EQUAL(socks5_build_method(out, SOCKS5_METHOD_USERPASS), 2);
-	CU_ASSERT_EQUAL(memcmp(out, "\x05\x02", 2), 0);
+	CU_ASSERT_EQUAL(MEMCMP_LIT(out, "\x05\x02"), 0);
 	CU_ASSERT_EQUAL(socks5_build_method(out, SOCKS5_METHOD_REJECT), 2);
-	CU_ASSERT_EQUAL(memcmp(out, "\x05\xff", 2), 0);
+	CU_ASSERT_EQUAL(MEMCMP_LIT(out, "\x05\xff"), 0);
 	CU_ASSERT_EQUAL(socks5_build_auth_reply(out, 0), 2);
-	CU_ASSERT_EQUAL(memcmp(out, "\x01\x00", 2), 0);
+	CU_ASSERT_EQUAL(MEMCMP_LIT(out, "\x01\x00"), 0);
 	CU_ASSERT_EQUAL(socks5_build_auth_reply(out, 1), 2);
-	CU_ASSERT_EQUAL(memcmp(out, "\x01\x01", 2), 0);
+	CU_ASSERT_EQUAL(MEMCMP_LIT(out, "\x01\x01"), 0);
 	memset(out, 0xaa, sizeof(out));
 	CU_ASSERT_EQUAL(socks5_build_reply(out, SOCKS5_REP_NOT_ALLOWED), 10);
-	CU_ASSERT_EQUAL(memcmp(out, "\x05\x02\x00\x01\x00\x00\x00\x00\x00\x00",
-	    10), 0);
+	CU_ASSERT_EQUAL(MEMCMP_LIT(out,
+	    "\x05\x02\x00\x01\x00\x00\x00\x00\x00\x00"), 0);
 	CU_ASSERT_EQUAL(socks5_build_reply(out, SOCKS5_REP_OK), 10);
-	CU_ASSERT_EQUAL(memcmp(out, "\x05\x00\x00\x01\x00\x00\x00\x00\x00\x00",
-	    10), 0);
+	CU_ASSERT_EQUAL(MEMCMP_LIT(out,
+	    "\x05\x00\x00\x01\x00\x00\x00\x00\x00\x00"), 0);
 }
 
 void

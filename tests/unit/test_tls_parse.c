@@ -12,6 +12,8 @@
  * split at many sizes, and every split must give the same verdict.  A few
  * raw vectors are whole byte streams, for the record layer itself.
  */
+#include "config.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1196,9 +1198,9 @@ test_alpn_many(void)
 	CU_ASSERT_EQUAL(h.nalpn, TLS_ALPN_MAX_PROTOCOLS);
 	CU_ASSERT_EQUAL(h.nalpn_sent, TLS_ALPN_MAX_PROTOCOLS + 4);
 	CU_ASSERT_EQUAL(h.alpn[0].len, 3);
-	CU_ASSERT_EQUAL(memcmp(h.alpn[0].name, "pa0", 3), 0);
-	CU_ASSERT_EQUAL(memcmp(h.alpn[TLS_ALPN_MAX_PROTOCOLS - 1].name, "pb5",
-	    3), 0);
+	CU_ASSERT_EQUAL(MEMCMP_LIT(h.alpn[0].name, "pa0"), 0);
+	CU_ASSERT_EQUAL(MEMCMP_LIT(h.alpn[TLS_ALPN_MAX_PROTOCOLS - 1].name,
+	    "pb5"), 0);
 }
 
 struct captured {
@@ -1256,7 +1258,7 @@ test_captured(void)
 			CHECK(strcmp(alpn, c->alpn) == 0, i);
 		if (c->alpn == NULL && c->nalpn > 0)
 			CHECK(h.alpn[c->nalpn - 1].len == 8 &&
-			    memcmp(h.alpn[c->nalpn - 1].name, "http/1.1", 8) ==
+			    MEMCMP_LIT(h.alpn[c->nalpn - 1].name, "http/1.1") ==
 			    0, i);
 		CHECK(h.tls13 == c->tls13, i);
 		CHECK(h.has_supported_versions == c->tls13, i);

@@ -30,6 +30,7 @@
 
 #include "proxy/audit.h"
 #include "proxy/tunnel.h"
+#include "proxy/util.h"
 #include "proxy/worker.h"
 #include "tests/unit/unit.h"
 
@@ -286,21 +287,21 @@ test_tunnel_pending_first(void)
 
 	CU_ASSERT_FATAL(up != NULL && down != NULL);
 	CU_ASSERT_FATAL(rig_open(&r) == 0);
-	evbuffer_add(up, "early,", 6);
+	EVBUFFER_ADD_LIT(up, "early,");
 	evbuffer_add(down, ok, sizeof(ok) - 1);
-	CU_ASSERT_FATAL(write(r.ca, "late", 4) == 4);
-	CU_ASSERT_FATAL(write(r.ua, "answer", 6) == 6);
+	CU_ASSERT_FATAL(WRITE_LIT(r.ca, "late") == 4);
+	CU_ASSERT_FATAL(WRITE_LIT(r.ua, "answer") == 6);
 	CU_ASSERT_FATAL(rig_start(&r, up, down) == 0);
 	CU_ASSERT_EQUAL(evbuffer_get_length(up), 0);	/* moved out */
 
 	CU_ASSERT_EQUAL(rig_read(&r, r.ua, got, 10, &len, 0), 0);
-	CU_ASSERT(len == 10 && memcmp(got, "early,late", 10) == 0);
+	CU_ASSERT(len == 10 && MEMCMP_LIT(got, "early,late") == 0);
 	len = 0;
 	CU_ASSERT_EQUAL(rig_read(&r, r.ca, got, sizeof(ok) - 1 + 6, &len, 0),
 	    0);
 	CU_ASSERT(len == sizeof(ok) - 1 + 6 &&
 	    memcmp(got, ok, sizeof(ok) - 1) == 0 &&
-	    memcmp(got + sizeof(ok) - 1, "answer", 6) == 0);
+	    MEMCMP_LIT(got + sizeof(ok) - 1, "answer") == 0);
 
 	/* Both sides close: the tunnel ends, each peer sees EOF. */
 	CU_ASSERT_FATAL(shutdown(r.ca, SHUT_WR) == 0);
