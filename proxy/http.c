@@ -510,10 +510,10 @@ http_check_auth(struct conn *c)
 		goto fail;
 	v = c->http.req.headers[i].value;
 	vlen = c->http.req.headers[i].value_len;
-	if (vlen < 7 || strncasecmp(v, "basic ", 6) != 0)
+	if (vlen <= LIT_LEN("basic ") || STRNCASECMP_LIT(v, "basic ") != 0)
 		goto fail;
-	v += 6;
-	vlen -= 6;
+	v += LIT_LEN("basic ");
+	vlen -= LIT_LEN("basic ");
 	while (vlen > 0 && *v == ' ') {
 		v++;
 		vlen--;
@@ -554,8 +554,8 @@ http_check_auth(struct conn *c)
 static void
 http_tunnel_reply(struct conn *c)
 {
-	evbuffer_add(io_out(c->cio),
-	    "HTTP/1.1 200 Connection established\r\n\r\n", 39);
+	EVBUFFER_ADD_LIT(io_out(c->cio),
+	    "HTTP/1.1 200 Connection established\r\n\r\n");
 }
 
 /* A forward request's upstream is connected: send the request. */
@@ -639,9 +639,9 @@ http_add_fields(struct conn *c, int dir, struct evbuffer *out,
 				return -1;
 		}
 		evbuffer_add(out, hv[i].name, hv[i].name_len);
-		evbuffer_add(out, ": ", 2);
+		EVBUFFER_ADD_LIT(out, ": ");
 		evbuffer_add(out, v, vlen);
-		evbuffer_add(out, "\r\n", 2);
+		EVBUFFER_ADD_LIT(out, "\r\n");
 	}
 	return 0;
 }
@@ -650,8 +650,9 @@ http_add_fields(struct conn *c, int dir, struct evbuffer *out,
 static bool
 http_is_range(const char *name, size_t len)
 {
-	return (len == 5 && strncasecmp(name, "range", 5) == 0) ||
-	    (len == 8 && strncasecmp(name, "if-range", 8) == 0);
+	return (len == LIT_LEN("range") && STRNCASECMP_LIT(name, "range") == 0) ||
+	    (len == LIT_LEN("if-range") &&
+	    STRNCASECMP_LIT(name, "if-range") == 0);
 }
 
 /*
@@ -771,11 +772,11 @@ http_send_request(struct conn *c)
 	io_set_cb(c->uio, http_upstream_event, c);
 	evbuffer_expand(out, req->head_len + 128);
 	eb_str(out, req->method);
-	evbuffer_add(out, " ", 1);
+	EVBUFFER_ADD_LIT(out, " ");
 	evbuffer_add(out, path, plen);
-	evbuffer_add(out, " HTTP/1.1\r\nHost: ", 17);
+	EVBUFFER_ADD_LIT(out, " HTTP/1.1\r\nHost: ");
 	eb_str(out, req->authority ? req->authority : req->host_header);
-	evbuffer_add(out, "\r\n", 2);
+	EVBUFFER_ADD_LIT(out, "\r\n");
 	if (http_add_fields(c, CONN_XFORM_REQUEST, out, req->headers,
 	    req->nheaders) == -1 || inject_add_headers(c->http.inj, out,
 	    &detail) == -1) {
@@ -789,13 +790,13 @@ http_send_request(struct conn *c)
 		return;
 	}
 	if (req->body == HTTP_BODY_CHUNKED || c->http.reqb.out_chunked)
-		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+		EVBUFFER_ADD_LIT(out, "Transfer-Encoding: chunked\r\n");
 	else if (req->body == HTTP_BODY_LENGTH) {
-		evbuffer_add(out, "Content-Length: ", 16);
+		EVBUFFER_ADD_LIT(out, "Content-Length: ");
 		eb_u64(out, cl);
-		evbuffer_add(out, "\r\n", 2);
+		EVBUFFER_ADD_LIT(out, "\r\n");
 	}
-	evbuffer_add(out, "Via: 1.1 moat\r\n\r\n", 17);
+	EVBUFFER_ADD_LIT(out, "Via: 1.1 moat\r\n\r\n");
 	if (body != NULL) {
 		evbuffer_add_buffer(out, body);
 		evbuffer_free(body);
@@ -933,7 +934,7 @@ http_emit(void *arg, const uint8_t *p, size_t n)
 		evbuffer_add_printf(e->out, "%zx\r\n", n);
 	evbuffer_add(e->out, p, n);
 	if (e->chunked)
-		evbuffer_add(e->out, "\r\n", 2);
+		EVBUFFER_ADD_LIT(e->out, "\r\n");
 }
 
 /* Moves n data bytes of b from in to out, through the rewriter if any. */
@@ -966,7 +967,7 @@ http_move_data(struct conn *c, struct conn_body *b, struct evbuffer *in,
 		evbuffer_add_printf(out, "%zx\r\n", n);
 	evbuffer_remove_buffer(in, out, n);
 	if (chunked)
-		evbuffer_add(out, "\r\n", 2);
+		EVBUFFER_ADD_LIT(out, "\r\n");
 	return 0;
 }
 
@@ -994,7 +995,7 @@ http_move_body(struct conn *c, struct conn_body *b, struct evbuffer *in,
 			if (b->left == 0) {
 				b->done = true;
 				if (b->out_chunked)
-					evbuffer_add(out, "0\r\n\r\n", 5);
+					EVBUFFER_ADD_LIT(out, "0\r\n\r\n");
 			}
 			break;
 		case HTTP_BODY_CLOSE:
@@ -1033,7 +1034,7 @@ http_move_body(struct conn *c, struct conn_body *b, struct evbuffer *in,
 				if (http_move_data(c, b, in, out, 0, true,
 				    true, err) == -1)
 					return -1;
-				evbuffer_add(out, "0\r\n\r\n", 5);
+				EVBUFFER_ADD_LIT(out, "0\r\n\r\n");
 				b->done = true;
 			} else if (rc == HTTP_NEED_MORE && n == avail)
 				return 0;
@@ -1135,7 +1136,7 @@ http_upstream_event(struct io *io, int ev, void *arg)
 				return;
 			}
 			if (c->http.respb.out_chunked)
-				evbuffer_add(io_out(c->cio), "0\r\n\r\n", 5);
+				EVBUFFER_ADD_LIT(io_out(c->cio), "0\r\n\r\n");
 			if (io_flush(c->cio) == -1) {
 				http_abort(c, POLICY_R_BAD_REQUEST, "writing to "
 				    "the client failed");
@@ -1239,8 +1240,7 @@ http_read_response(struct conn *c)
 			/* Interim answers: pass on 100 Continue, drop the rest. */
 			if (c->http.resp.status == 100 && c->http.req.expect_continue &&
 			    !c->http.sent_100) {
-				evbuffer_add(io_out(c->cio),
-				    "HTTP/1.1 100 Continue\r\n\r\n", 25);
+				EVBUFFER_ADD_LIT(io_out(c->cio), "HTTP/1.1 100 Continue\r\n\r\n");
 				c->http.sent_100 = true;
 			}
 			http_response_head_free(&c->http.resp);
@@ -1300,11 +1300,11 @@ http_write_response_head(struct conn *c)
 		return -1;
 	}
 	evbuffer_expand(out, r->head_len + 64);
-	evbuffer_add(out, "HTTP/1.1 ", 9);
+	EVBUFFER_ADD_LIT(out, "HTTP/1.1 ");
 	eb_u64(out, (uint64_t)r->status);
-	evbuffer_add(out, " ", 1);
+	EVBUFFER_ADD_LIT(out, " ");
 	evbuffer_add(out, reason, rlen);
-	evbuffer_add(out, "\r\n", 2);
+	EVBUFFER_ADD_LIT(out, "\r\n");
 	if (http_add_fields(c, CONN_XFORM_RESPONSE, out, r->headers,
 	    r->nheaders) == -1) {
 		/* Part of the head may be queued: the client is cut off. */
@@ -1313,21 +1313,20 @@ http_write_response_head(struct conn *c)
 	}
 	if (c->http.respb.xform != CONN_XFORM_NONE && r->body == HTTP_BODY_LENGTH) {
 		if (c->http.respb.out_chunked)
-			evbuffer_add(out, "Transfer-Encoding: chunked\r\n",
-			    28);
+			EVBUFFER_ADD_LIT(out, "Transfer-Encoding: chunked\r\n");
 	} else if (r->body == HTTP_BODY_LENGTH ||
 	    (r->body == HTTP_BODY_NONE && r->content_length > 0 &&
 	    strcmp(c->http.req.method, "HEAD") == 0)) {
-		evbuffer_add(out, "Content-Length: ", 16);
+		EVBUFFER_ADD_LIT(out, "Content-Length: ");
 		eb_u64(out, r->content_length);
-		evbuffer_add(out, "\r\n", 2);
+		EVBUFFER_ADD_LIT(out, "\r\n");
 	} else if (r->body == HTTP_BODY_CHUNKED)
-		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+		EVBUFFER_ADD_LIT(out, "Transfer-Encoding: chunked\r\n");
 	if (!c->http.client_keepalive)
-		evbuffer_add(out, "Connection: close\r\n", 19);
+		EVBUFFER_ADD_LIT(out, "Connection: close\r\n");
 	else if (c->http.req.version_minor == 0)
-		evbuffer_add(out, "Connection: keep-alive\r\n", 24);
-	evbuffer_add(out, "\r\n", 2);
+		EVBUFFER_ADD_LIT(out, "Connection: keep-alive\r\n");
+	EVBUFFER_ADD_LIT(out, "\r\n");
 	return 0;
 }
 

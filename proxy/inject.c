@@ -575,7 +575,7 @@ inject_add_headers(struct inject *in, struct evbuffer *out,
 			}
 			evbuffer_add_printf(out, "%s: ", j->header);
 			evbuffer_add(out, v, vl);
-			evbuffer_add(out, "\r\n", 2);
+			EVBUFFER_ADD_LIT(out, "\r\n");
 		} else if (j->kind == POLICY_INJECT_BASIC) {
 			tr = inject_template(in, &j->user, up, sizeof(up), &ul);
 			umax = ul > umax ? ul : umax;
@@ -596,9 +596,9 @@ inject_add_headers(struct inject *in, struct evbuffer *out,
 				break;
 			}
 			n = EVP_EncodeBlock(b64, (unsigned char *)up, (int)ul);
-			evbuffer_add(out, "Authorization: Basic ", 21);
+			EVBUFFER_ADD_LIT(out, "Authorization: Basic ");
 			evbuffer_add(out, b64, (size_t)n);
-			evbuffer_add(out, "\r\n", 2);
+			EVBUFFER_ADD_LIT(out, "\r\n");
 			OPENSSL_cleanse(b64, (size_t)n + 1);	/* and its NUL */
 		}
 	}
