@@ -52,6 +52,7 @@ static void	moat_print_notes(const struct moat_config *c,
 		    const struct policy_decision *d, bool have_addr,
 		    bool final);
 static void	moat_print_traffic(const struct moat_config *c,
+		    const struct policy_explain_target *et,
 		    const struct policy_decision *d, const char *detail,
 		    enum policy_transport xport);
 static int	moat_explain(int argc, char *argv[]);
@@ -266,18 +267,31 @@ moat_print_notes(const struct moat_config *c,
 /* How the traffic is carried, why a late check denied, what is injected. */
 static void
 moat_print_traffic(const struct moat_config *c,
+    const struct policy_explain_target *et,
     const struct policy_decision *d, const char *detail,
     enum policy_transport xport)
 {
 	const struct policy_inject	*in;
+	const char			*proto;
 	char				 line[MOAT_DIAG_MAX];
 	size_t				 n = 0, i;
 
 	if (detail != NULL)
 		printf("why      %s\n", detail);
+	/* A tunnel to ssh's port: what moatd reads there is not ssh. */
+	proto = et->t.method == NULL ? policy_port_unreadable(et->t.port) :
+	    NULL;
 	switch (xport) {
 	case POLICY_XPORT_INSPECTED:
-		printf("traffic  inspected: TLS is terminated by moatd\n");
+		if (proto != NULL)
+			printf("traffic  inspected only if it is TLS or HTTP: "
+			    "moatd cannot read %s, the protocol of port %u, "
+			    "and refuses it here (needs-inspection): a rule "
+			    "for this host must see the requests\n", proto,
+			    et->t.port);
+		else
+			printf("traffic  inspected: TLS is terminated by "
+			    "moatd\n");
 		break;
 	case POLICY_XPORT_OPAQUE:
 		printf("traffic  opaque tunnel: moatd checks the first bytes "
@@ -295,6 +309,9 @@ moat_print_traffic(const struct moat_config *c,
 	if (xport == POLICY_XPORT_OPAQUE)
 		printf("protocols %s\n", policy_protocols_format(
 		    policy_rule_protocols(d->rule), line, sizeof(line)));
+	if (xport == POLICY_XPORT_OPAQUE && proto != NULL)
+		printf("note     %s is opaque to moat: nothing inside it is "
+		    "checked, git push included\n", proto);
 	in = policy_rule_injects(d->rule, &n);
 	for (i = 0; i < n; i++)
 		printf("inject   %s\n", policy_explain_inject(c, &in[i], line,
@@ -413,7 +430,7 @@ moat_explain(int argc, char *argv[])
 		final = false;
 	moat_print_geo(c, addr != NULL ? &ah.addr : et.t.addr);
 	moat_print_decision(c, &d);
-	moat_print_traffic(c, &d, detail, xport);
+	moat_print_traffic(c, &et, &d, detail, xport);
 	moat_print_notes(c, &et, &d, addr != NULL, final);
 	rc = d.verdict == POLICY_ALLOW ? MOAT_EXIT_ALLOW : MOAT_EXIT_DENY;
  out:

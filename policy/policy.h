@@ -727,6 +727,17 @@ int		policy_proto_bit(const char *name);
 /* Writes the bits as the config spells them ("tls, ssh", or "any"). */
 char		*policy_protocols_format(unsigned bits, char *buf, size_t len);
 
+/*
+ * Whether moatd can read what a port carries: NULL where it may be HTTP
+ * or TLS, else the name of the port's own protocol, which moatd passes
+ * unread ("ssh" for 22, "git://" for 9418, git's daemon).  A rule that
+ * must see requests (methods, paths, inject, git, "intercept": true) may
+ * not cover such a port, nor list "ssh" in its "protocols": the config
+ * is refused (ssh is opaque to moat; git push over it cannot be
+ * stopped).
+ */
+const char	*policy_port_unreadable(uint16_t port);
+
 /* The rule's git preset: POLICY_GIT_NONE or POLICY_GIT_READ_ONLY. */
 int		policy_rule_git(const struct policy_rule *r);
 

@@ -636,6 +636,69 @@ static const struct cfg_vec	cfg_vectors[] = {
 	    { 7, 75, "[]", "policy.rules[3].protocols: empty array: list at "
 	      "least one protocol (or remove the key)" },
 	    } },
+	{ "reading requests where moatd cannot: ssh (22), git:// (9418)",
+	  "{\n  " LISTEN ", " TLS ",\n  \"secrets\": {\"K\": {\"env\": \"A\"}},\n  \"policy\": "
+	  "{\"rules\": [\n"
+	  "    " RULE("g") "\"ports\": [443, 22], \"git\": \"read-only\"},\n"
+	  "    " RULE("m") "\"ports\": [\"*\"], \"methods\": [\"GET\"]},\n"
+	  "    " RULE("p") "\"ports\": [\"8000-9999\"], \"paths\": [\"/a\"]},\n"
+	  "    " RULE("i") "\"ports\": [22], \"inject\": [{\"header\": \"X-K\", "
+	  "\"value\": \"${K}\"}], \"intercept\": true},\n"
+	  "    " RULE("s") "\"ports\": [443], \"protocols\": [\"tls\", "
+	  "\"ssh\"], \"git\": \"read-only\"},\n"
+	  "    {\"name\": \"d\", \"action\": \"deny\", \"hosts\": "
+	  "[\"d.example\"], \"ports\": [22, 80], \"methods\": [\"PUT\"]},\n"
+	  "    {\"name\": \"dall\", \"action\": \"deny\", \"hosts\": "
+	  "[\"d.example\"], \"methods\": [\"PUT\"]},\n"
+	  "    {\"name\": \"dstar\", \"action\": \"deny\", \"hosts\": "
+	  "[\"d.example\"], \"ports\": [\"*\"], \"paths\": [\"/x\"]},\n"
+	  "    " RULE("ssh") "\"ports\": [22, 9418], \"protocols\": "
+	  "[\"ssh\"]},\n"
+	  "    " RULE("h") "\"ports\": [443, 2222], \"git\": \"read-only\"},\n"
+	  "    " RULE("o") "\"ports\": [22], \"methods\": [\"GET\"], "
+	  "\"intercept\": false}\n"
+	  "  ]}\n}", 6, 1, {
+	    { 5, 77, "22]", "policy.rules[0].ports[1]: rule g needs to read "
+	      "requests (\"git\"), but port 22 (ssh) carries what moatd cannot "
+	      "read (it reads HTTP and TLS): keep \"git\" on HTTP and HTTPS "
+	      "ports (such as [443]) and, if ssh is wanted, allow port 22 in a "
+	      "rule of its own without \"git\" (ssh is opaque to moat: git "
+	      "push over it cannot be stopped there)" },
+	    { 6, 72, "\"*\"", "policy.rules[1].ports[0]: rule m needs to read "
+	      "requests (\"methods\"), but ports 22 (ssh) and 9418 (git://) "
+	      "carry what moatd cannot read (it reads HTTP and TLS): keep "
+	      "\"methods\" on HTTP and HTTPS ports (such as [443]) and, if ssh "
+	      "or git:// is wanted, allow ports 22 and 9418 in a rule of its "
+	      "own without \"methods\" (ssh and git:// are opaque to moat: "
+	      "nothing inside them is checked)" },
+	    { 7, 72, "\"8000-9999\"", "policy.rules[2].ports[0]: rule p needs "
+	      "to read requests (\"paths\"), but port 9418 (git://) carries "
+	      "what moatd cannot read (it reads HTTP and TLS): keep \"paths\" "
+	      "on HTTP and HTTPS ports (such as [443]) and, if git:// is "
+	      "wanted, allow port 9418 in a rule of its own without \"paths\" "
+	      "(git:// is opaque to moat: nothing inside it is checked)" },
+	    { 8, 72, "22]", "policy.rules[3].ports[0]: rule i needs to read "
+	      "requests (\"inject\", \"intercept\"), but port 22 (ssh) carries "
+	      "what moatd cannot read (it reads HTTP and TLS): keep "
+	      "\"inject\", \"intercept\" on HTTP and HTTPS ports (such as "
+	      "[443]) and, if ssh is wanted, allow port 22 in a rule of its "
+	      "own without \"inject\", \"intercept\" (ssh is opaque to moat: "
+	      "nothing inside it is checked)" },
+	    { 9, 99, "\"ssh\"", "policy.rules[4].protocols[1]: rule s needs "
+	      "to read requests (\"git\"), but it lists \"ssh\", which moatd "
+	      "cannot read (it reads HTTP and TLS): remove \"ssh\" here and, "
+	      "if ssh is wanted, allow it in a rule of its own without \"git\" "
+	      "(ssh is opaque to moat: git push over it cannot be stopped "
+	      "there)" },
+	    { 10, 71, "22,", "policy.rules[5].ports[0]: rule d needs to read "
+	      "requests (\"methods\"), but port 22 (ssh) carries what moatd "
+	      "cannot read (it reads HTTP and TLS): keep \"methods\" on HTTP "
+	      "and HTTPS ports (such as [443]); to refuse ssh, a deny rule of "
+	      "its own for port 22, without \"methods\", does" },
+	    { 15, 110, "false", "warning: policy.rules[10].intercept: rule o "
+	      "checks methods or paths but never intercepts TLS: its HTTPS "
+	      "requests cannot be checked" },
+	    } },
 	{ "a CA given wrongly is reported once, not again per rule",
 	  "{\n  " LISTEN ",\n  \"tls\": {\"ca_key\": \"/k\"},\n  " SECRETS ",\n"
 	  "  \"policy\": {\"rules\": [\n"
