@@ -539,10 +539,22 @@ struct moat_config {
  * from the loading thread.
  */
 struct MMDB_s;
+/*
+ * A top-level key its caller will not use, and why (moat run takes only
+ * "policy", "secrets", "tls" and "geoip" of a --policy file): a key
+ * present is checked as usual and gets a warning at the key, "\"KEY\":
+ * why".
+ */
+struct policy_unused_key {
+	const char	*key;
+	const char	*why;
+};
 struct policy_load_opts {
 	int	(*geo_open)(const char *path, struct MMDB_s *db,
 		    const char **err, void *arg);
 	void	*geo_arg;
+	const struct policy_unused_key	*unused; /* ends with a NULL key;
+						   NULL: none */
 };
 
 /*
