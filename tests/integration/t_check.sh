@@ -326,8 +326,10 @@ cat > "$f" <<-EOF
   ]}
 }
 EOF
-check "$f"
-mt_eq "git preset on port 22 or with protocols ssh: --check exit 1" 1 "$RC"
+OUT=$(timeout 10 "$MOAT" explain -c "$f" github.com:443 2>&1)
+RC=$?
+mt_eq "git preset on port 22 or with protocols ssh: a config error (explain exit 2)" \
+    2 "$RC"
 has_diag "...at the port, saying how to split the rule" "$f" 6 '22]' \
     'allow port 22 in a rule of its own without "git" (ssh is opaque to moat: git push over it cannot be stopped there)'
 has_diag "...and at \"ssh\" in protocols" "$f" 8 '"ssh"' \
