@@ -21,11 +21,13 @@
 
 #include <sys/types.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <netinet/in.h>
 
 #include <errno.h>
@@ -112,6 +114,8 @@ static int	fwd_parse_listen(const char *arg, struct sockaddr_storage *ss,
 		    socklen_t *len);
 static int	fwd_parse_to(struct fwd *f, const char *arg);
 static int	fwd_listen(struct fwd *f, const char *arg);
+static bool	fwd_lo_down(const struct sockaddr_storage *ss);
+static int	fwd_reach(const struct fwd *f);
 static int	fwd_watch(struct fwd *f, struct fwd_handle *h, uint32_t ev);
 static void	fwd_accept(struct fwd *f, struct fwd_handle *l);
 static void	fwd_pause(struct fwd *f, bool pause);
@@ -297,6 +301,13 @@ fwd_listen(struct fwd *f, const char *arg)
 			close(fd);
 		return -1;
 	}
+	if (fwd_lo_down(&ss)) {
+		fprintf(stderr, "moat-forward: --listen %s: the loopback "
+		    "interface lo is down, so nothing here can connect to it "
+		    "(bring it up: ip link set lo up)\n", arg);
+		close(fd);
+		return -1;
+	}
 	h = &f->listeners[f->nlisteners];
 	h->kind = FWD_K_LISTENER;
 	h->fd = fd;
@@ -306,6 +317,58 @@ fwd_listen(struct fwd *f, const char *arg)
 		fprintf(stderr, "moat-forward: epoll: %s\n", strerror(errno));
 		return -1;
 	}
+	return 0;
+}
+
+/*
+ * Whether ss is a loopback address while lo is down: the bind succeeds
+ * (a fresh network namespace has lo down, 127.0.0.1 still bindable), but
+ * every connect to it fails with ENETUNREACH.  false when it cannot be
+ * told.
+ */
+static bool
+fwd_lo_down(const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in	*sin = (const struct sockaddr_in *)ss;
+	const struct sockaddr_in6	*sin6 = (const struct sockaddr_in6 *)ss;
+	struct ifreq			 ifr;
+	int				 fd;
+	bool				 down;
+
+	if (!(ss->ss_family == AF_INET &&
+	    (ntohl(sin->sin_addr.s_addr) >> 24) == 127) &&
+	    !(ss->ss_family == AF_INET6 &&
+	    IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr)))
+		return false;
+	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
+		return false;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, "lo", 3);
+	down = ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 &&
+	    (ifr.ifr_flags & IFF_UP) == 0;
+	close(fd);
+	return down;
+}
+
+/*
+ * One connection to moatd's socket, closed at once: 0 if it can be
+ * reached now, else -1 with errno set (a socket that is not mounted,
+ * or whose moatd is gone).
+ */
+static int
+fwd_reach(const struct fwd *f)
+{
+	int	fd, err;
+
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	if (connect(fd, (const struct sockaddr *)&f->to, f->tolen) == -1) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	close(fd);
 	return 0;
 }
 
@@ -583,7 +646,7 @@ main(int argc, char *argv[])
 	sigset_t			 mask;
 	char				*end;
 	long				 v;
-	int				 ch, ready_fd = -1;
+	int				 ch, ready_fd = -1, err;
 	bool				 have_to = false;
 
 	f.maxconns = FWD_CONNS_DEFAULT;
@@ -669,9 +732,20 @@ main(int argc, char *argv[])
 	for (i = 0; i < nlisten; i++)
 		if (fwd_listen(&f, listen_args[i]) == -1)
 			return FWD_EXIT_FAIL;
-	for (i = 0; i < f.nlisteners; i++)
-		fwd_log(&f, false, "listening on %s, relaying to unix:%s",
-		    f.addrs[i], f.to.sun_path);
+	/* Listening is not serving: say so when moatd cannot be reached. */
+	if (fwd_reach(&f) == -1) {
+		err = errno;
+		/* Not through fwd_log(): one line per listener, unthrottled,
+		 * also with -q. */
+		for (i = 0; i < f.nlisteners; i++)
+			fprintf(stderr, "moat-forward: listening on %s, but "
+			    "moatd's socket unix:%s cannot be reached (%s): "
+			    "each connection is closed until it can\n",
+			    f.addrs[i], f.to.sun_path, strerror(err));
+	} else
+		for (i = 0; i < f.nlisteners; i++)
+			fwd_log(&f, false, "listening on %s, relaying to "
+			    "unix:%s", f.addrs[i], f.to.sun_path);
 	if (ready_fd != -1) {
 		(void)!WRITE_LIT(ready_fd, "ready\n");
 		close(ready_fd);

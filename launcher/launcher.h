@@ -22,6 +22,7 @@
 
 #include <jansson.h>
 
+#include "policy/policy.h"
 #include "proto/helper_proto.h"
 
 #define MOAT_ERR_MAX		512	/* one error sentence, bytes */
@@ -140,6 +141,26 @@ void	runconf_free(struct runconf *rc);
  */
 char	*runconf_standins(const json_t *root, const char *text, size_t len,
 	    bool tls_standin, size_t *outlen);
+
+#define RUNCONF_UNUSED_MAX	10	/* top-level keys moat run may skip */
+
+/* Room for runconf_unused()'s answer. */
+struct runconf_unused {
+	struct policy_unused_key	keys[RUNCONF_UNUSED_MAX + 1];
+	char				why[RUNCONF_UNUSED_MAX][200];
+};
+
+/*
+ * The top-level keys of a --policy file (root, parsed) that cmd ("moat
+ * run", ...) takes nothing from, each with what to do instead ("give
+ * --audit FILE"), into u->keys (ended by a NULL key) for
+ * policy_load_opts.unused.  moatd: a running moatd serves the sandbox
+ * (--moatd, moat attach), whose own CA, audit, resolver and limits
+ * apply; else a private one, which takes the file's "tls".  Only keys the
+ * file has: a stand-in runconf_standins() adds is never named.
+ */
+void	runconf_unused(const json_t *root, const char *cmd, bool moatd,
+	    struct runconf_unused *u);
 
 /*
  * The extras the sandbox's init gets (sandbox_go()) from moatd's register

@@ -12,8 +12,11 @@
  * What it is not: a proxy.  explain opens no socket; the policy library
  * does no I/O, so reading the config file is done here.
  *
- * Exit status (explain): 0 allow, 1 deny, 2 usage or config errors; run
- * and attach document their own.
+ * `moat check` validates a moatd config or a `moat run --policy` file
+ * as the program that will read it does.
+ *
+ * Exit status (explain): 0 allow, 1 deny, 2 usage or config errors;
+ * (check): 0 valid, 1 errors, 2 usage; run and attach document their own.
  */
 #include "config.h"
 
@@ -52,9 +55,14 @@ static void	moat_print_notes(const struct moat_config *c,
 		    const struct policy_decision *d, bool have_addr,
 		    bool final);
 static void	moat_print_traffic(const struct moat_config *c,
+		    const struct policy_explain_target *et,
 		    const struct policy_decision *d, const char *detail,
 		    enum policy_transport xport);
 static int	moat_explain(int argc, char *argv[]);
+static void	moat_check_usage(FILE *f);
+static int	moat_check(int argc, char *argv[]);
+static bool	moat_check_valid_running(const char *file, const char *buf,
+		    size_t len);
 static int	moat_ca(char *argv[]);
 
 static void
@@ -62,6 +70,7 @@ moat_usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: moat explain [-c FILE] [--method M] [--addr IP] TARGET\n"
+	    "       moat check [--running-moatd] FILE\n"
 	    "       moat ca init DIR\n"
 	    "       moat run [OPTIONS] -- COMMAND [ARG...]\n"
 	    "       moat attach --netns PATH [OPTIONS]\n"
@@ -70,6 +79,7 @@ moat_usage(FILE *f)
 	    "Commands:\n"
 	    "  explain   print the decision moat makes for TARGET (a URL or\n"
 	    "            HOST:PORT) and the rule that makes it; sends nothing\n"
+	    "  check     validate a moatd config or a moat run --policy file\n"
 	    "  ca        create the CA moatd signs intercepted hosts with\n"
 	    "  run       run COMMAND with moatd as its only network exit\n"
 	    "  attach    put an existing network namespace behind moatd\n"
@@ -266,18 +276,31 @@ moat_print_notes(const struct moat_config *c,
 /* How the traffic is carried, why a late check denied, what is injected. */
 static void
 moat_print_traffic(const struct moat_config *c,
+    const struct policy_explain_target *et,
     const struct policy_decision *d, const char *detail,
     enum policy_transport xport)
 {
 	const struct policy_inject	*in;
+	const char			*proto;
 	char				 line[MOAT_DIAG_MAX];
 	size_t				 n = 0, i;
 
 	if (detail != NULL)
 		printf("why      %s\n", detail);
+	/* A tunnel to ssh's port: what moatd reads there is not ssh. */
+	proto = et->t.method == NULL ? policy_port_unreadable(et->t.port) :
+	    NULL;
 	switch (xport) {
 	case POLICY_XPORT_INSPECTED:
-		printf("traffic  inspected: TLS is terminated by moatd\n");
+		if (proto != NULL)
+			printf("traffic  inspected only if it is TLS or HTTP: "
+			    "moatd cannot read %s, the protocol of port %u, "
+			    "and refuses it here (needs-inspection): a rule "
+			    "for this host must see the requests\n", proto,
+			    et->t.port);
+		else
+			printf("traffic  inspected: TLS is terminated by "
+			    "moatd\n");
 		break;
 	case POLICY_XPORT_OPAQUE:
 		printf("traffic  opaque tunnel: moatd checks the first bytes "
@@ -295,6 +318,9 @@ moat_print_traffic(const struct moat_config *c,
 	if (xport == POLICY_XPORT_OPAQUE)
 		printf("protocols %s\n", policy_protocols_format(
 		    policy_rule_protocols(d->rule), line, sizeof(line)));
+	if (xport == POLICY_XPORT_OPAQUE && proto != NULL)
+		printf("note     %s is opaque to moat: nothing inside it is "
+		    "checked, git push included\n", proto);
 	in = policy_rule_injects(d->rule, &n);
 	for (i = 0; i < n; i++)
 		printf("inject   %s\n", policy_explain_inject(c, &in[i], line,
@@ -413,13 +439,165 @@ moat_explain(int argc, char *argv[])
 		final = false;
 	moat_print_geo(c, addr != NULL ? &ah.addr : et.t.addr);
 	moat_print_decision(c, &d);
-	moat_print_traffic(c, &d, detail, xport);
+	moat_print_traffic(c, &et, &d, detail, xport);
 	moat_print_notes(c, &et, &d, addr != NULL, final);
 	rc = d.verdict == POLICY_ALLOW ? MOAT_EXIT_ALLOW : MOAT_EXIT_DENY;
  out:
 	policy_config_unref(c);
 	free(et.buf);
 	return rc;
+}
+
+static void
+moat_check_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: moat check [--running-moatd] FILE\n"
+	    "\n"
+	    "Validates FILE as the program that reads it will, and prints\n"
+	    "every error as FILE:LINE:COLUMN: message.  A file with \"listen\"\n"
+	    "or \"admin\" is a moatd config (moatd -c FILE); one without is a\n"
+	    "policy file for moat run --policy (or moat attach --policy):\n"
+	    "the keys moat run does not take from it get a warning.  Secret\n"
+	    "values and the CA are not read (moatd --check reads them).\n"
+	    "\n"
+	    "      --running-moatd  a policy file for a running moatd (moat run\n"
+	    "                       --moatd, moat attach): its CA serves the\n"
+	    "                       rules that need to see inside TLS\n"
+	    "  -h, --help           this text\n"
+	    "\n"
+	    "Exit status: 0 valid, 1 errors, 2 usage.\n");
+}
+
+/*
+ * `moat check FILE`: a moatd config (it has "listen" or "admin") is
+ * loaded as moatd loads it; anything else as moat run loads a --policy
+ * file: with its stand-ins (runconf_standins()) and a warning for each
+ * key moat run skips.  Says which it took the file for.
+ */
+static int
+moat_check(int argc, char *argv[])
+{
+	static const struct option	opts[] = {
+		{ "running-moatd", no_argument, NULL, 'M' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct policy_load_opts		 lo = policyio_load_opts;
+	struct runconf_unused		 unused;
+	struct policy_diags		 d;
+	struct moat_config		*c;
+	json_error_t			 je;
+	json_t				*root;
+	const char			*file, *kind, *text;
+	char				*buf = NULL, *alt = NULL;
+	char				 line[MOAT_DIAG_MAX];
+	size_t				 len, altlen = 0, i;
+	int				 ch;
+	bool				 running = false;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'M':
+			running = true;
+			break;
+		case 'h':
+			moat_check_usage(stdout);
+			return 0;
+		default:
+			moat_check_usage(stderr);
+			return MOAT_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		fprintf(stderr, "moat check: %s\n", argc - optind == 0 ?
+		    "missing FILE" : "more than one FILE");
+		moat_check_usage(stderr);
+		return MOAT_EXIT_USAGE;
+	}
+	file = argv[optind];
+	if (moat_read_file(file, &buf, &len) == -1)
+		return 1;
+	text = buf;
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (root == NULL || !json_is_object(root))
+		kind = NULL;
+	else if (json_object_get(root, "listen") != NULL ||
+	    json_object_get(root, "admin") != NULL)
+		kind = "a moatd config: it has \"listen\" or \"admin\"";
+	else {
+		kind = running ? "a policy file for moat run --moatd or moat "
+		    "attach" : "a policy file for moat run --policy";
+		runconf_unused(root, running ? "moat run --moatd" :
+		    "moat run", running, &unused);
+		lo.unused = unused.keys;
+		alt = runconf_standins(root, buf, len, running, &altlen);
+		if (alt == NULL && altlen != 0) {
+			fprintf(stderr, "moat check: out of memory\n");
+			json_decref(root);
+			free(buf);
+			return 1;
+		}
+		if (alt != NULL) {
+			text = alt;
+			len = altlen;
+		}
+	}
+	json_decref(root);
+	policy_diags_init(&d);
+	policyio_idn_for(text, len);
+	c = policy_config_load_opts(file, text, len, &lo, &d);
+	for (i = 0; i < d.n; i++)
+		fprintf(stderr, "%s\n", policy_diag_format(&d, i, line,
+		    sizeof(line)));
+	if (c != NULL)
+		printf("%s: OK (%s)\n", file, kind);
+	else if (kind == NULL)
+		fprintf(stderr, "moat check: %s: not a JSON object, so neither "
+		    "a moatd config nor a policy file\n", file);
+	else
+		fprintf(stderr, "moat check: %s: %zu error%s (checked as %s)\n",
+		    file, d.nerrors, d.nerrors == 1 ? "" : "s", kind);
+	if (c == NULL && kind != NULL && lo.unused != NULL && !running &&
+	    moat_check_valid_running(file, buf, strlen(buf)))
+		fprintf(stderr, "moat check: %s is valid for a running moatd "
+		    "with a CA (moat run --moatd, moat attach): moat check "
+		    "--running-moatd %s\n", file, file);
+	policy_diags_clear(&d);
+	policy_config_unref(c);
+	free(alt);
+	free(buf);
+	return c != NULL ? 0 : 1;
+}
+
+/*
+ * Whether a policy file (buf, len bytes) that failed as moat run's with a
+ * private moatd loads for a running moatd, whose CA serves its rules.
+ */
+static bool
+moat_check_valid_running(const char *file, const char *buf, size_t len)
+{
+	struct policy_diags	 d;
+	struct moat_config	*c = NULL;
+	json_error_t		 je;
+	json_t			*root;
+	char			*alt;
+	size_t			 altlen;
+
+	if ((root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je)) == NULL)
+		return false;
+	alt = runconf_standins(root, buf, len, true, &altlen);
+	json_decref(root);
+	if (alt == NULL)
+		return false;
+	policy_diags_init(&d);
+	c = policy_config_load_opts(file, alt, altlen, &policyio_load_opts,
+	    &d);
+	policy_diags_clear(&d);
+	free(alt);
+	policy_config_unref(c);
+	return c != NULL;
 }
 
 /*
@@ -471,6 +649,10 @@ main(int argc, char *argv[])
 		/* getopt_long names the program by argv[0] in its errors. */
 		argv[optind] = (char *)"moat explain";
 		return moat_explain(argc - optind, argv + optind);
+	}
+	if (strcmp(argv[optind], "check") == 0) {
+		argv[optind] = (char *)"moat check";
+		return moat_check(argc - optind, argv + optind);
 	}
 	if (strcmp(argv[optind], "ca") == 0)
 		return moat_ca(argv + optind);

@@ -94,6 +94,9 @@ static int	run_moatd_spawn(struct run *r, char *err, size_t errlen);
 static int	run_moatd_wait(struct run *r, char *err, size_t errlen);
 static void	run_moatd_gone(struct run *r, char *err, size_t errlen);
 static int	run_moatd_child(void *arg) RUNCONF_SPAWNED;
+struct run_moatd_args;
+static void	run_moatd_argv(const struct run *r,
+		    struct run_moatd_args *m);
 static int	run_network(struct run *r, int *fds, size_t *nfds,
 		    const char **protos, char *err, size_t errlen);
 static int	run_register(struct run *r, char *err, size_t errlen);
@@ -406,6 +409,7 @@ struct run_moatd_args {
 	bool		 verbose;
 	pid_t		 parent;
 	char		 cfg[32];
+	const char	*argv[10];	/* moatd's */
 };
 
 /*
@@ -441,14 +445,33 @@ run_moatd_child(void *arg)
 			close(null);
 	}
 	(void)dup2(STDERR_FILENO, STDOUT_FILENO);
-	if (m->verbose)
-		execlp(m->path, "moatd", "-c", m->cfg, "--admin-fd", "3",
-		    (char *)NULL);
-	else
-		execlp(m->path, "moatd", "-q", "-c", m->cfg, "--admin-fd", "3",
-		    (char *)NULL);
+	/* Its messages name the --policy file, not /dev/fd/4. */
+	execvp(m->path, (char *const *)m->argv);
 	runconf_spawn_fail(m->path, errno);
 	_exit(MOAT_EXIT_NOT_FOUND);
+}
+
+/*
+ * The private moatd's command line.  Its config is the memfd at
+ * RUN_MOATD_CONFIG_FD, but what its messages can be about (the CA of
+ * tls) comes from --policy FILE: they name that file.
+ */
+static void
+run_moatd_argv(const struct run *r, struct run_moatd_args *m)
+{
+	size_t	n = 0;
+
+	m->argv[n++] = "moatd";
+	if (!m->verbose)
+		m->argv[n++] = "-q";
+	m->argv[n++] = "-c";
+	m->argv[n++] = m->cfg;
+	m->argv[n++] = "--config-name";
+	m->argv[n++] = r->rc.policy_file != NULL ? r->rc.policy_file :
+	    "(moat run's moatd config)";
+	m->argv[n++] = "--admin-fd";
+	m->argv[n++] = "3";
+	m->argv[n] = NULL;
 }
 
 /*
@@ -482,6 +505,7 @@ run_moatd_spawn(struct run *r, char *err, size_t errlen)
 	m.verbose = r->verbose;
 	m.parent = getpid();
 	snprintf(m.cfg, sizeof(m.cfg), "/dev/fd/%d", RUN_MOATD_CONFIG_FD);
+	run_moatd_argv(r, &m);
 	if ((r->moatd = runconf_spawn(run_moatd_child, &m)) == -1) {
 		snprintf(err, errlen, "cannot start moatd: %s",
 		    strerror(errno));

@@ -48,7 +48,8 @@ static int	runconf_port(const char *cmd, const char *opt, const char *arg,
 static int	runconf_push(const char ***v, size_t *n, const char *arg);
 static char	*runconf_read(const char *cmd, const char *path, size_t *len);
 static int	runconf_validate(const char *cmd, const char *name,
-		    const char *text, size_t len, bool warnings);
+		    const char *text, size_t len, bool warnings,
+		    const struct policy_unused_key *unused);
 static json_t	*runconf_file_policy(struct runconf *rc, json_t **secrets,
 		    json_t **tls);
 static json_t	*runconf_default_policy(const char *cmd);
@@ -258,22 +259,24 @@ runconf_read(const char *cmd, const char *path, size_t *len)
 
 /*
  * Loads text as moatd would, printing every error (and warning, if
- * warnings).  0 or -1.
+ * warnings; unused: the keys that get one for being skipped).  0 or -1.
  */
 static int
 runconf_validate(const char *cmd, const char *name, const char *text,
-    size_t len, bool warnings)
+    size_t len, bool warnings, const struct policy_unused_key *unused)
 {
+	struct policy_load_opts	 opts = policyio_load_opts;
 	struct policy_diags	 d;
 	struct moat_config	*c;
 	char			 line[RUNCONF_DIAG_MAX];
 	size_t			 i;
 
+	opts.unused = unused;
 	policy_diags_init(&d);
 	/* libidn2 costs moat run's start a millisecond or more: only if
 	 * this config may need it. */
 	policyio_idn_for(text, len);
-	c = policy_config_load_opts(name, text, len, &policyio_load_opts, &d);
+	c = policy_config_load_opts(name, text, len, &opts, &d);
 	for (i = 0; i < d.n; i++)
 		if (warnings || d.v[i].level == POLICY_DIAG_ERROR)
 			fprintf(stderr, "%s\n", policy_diag_format(&d, i,
@@ -297,11 +300,12 @@ runconf_validate(const char *cmd, const char *name, const char *text,
 static json_t *
 runconf_file_policy(struct runconf *rc, json_t **secrets, json_t **tls)
 {
-	json_error_t	 je;
-	json_t		*root = NULL, *p, *s;
-	json_t		*policy = NULL;
-	char		*text, *check = NULL;
-	size_t		 len, checklen;
+	struct runconf_unused	 unused;
+	json_error_t		 je;
+	json_t			*root = NULL, *p, *s;
+	json_t			*policy = NULL;
+	char			*text, *check = NULL;
+	size_t			 len, checklen;
 
 	if ((text = runconf_read(rc->cmd, rc->policy_file, &len)) == NULL)
 		return NULL;
@@ -322,8 +326,10 @@ runconf_file_policy(struct runconf *rc, json_t **secrets, json_t **tls)
 		fprintf(stderr, "%s: out of memory\n", rc->cmd);
 		goto out;
 	}
+	/* What the file says that the sandbox does not take is said. */
+	runconf_unused(root, rc->cmd, rc->moatd != NULL, &unused);
 	if (runconf_validate(rc->cmd, rc->policy_file, check != NULL ? check :
-	    text, check != NULL ? checklen : len, true) == -1)
+	    text, check != NULL ? checklen : len, true, unused.keys) == -1)
 		goto out;
 	p = json_object_get(root, "policy");
 	policy = p != NULL ? json_deep_copy(p) : json_object();
@@ -377,6 +383,49 @@ runconf_standins(const json_t *root, const char *text, size_t len,
 	*outlen = len + n;
 	out[*outlen] = '\0';
 	return out;
+}
+
+void
+runconf_unused(const json_t *root, const char *cmd, bool moatd,
+    struct runconf_unused *u)
+{
+	static const char	 defaults[] = "its moatd runs with the defaults";
+	static const char	 running[] = "the running moatd's own apply";
+	const struct {
+		const char	*key;
+		const char	*how;	/* NULL: taken */
+	} keys[] = {
+		{ "listen", "it makes the sandbox's listeners itself "
+		    "(--http-port, --socks-port, --dns-port, "
+		    "--transparent-port)" },
+		{ "admin", moatd ? "it reaches the running moatd by --moatd "
+		    "SOCKET" : "to use a running moatd, give --moatd SOCKET" },
+		{ "audit", moatd ? "the running moatd writes its own audit "
+		    "log" : "give --audit FILE (- for stderr) instead" },
+		{ "resolver", moatd ? "the running moatd resolves with its "
+		    "own" : "give --resolver ADDR:PORT instead" },
+		{ "tls", moatd ? "the running moatd's own CA serves the "
+		    "sandbox" : NULL },
+		{ "timeouts", moatd ? running : defaults },
+		{ "limits", moatd ? running : defaults },
+		{ "workers", moatd ? running : defaults },
+		{ "user", moatd ? running : defaults },
+	};
+	size_t			 i, n = 0;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]) &&
+	    n < RUNCONF_UNUSED_MAX; i++) {
+		if (keys[i].how == NULL ||
+		    json_object_get(root, keys[i].key) == NULL)
+			continue;
+		snprintf(u->why[n], sizeof(u->why[n]), "%s does not use it: "
+		    "%s", cmd, keys[i].how);
+		u->keys[n].key = keys[i].key;
+		u->keys[n].why = u->why[n];
+		n++;
+	}
+	u->keys[n].key = NULL;
+	u->keys[n].why = NULL;
 }
 
 /* The built-in default config's "policy". */
@@ -557,7 +606,7 @@ runconf_finish(struct runconf *rc)
 	(void)json_object_del(rc->config, "geoip");
 	/* Warnings about the file were printed with its own name above. */
 	if (runconf_validate(rc->cmd, RUNCONF_GENERATED, text, strlen(text),
-	    rc->policy_file == NULL) == -1) {
+	    rc->policy_file == NULL, NULL) == -1) {
 		fprintf(stderr, "%s: the policy built from --policy, --allow "
 		    "and --allow-private is not valid (above)\n", rc->cmd);
 		goto out;

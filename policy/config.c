@@ -150,6 +150,8 @@ static void	config_admin(struct config_ctx *x, json_t *v, size_t pos);
 static void	config_workers(struct config_ctx *x, json_t *v, size_t pos);
 static void	config_user(struct config_ctx *x, json_t *v, size_t pos);
 static void	config_limits(struct moat_config *c);
+static void	config_unused(struct config_ctx *x,
+		    const struct config_field *f, size_t nf);
 static void	config_syntax(struct policy_diags *d, const char *buf,
 		    size_t len, const json_error_t *je);
 static void	config_sort(struct policy_diags *d, size_t from);
@@ -195,7 +197,10 @@ config_top(struct config_ctx *x, json_t *root)
 	if (f[TOP_LISTEN].v == NULL && f[TOP_ADMIN].v == NULL)
 		config_err(x, 0, "missing required key \"listen\" in the top "
 		    "level: add at least one listener, such as {\"proto\": "
-		    "\"http\", \"address\": \"127.0.0.1:3128\"}");
+		    "\"http\", \"address\": \"127.0.0.1:3128\"} (a file for "
+		    "moat run --policy needs none: check it with moat check "
+		    "FILE)");
+	config_unused(x, f, TOP__COUNT);
 	if (f[TOP_POLICY].v == NULL)
 		config_warn(x, 0, "no \"policy\": every connection will be "
 		    "denied");
@@ -251,6 +256,22 @@ config_top(struct config_ctx *x, json_t *root)
 	config_check_addresses(x);
 	config_check_inspection(x);
 	config_check_secrets(x);
+}
+
+/* The caller's unused keys (policy_load_opts.unused) that are there. */
+static void
+config_unused(struct config_ctx *x, const struct config_field *f, size_t nf)
+{
+	const struct policy_unused_key	*u;
+	size_t				 i;
+
+	if (x->opts == NULL || x->opts->unused == NULL)
+		return;
+	for (u = x->opts->unused; u->key != NULL; u++)
+		for (i = 0; i < nf; i++)
+			if (f[i].v != NULL && strcmp(f[i].key, u->key) == 0)
+				config_warn_key(x, f[i].pos, "\"%s\": %s",
+				    u->key, u->why);
 }
 
 /*

@@ -34,6 +34,7 @@ static void	config_vdiag_at(struct config_ctx *x,
 		    __attribute__((format(printf, 6, 0)));
 static int	config_str_col(struct config_ctx *x, size_t pos, size_t off);
 static unsigned	config_distance(const char *a, const char *b);
+static const char	*config_misplaced(const char *key);
 static const char	*config_suggest(const char *key,
 			    const struct config_field *f, size_t nf,
 			    const struct config_default *sec);
@@ -96,6 +97,17 @@ config_warn(struct config_ctx *x, size_t pos, const char *fmt, ...)
 
 	va_start(ap, fmt);
 	config_vdiag(x, POLICY_DIAG_WARNING, pos, false, fmt, ap);
+	va_end(ap);
+}
+
+/* A warning at the key of entry pos, without the JSON path. */
+void
+config_warn_key(struct config_ctx *x, size_t pos, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	config_vdiag(x, POLICY_DIAG_WARNING, pos, true, fmt, ap);
 	va_end(ap);
 }
 
@@ -379,6 +391,27 @@ config_suggest(const char *key, const struct config_field *f, size_t nf,
 	return best;
 }
 
+/*
+ * A key of a section written at the top level ("rules" for
+ * "policy.rules"): where it belongs, or NULL.
+ */
+static const char *
+config_misplaced(const char *key)
+{
+	static const char *const	where[] = {
+		"policy.rules", "policy.default", "policy.allow_private",
+		"tls.ca_cert", "tls.ca_key", "resolver.servers",
+	};
+	size_t				i;
+	const char			*dot;
+
+	for (i = 0; i < sizeof(where) / sizeof(where[0]); i++)
+		if ((dot = strchr(where[i], '.')) != NULL &&
+		    strcmp(dot + 1, key) == 0)
+			return where[i];
+	return NULL;
+}
+
 /* ------------------------------------------------------------------ */
 /* Generic shapes                                                       */
 /* ------------------------------------------------------------------ */
@@ -412,7 +445,13 @@ config_fields(struct config_ctx *x, json_t *obj, size_t pos,
 		if (i < nf) {
 			f[i].v = v;
 			f[i].pos = ci;
-		} else if ((hint = config_suggest(key, f, nf, NULL)) != NULL)
+		} else if (x->pathlen == 0 &&
+		    (hint = config_misplaced(key)) != NULL)
+			config_err_key(x, ci, "unknown key %s in the top level: "
+			    "did you mean %s? (it goes inside \"%.*s\": {...})",
+			    config_q(x, key, strlen(key)), hint,
+			    (int)strcspn(hint, "."), hint);
+		else if ((hint = config_suggest(key, f, nf, NULL)) != NULL)
 			config_err_key(x, ci, "unknown key %s in %s (did you "
 			    "mean \"%s\"?)", config_q(x, key, strlen(key)),
 			    config_where(x), hint);

@@ -100,6 +100,8 @@ void		config_err(struct config_ctx *x, size_t pos, const char *fmt,
 		    ...) __attribute__((format(printf, 3, 4)));
 void		config_warn(struct config_ctx *x, size_t pos, const char *fmt,
 		    ...) __attribute__((format(printf, 3, 4)));
+void		config_warn_key(struct config_ctx *x, size_t pos,
+		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void		config_err_key(struct config_ctx *x, size_t pos,
 		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void		config_err_in(struct config_ctx *x, size_t pos, size_t off,

@@ -52,6 +52,13 @@ static void	config_host(struct config_ctx *x, json_t *v, size_t pos,
 		    uint32_t rule);
 static void	config_cidrs(struct config_ctx *x, json_t *v, size_t pos,
 		    uint32_t rule);
+static const char	*config_inspect_keys(const struct policy_rule *r,
+		    bool quote, char *buf, size_t len);
+static bool	config_covers(const struct policy_rule *r, uint16_t port);
+static size_t	config_port_entry(struct config_ctx *x, json_t *v, size_t pos,
+		    uint16_t port, size_t *at);
+static bool	config_unreadable(struct config_ctx *x,
+		    const struct config_field *f, const struct policy_rule *r);
 static void	config_warn_denied(struct config_ctx *x, size_t pos,
 		    const struct policy_rule *r, const struct addr_cidr *c);
 
@@ -83,19 +90,197 @@ config_check_inspection(struct config_ctx *x)
 		if (r->nports == 1 && r->ports[0].lo == 80 &&
 		    r->ports[0].hi == 80)
 			continue;
-		snprintf(what, sizeof(what), "%s%s%s%s%s",
-		    (r->given & POLICY_GIVEN_INJECT) ? ", inject" : "",
-		    r->nmethods > 0 ? ", methods" : "",
-		    r->npaths > 0 ? ", paths" : "",
-		    (r->given & POLICY_GIVEN_GIT) ? ", git" : "",
-		    (r->given & POLICY_GIVEN_INTERCEPT) ? ", intercept" : "");
 		diag_add(x->d, POLICY_DIAG_ERROR, r->line, r->column,
 		    "policy.rules[%zu]: rule %s needs to see inside TLS (%s) "
 		    "but no CA is configured: set tls.ca_cert and tls.ca_key "
-		    "(moat ca init DIR)", i, r->name, what[0] != '\0' ?
-		    what + 2 : "intercept");
+		    "(moat ca init DIR)", i, r->name,
+		    config_inspect_keys(r, false, what, sizeof(what)));
 	}
 }
+
+/*
+ * The keys that make rule r read requests, as a list ("inject, methods";
+ * with quote, "\"inject\", \"methods\""), into buf.  Returns buf.
+ */
+static const char *
+config_inspect_keys(const struct policy_rule *r, bool quote, char *buf,
+    size_t len)
+{
+	const char	*keys[5];
+	size_t		 n = 0, i, off = 0;
+	int		 w;
+
+	if ((r->given & POLICY_GIVEN_INJECT) != 0)
+		keys[n++] = "inject";
+	if (r->nmethods > 0)
+		keys[n++] = "methods";
+	if (r->npaths > 0)
+		keys[n++] = "paths";
+	if ((r->given & POLICY_GIVEN_GIT) != 0)
+		keys[n++] = "git";
+	if ((r->given & POLICY_GIVEN_INTERCEPT) != 0 || n == 0)
+		keys[n++] = "intercept";
+	buf[0] = '\0';
+	for (i = 0; i < n; i++) {
+		w = snprintf(buf + off, len - off, "%s%s%s%s", i ? ", " : "",
+		    quote ? "\"" : "", keys[i], quote ? "\"" : "");
+		if (w < 0 || (size_t)w >= len - off)
+			break;
+		off += (size_t)w;
+	}
+	return buf;
+}
+
+/*
+ * Whether a rule's ports cover port: every port when it has none (a
+ * deny rule's default, or "*").
+ */
+static bool
+config_covers(const struct policy_rule *r, uint16_t port)
+{
+	size_t	i;
+
+	if (r->nports == 0)
+		return true;
+	for (i = 0; i < r->nports; i++)
+		if (r->ports[i].lo <= port && port <= r->ports[i].hi)
+			return true;
+	return false;
+}
+
+/*
+ * The index in "ports" v (an array at pos) of the first entry that
+ * covers port, its position in *at; 0 and pos if none does.
+ */
+static size_t
+config_port_entry(struct config_ctx *x, json_t *v, size_t pos,
+    uint16_t port, size_t *at)
+{
+	json_t		*e;
+	const char	*s, *dash;
+	size_t		 i, ci, len;
+	uint16_t	 lo, hi;
+
+	*at = pos;
+	for (i = 0, ci = pos + 1; i < json_array_size(v);
+	    i++, ci = jsonpos_next(x->jp, ci)) {
+		e = json_array_get(v, i);
+		if (json_is_integer(e) && json_integer_value(e) == port)
+			break;
+		if (!json_is_string(e))
+			continue;
+		s = json_string_value(e);
+		len = json_string_length(e);
+		if (len == 1 && s[0] == '*')
+			break;
+		if ((dash = memchr(s, '-', len)) != NULL &&
+		    host_port_parse(s, (size_t)(dash - s), &lo) == 0 &&
+		    host_port_parse(dash + 1, len - (size_t)(dash + 1 - s),
+		    &hi) == 0 && lo <= port && port <= hi)
+			break;
+	}
+	if (i == json_array_size(v))
+		return 0;
+	*at = ci;
+	return i;
+}
+
+/*
+ * A rule that reads requests can do so only in HTTP and TLS.  On a port
+ * whose own protocol is another (policy_port_unreadable(): ssh, git://)
+ * or with "ssh" in its "protocols" it would promise what moatd cannot
+ * keep: git's read-only preset on port 22 would either break ssh (moatd
+ * refuses what it cannot read) or, once the operator opens port 22
+ * elsewhere to make ssh work, let git push through unchecked.  Refuse
+ * such a rule and say how to split it.  An allow rule is judged by every
+ * port it opens ("*" included); a deny rule by the ports it lists, as
+ * one without "ports" applies everywhere by default (to tunnels there
+ * it makes moatd read, and refuse what it cannot).
+ */
+static bool
+config_unreadable(struct config_ctx *x, const struct config_field *f,
+    const struct policy_rule *r)
+{
+	static const uint16_t	 ports[] = { 22, 9418 };
+	const char		*proto;
+	char			 keys[96], plist[64], nums[32], names[32];
+	char			 opaque[96];
+	size_t			 n = 0, i, at = 0, first = 0, old, o2;
+	bool			 ok = true, git;
+	json_t			*v;
+
+	plist[0] = nums[0] = names[0] = '\0';
+	config_inspect_keys(r, true, keys, sizeof(keys));
+	git = (r->given & POLICY_GIVEN_GIT) != 0;
+	for (i = 0; i < sizeof(ports) / sizeof(ports[0]); i++) {
+		if ((r->action != POLICY_ALLOW && (f[RULE_PORTS].v == NULL ||
+		    r->nports == 0)) || !config_covers(r, ports[i]) ||
+		    (proto = policy_port_unreadable(ports[i])) == NULL)
+			continue;
+		if (n == 0 && f[RULE_PORTS].v != NULL)
+			first = config_port_entry(x, f[RULE_PORTS].v,
+			    f[RULE_PORTS].pos, ports[i], &at);
+		snprintf(plist + strlen(plist), sizeof(plist) - strlen(plist),
+		    "%s%u (%s)", n ? " and " : "", ports[i], proto);
+		snprintf(nums + strlen(nums), sizeof(nums) - strlen(nums),
+		    "%s%u", n ? " and " : "", ports[i]);
+		snprintf(names + strlen(names), sizeof(names) - strlen(names),
+		    "%s%s", n ? " or " : "", proto);
+		n++;
+	}
+	/* What the operator must know of the rule of its own. */
+	snprintf(opaque, sizeof(opaque), "%s %s opaque to moat: %s", n > 1 ?
+	    "ssh and git://" : n == 1 ? names : "ssh", n > 1 ? "are" : "is",
+	    git ? (n > 1 ? "git push over them cannot be stopped there" :
+	    "git push over it cannot be stopped there") : (n > 1 ?
+	    "nothing inside them is checked" : "nothing inside it is "
+	    "checked"));
+	/* An allow rule without "ports" opens 80 and 443 only. */
+	if (n > 0 && f[RULE_PORTS].v != NULL) {
+		old = config_push_key(x, "ports");
+		o2 = config_push_index(x, first);
+		if (r->action == POLICY_ALLOW)
+			config_err(x, at, "rule %s needs to read requests "
+			    "(%s), but %s %s %s what moatd cannot read (it "
+			    "reads HTTP and TLS): keep %s on HTTP and HTTPS "
+			    "ports (such as [443]) and, if %s is wanted, allow "
+			    "%s %s in a rule of its own without %s (%s)",
+			    r->name, keys, n == 1 ? "port" : "ports", plist,
+			    n == 1 ? "carries" : "carry", keys, names, n == 1 ?
+			    "port" : "ports", nums, keys, opaque);
+		else
+			config_err(x, at, "rule %s needs to read requests "
+			    "(%s), but %s %s %s what moatd cannot read (it "
+			    "reads HTTP and TLS): keep %s on HTTP and HTTPS "
+			    "ports (such as [443]); to refuse %s, a deny rule "
+			    "of its own for %s %s, without %s, does", r->name,
+			    keys, n == 1 ? "port" : "ports", plist, n == 1 ?
+			    "carries" : "carry", keys, names, n == 1 ? "port" :
+			    "ports", nums, keys);
+		config_pop(x, o2);
+		config_pop(x, old);
+		ok = false;
+	}
+	/* "protocols" is an allow rule's key (a deny rule's is refused). */
+	if ((r->protocols & POLICY_PROTO_SSH) == 0 ||
+	    (v = f[RULE_PROTOCOLS].v) == NULL || !json_is_array(v))
+		return ok;
+	for (i = 0, at = f[RULE_PROTOCOLS].pos + 1; i < json_array_size(v);
+	    i++, at = jsonpos_next(x->jp, at))
+		if (json_is_string(json_array_get(v, i)) && strcmp("ssh",
+		    json_string_value(json_array_get(v, i))) == 0)
+			break;
+	old = config_push_key(x, "protocols");
+	o2 = config_push_index(x, i);
+	config_err(x, at, "rule %s needs to read requests (%s), but it lists "
+	    "\"ssh\", which moatd cannot read (it reads HTTP and TLS): remove "
+	    "\"ssh\" here and, if ssh is wanted, allow it in a rule of its own "
+	    "without %s (%s)", r->name, keys, keys, opaque);
+	config_pop(x, o2);
+	config_pop(x, old);
+	return false;
+}
+
 /* ------------------------------------------------------------------ */
 /* policy                                                               */
 /* ------------------------------------------------------------------ */
@@ -365,6 +550,9 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 		config_pop(x, old);
 		ok = false;
 	}
+	if ((r.flags & (POLICY_F_INSPECT | POLICY_F_OPAQUE)) ==
+	    POLICY_F_INSPECT)
+		ok &= config_unreadable(x, f, &r);
 
 	if ((idx = policy_add_rule(x->p, &r)) == POLICY_NONE) {
 		config_oom(x);

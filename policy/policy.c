@@ -845,6 +845,31 @@ policy_proto_bit(const char *name)
 	return 0;
 }
 
+/*
+ * The ports whose own protocol is neither HTTP nor TLS and carries git:
+ * ssh (git push and fetch over ssh) and the git daemon's git://.  moatd
+ * cannot read either, so no rule can check requests there.
+ */
+static const struct {
+	uint16_t	 port;
+	const char	*proto;
+} policy_unreadable[] = {
+	{ 22, "ssh" },
+	{ 9418, "git://" },
+};
+
+const char *
+policy_port_unreadable(uint16_t port)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof(policy_unreadable) /
+	    sizeof(policy_unreadable[0]); i++)
+		if (policy_unreadable[i].port == port)
+			return policy_unreadable[i].proto;
+	return NULL;
+}
+
 char *
 policy_protocols_format(unsigned bits, char *buf, size_t len)
 {

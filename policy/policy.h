@@ -540,10 +540,22 @@ struct moat_config {
  * from the loading thread.
  */
 struct MMDB_s;
+/*
+ * A top-level key its caller will not use, and why (moat run takes only
+ * "policy", "secrets", "tls" and "geoip" of a --policy file): a key
+ * present is checked as usual and gets a warning at the key, "\"KEY\":
+ * why".
+ */
+struct policy_unused_key {
+	const char	*key;
+	const char	*why;
+};
 struct policy_load_opts {
 	int	(*geo_open)(const char *path, struct MMDB_s *db,
 		    const char **err, void *arg);
 	void	*geo_arg;
+	const struct policy_unused_key	*unused; /* ends with a NULL key;
+						   NULL: none */
 };
 
 /*
@@ -727,6 +739,17 @@ unsigned	policy_rule_protocols(const struct policy_rule *r);
 int		policy_proto_bit(const char *name);
 /* Writes the bits as the config spells them ("tls, ssh", or "any"). */
 char		*policy_protocols_format(unsigned bits, char *buf, size_t len);
+
+/*
+ * Whether moatd can read what a port carries: NULL where it may be HTTP
+ * or TLS, else the name of the port's own protocol, which moatd passes
+ * unread ("ssh" for 22, "git://" for 9418, git's daemon).  A rule that
+ * must see requests (methods, paths, inject, git, "intercept": true) may
+ * not cover such a port, nor list "ssh" in its "protocols": the config
+ * is refused (ssh is opaque to moat; git push over it cannot be
+ * stopped).
+ */
+const char	*policy_port_unreadable(uint16_t port);
 
 /* The rule's git preset: POLICY_GIT_NONE or POLICY_GIT_READ_ONLY. */
 int		policy_rule_git(const struct policy_rule *r);

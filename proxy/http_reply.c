@@ -70,9 +70,68 @@ http_status_for(enum policy_reason r)
 }
 
 /*
+ * text (len bytes) made safe for a reply body, into out (NUL-terminated,
+ * cut with "..." to fit outlen): printable ASCII stays as it is, quotes
+ * included, so a detail that quotes a config key reads as it does in the
+ * config; a control byte, DEL, a byte over 0x7e and the backslash become
+ * \xNN, so nothing in a detail (a host, a path the client sent) can
+ * break a line or put raw bytes into the body.
+ */
+static char *
+http_body_escape(const char *in, size_t len, char *out, size_t outlen)
+{
+	static const char	hex[] = "0123456789abcdef";
+	size_t			i, o = 0, need;
+	unsigned char		c;
+
+	if (outlen == 0)
+		return out;
+	for (i = 0; i < len; i++) {
+		c = (unsigned char)in[i];
+		need = c < 0x20 || c > 0x7e || c == '\\' ? 4 : 1;
+		if (o + need + 4 > outlen) {	/* room for "..." + NUL */
+			if (o + 4 <= outlen) {
+				memcpy(out + o, "...", 3);
+				o += 3;
+			}
+			break;
+		}
+		if (need == 1)
+			out[o++] = (char)c;
+		else {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 0xf];
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/*
+ * The last paragraph of a 403, for an agent: a policy decision does not
+ * change with another spelling, so it stops trying bypasses; but a
+ * request refused only for going out in clear text (needs-tls) goes
+ * through over https://, and that is what it should try.
+ */
+static const char *
+http_advice(enum policy_reason reason)
+{
+	if (reason == POLICY_R_NEEDS_TLS)
+		return "This is moat's policy, not a network error: moat sends "
+		    "this rule's secret only inside TLS. Request the same URL "
+		    "with https:// instead of http://; if that is refused too, "
+		    "ask the operator.\n";
+	return "This is moat's policy, not a network error: other spellings, "
+	    "addresses or ports of this host are denied the same way. Ask the "
+	    "operator to change the policy if you need it.\n";
+}
+
+/*
  * Writes one of moatd's own replies.  The body names the target, the
- * reason and the rule, and tells an agent that a policy decision will not
- * change with another spelling, so it stops trying bypasses.
+ * reason and the rule, and tells an agent what to do next
+ * (http_advice()).
  */
 static void
 http_reply(struct conn *c, int code, enum policy_reason reason,
@@ -104,12 +163,10 @@ http_reply(struct conn *c, int code, enum policy_reason reason,
 	    policy ? "denied" : "could not complete", target,
 	    policy_reason_str(reason), policy_reason_info(reason)->text,
 	    detail ? "\n        " : "",
-	    detail ? log_escape(detail, strlen(detail), esc, sizeof(esc)) : "",
+	    detail ? http_body_escape(detail, strlen(detail), esc,
+	    sizeof(esc)) : "",
 	    c->dec.rule_name ? c->dec.rule_name : "(none)",
-	    policy ? "This is moat's policy, not a network error: other "
-	    "spellings, addresses or ports of this host are denied the same "
-	    "way. Ask the operator to change the policy if you need it.\n" :
-	    "");
+	    policy ? http_advice(reason) : "");
 	if (n < 0 || (size_t)n >= sizeof(body))
 		n = (int)strlen(body);
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n"

@@ -8,6 +8,8 @@
  *    (a tunnel to A cannot carry a TLS session for B); moatd answers with
  *    a leaf for that host signed by its CA, and opens its own TLS session
  *    to the upstream, verified against the trusted roots;
+ *  - an SSH identification string: refused (needs-inspection): ssh
+ *    cannot be read, and waiting for HTTP would only time out;
  *  - anything else: plain HTTP inside the tunnel.
  * From then on the HTTP engine (http.c) reads origin-form requests from
  * the client, checks each Host against the tunnel's host, judges each
@@ -29,6 +31,7 @@
 #include "proxy/conn.h"
 #include "proxy/io.h"
 #include "proxy/log.h"
+#include "proxy/proto_peek.h"
 #include "proxy/tls.h"
 #include "proxy/tls_parse.h"
 #include "proxy/util.h"
@@ -182,6 +185,7 @@ intercept_peek(struct conn *c)
 {
 	struct evbuffer		*in = io_in(c->cio);
 	struct tls_client_hello	 hello;
+	struct peek_result	 peek;
 	struct policy_host	 sni;
 	const char		*err = NULL, *leaf_host;
 	char			 e[256], addr[64];
@@ -199,6 +203,22 @@ intercept_peek(struct conn *c)
 	rc = tls_parse_client_hello(p, len, &hello, &err);
 	if (rc == TLS_NEED_MORE && len <= TLS_HELLO_MAX_BYTES)
 		return;
+	/*
+	 * An ssh client (its identification string comes first) cannot be
+	 * read: refused now, not after timeouts.request_head_ms of waiting
+	 * for an HTTP request that never comes.  The config refuses rules
+	 * that read requests on port 22 or with "ssh" in "protocols"; this
+	 * is ssh elsewhere (port 443, or a deny rule's paths).
+	 */
+	if (rc == TLS_NOT_TLS && peek_classify(p, len, false, &peek) ==
+	    PEEK_P_SSH) {
+		intercept_fail(c, POLICY_R_NEEDS_INSPECTION, "the tunnel carries "
+		    "ssh, which moatd cannot read, and a rule for this host "
+		    "must see the requests inside (methods, paths, inject, git "
+		    "or \"intercept\": true): ssh needs a rule of its own, "
+		    "without them");
+		return;
+	}
 	if (intercept_protocol_ok(c, rc == TLS_NOT_TLS ? POLICY_PROTO_HTTP :
 	    POLICY_PROTO_TLS) == -1)
 		return;

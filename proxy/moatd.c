@@ -47,6 +47,7 @@
 
 struct moatd {
 	const char		*config_path;	/* NULL: embedded default */
+	const char		*config_name;	/* what messages call it */
 	char			**allow_private;	/* from the command line */
 	size_t			 nallow_private;
 	struct moat_config	*cfg;
@@ -124,6 +125,8 @@ usage(FILE *f)
 	    "      --admin-fd N         serve the admin protocol on the connected\n"
 	    "                           socket N (moat run's private moatd); exit\n"
 	    "                           when it closes\n"
+	    "      --config-name NAME   call the config NAME in messages (moat run\n"
+	    "                           names the file its config comes from)\n"
 	    "      --allow-private CIDR also open this special-purpose range\n"
 	    "                           (added to policy.allow_private; repeatable)\n"
 	    "      --print-default-config  print the embedded config and exit\n"
@@ -201,7 +204,8 @@ load_config(struct moatd *m, int print_warnings, const char *what)
 			log_warnx("%s%s", what, err);
 			return NULL;
 		}
-		name = m->config_path;
+		name = m->config_name != NULL ? m->config_name :
+		    m->config_path;
 	} else {
 		name = "(embedded default config)";
 		len = moat_default_config_len;
@@ -550,6 +554,7 @@ moatd_options(struct moatd *m, int argc, char *argv[])
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "ready-fd", required_argument, NULL, 'R' },
 		{ "admin-fd", required_argument, NULL, 'A' },
+		{ "config-name", required_argument, NULL, 'N' },
 		{ "allow-private", required_argument, NULL, 'P' },
 		{ "print-default-config", no_argument, NULL, 'D' },
 		{ "version", no_argument, NULL, 'V' },
@@ -581,6 +586,9 @@ moatd_options(struct moatd *m, int argc, char *argv[])
 			if (moatd_fd_arg("--admin-fd", optarg,
 			    &m->admin_fd) == -1)
 				return 2;
+			break;
+		case 'N':
+			m->config_name = optarg;
 			break;
 		case 'P':
 			m->allow_private = realloc(m->allow_private,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# t_check.sh - `moatd --check -c FILE` and `moat explain`.
+# t_check.sh - `moatd --check -c FILE`, `moat check FILE` and `moat explain`.
 #
 #   no network: both only read a config (explain also runs once in an empty
 #   network namespace to show it needs none)
@@ -9,7 +9,11 @@
 # ones exit 1 with one FILE:LINE:COLUMN: line per error, every error of a
 # file reported, at the line and column of the offending key or value.
 # explain: verdict, rule and reason for allowed and denied targets, exit 0
-# allow / 1 deny / 2 usage or config error.
+# allow / 1 deny / 2 usage or config error; how a tunnel to port 22 is
+# carried.  A rule that reads requests on port 22 or with "ssh" in
+# protocols is an error.  `moat check FILE`: a moatd config or a moat run
+# --policy file, each checked as its reader does, exit 0 / 1 / 2; the keys
+# moat run skips get warnings, a top-level "rules" a hint.
 
 MT_NEED_ROOT=0
 . "$(dirname "$0")/lib.sh"
@@ -308,6 +312,127 @@ explain -c "$g"
 mt_eq "explain without a target: exit 2" 2 "$RC"
 explain -c "$g" 'http://exa mple.com/'
 mt_eq "explain with a malformed target: exit 2" 2 "$RC"
+# --- the git preset (or any key that reads requests) where moatd cannot read -----
+f=$D/gitssh.json
+cat > "$f" <<-EOF
+{
+  "listen": [{"proto": "http", "address": "127.0.0.1:3128"}],
+  "tls": {"ca_cert": "$D/ca.crt", "ca_key": "$D/ca.key"},
+  "policy": {"rules": [
+    {"name": "gh", "action": "allow", "hosts": ["github.com"],
+     "ports": [443, 22], "git": "read-only"},
+    {"name": "gl", "action": "allow", "hosts": ["gitlab.com"],
+     "protocols": ["tls", "ssh"], "git": "read-only"}
+  ]}
+}
+EOF
+OUT=$(timeout 10 "$MOAT" explain -c "$f" github.com:443 2>&1)
+RC=$?
+mt_eq "git preset on port 22 or with protocols ssh: a config error (explain exit 2)" \
+    2 "$RC"
+has_diag "...at the port, saying how to split the rule" "$f" 6 '22]' \
+    'allow port 22 in a rule of its own without "git" (ssh is opaque to moat: git push over it cannot be stopped there)'
+has_diag "...and at \"ssh\" in protocols" "$f" 8 '"ssh"' \
+    'but it lists "ssh", which moatd cannot read'
+f=$D/ssh22.json
+cat > "$f" <<-EOF
+{
+  "listen": [{"proto": "http", "address": "127.0.0.1:3128"}],
+  "tls": {"ca_cert": "$D/ca.crt", "ca_key": "$D/ca.key"},
+  "policy": {"rules": [
+    {"name": "gh", "action": "allow", "hosts": ["github.com"],
+     "git": "read-only"},
+    {"name": "gh-ssh", "action": "allow", "hosts": ["github.com"],
+     "ports": [22], "protocols": ["ssh"]},
+    {"name": "no-admin", "action": "deny", "hosts": ["gitlab.com"],
+     "paths": ["/admin"]},
+    {"name": "gl-ssh", "action": "allow", "hosts": ["gitlab.com"],
+     "ports": [22]}
+  ]}
+}
+EOF
+explain -c "$f" github.com:22
+expect "the split rule: github.com:22 is its own opaque rule" 0 allow gh-ssh \
+    allowed
+mt_eq "explain: ssh is opaque, git push included" 1 \
+    "$(echo "$OUT" | grep -c '^note .*ssh is opaque to moat.*git push included')" \
+    "$D/explain.err"
+explain -c "$f" gitlab.com:22
+expect "gitlab.com:22 under a deny rule's paths" 0 allow gl-ssh allowed
+mt_eq "explain: not \"inspected\" where ssh cannot be; says ssh is refused" \
+    "1 0" "$(echo "$OUT" | grep -c '^traffic  inspected only if it is TLS or HTTP: moatd cannot read ssh.*refuses it') $(echo "$OUT" | grep -c '^traffic  inspected: TLS')" \
+    "$D/explain.err"
+
+# --- moat check: a moatd config or a moat run --policy file -------------------------
+# mcheck ARG...: `moat check`; sets RC, OUT (stdout), ERR (stderr).
+mcheck()
+{
+	OUT=$(timeout 10 "$MOAT" check "$@" 2>"$D/mcheck.err")
+	RC=$?
+	ERR=$(cat "$D/mcheck.err")
+}
+mcheck "$D/good.json"
+mt_eq "moat check, a moatd config: exit 0, says what it took it for" \
+    "0 $D/good.json: OK (a moatd config: it has \"listen\" or \"admin\")" \
+    "$RC $OUT" "$D/mcheck.err"
+mcheck "$D/runpol.json"
+mt_eq "moat check, a moat run --policy file (an inspecting rule, no CA): exit 1" \
+    1 "$RC" "$D/mcheck.err"
+if echo "$ERR" | grep -q "^$D/runpol.json:2:24: policy.rules\[0\]: rule get-only needs to see inside TLS" &&
+    echo "$ERR" | grep -qF "checked as a policy file for moat run --policy" &&
+    echo "$ERR" | grep -qF "moat check --running-moatd $D/runpol.json"; then
+	mt_pass "...FILE:LINE:COLUMN, what it was checked as, and --running-moatd"
+else
+	mt_fail "moat check runpol.json: $ERR"
+fi
+mcheck --running-moatd "$D/runpol.json"
+mt_eq "moat check --running-moatd: the running moatd's CA serves it" \
+    "0 $D/runpol.json: OK (a policy file for moat run --moatd or moat attach)" \
+    "$RC $OUT" "$D/mcheck.err"
+mcheck "$D/multi.json"
+mt_eq "moat check, a broken moatd config: exit 1" 1 "$RC"
+mt_eq "...every error as FILE:LINE:COLUMN, the lines moatd --check gives" \
+    "$(timeout 10 "$MOATD" --check -c "$D/multi.json" 2>&1 | grep "^$D/multi.json:[0-9]*:[0-9]*: " | md5sum)" \
+    "$(echo "$ERR" | grep "^$D/multi.json:[0-9]*:[0-9]*: " | md5sum)"
+f=$D/runkeys.json
+cat > "$f" <<-'EOF'
+{
+  "policy": {"rules": [{"name": "a", "action": "allow",
+                        "hosts": ["a.example.test"]}]},
+  "resolver": {"servers": ["203.0.113.53"]},
+  "audit": {"path": "-"},
+  "rules": []
+}
+EOF
+mcheck "$f"
+mt_eq "a policy file with a top-level \"rules\": exit 1" 1 "$RC"
+OUT=$ERR
+has_diag "top-level \"rules\": a hint to policy.rules" "$f" 6 '"rules"' \
+    'did you mean policy.rules?'
+has_diag "\"resolver\": moat run skips it, --resolver instead" "$f" 4 \
+    '"resolver"' 'warning: "resolver": moat run does not use it: give --resolver'
+has_diag "\"audit\": moat run skips it, --audit instead" "$f" 5 '"audit"' \
+    'warning: "audit": moat run does not use it: give --audit'
+sed -i '/"rules": \[\]/d; s/"audit": {"path": "-"},/"audit": {"path": "-"}/' "$f"
+mcheck "$f"
+mt_eq "the same without \"rules\": valid, two warnings (exit 0)" \
+    "0 2" "$RC $(echo "$ERR" | grep -c ': warning: ')" "$D/mcheck.err"
+check "$f"
+mt_eq "moatd --check on it: missing listen, pointing to moat check" 1 \
+    "$(echo "$OUT" | grep -c 'needs none: check it with moat check FILE')"
+mcheck "$D/does-not-exist.json"
+mt_eq "moat check, a missing file: exit 1, named" "1 1" \
+    "$RC $(echo "$ERR" | grep -c "$D/does-not-exist.json")"
+mcheck
+mt_eq "moat check without FILE: exit 2" 2 "$RC"
+mcheck "$D/good.json" "$D/runpol.json"
+mt_eq "moat check with two FILEs: exit 2" 2 "$RC"
+mcheck --bogus "$D/good.json"
+mt_eq "moat check with an unknown option: exit 2" 2 "$RC"
+mcheck "$D/syntax.json"
+mt_eq "moat check, not JSON: exit 1 at the line" "1 1" \
+    "$RC $(echo "$ERR" | grep -c "^$D/syntax.json:4:[0-9]*: ")"
+
 if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
 	OUT=$(timeout 10 unshare -n "$MOAT" explain -c "$g" \
 	    http://origin.test/ 2>&1)

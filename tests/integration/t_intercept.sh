@@ -168,6 +168,30 @@ mt_eq "a host without an inspecting rule: the origin's own certificate, end to e
 mt_eq "audit: no request line for the opaque tunnel" 0 \
     "$(mt_jl "$A" count event=request host=a.wild.test)"
 
+# --- ssh into an inspected tunnel: refused at once, not after request_head_ms ---------------
+# (An ssh client sends its identification string first; moatd cannot read
+# ssh, so a tunnel whose rule must see requests cannot carry it.)
+t0=$(date +%s%N)
+timeout -k 2 30 ip netns exec "$(mt_ns cli)" "$MT_PY" \
+    "$MT_HELPERS/sshlike.py" client --proxy "$MT_HTTP" \
+    --target origin.test:443 --timeout 20 \
+    --send 'SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13.5\r\n' \
+    > "$MT_T/ssh.kv" 2>"$MT_T/ssh.err"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+mt_eq "ssh into an inspected tunnel: closed, nothing comes back" "1 " \
+    "$(mt_kv ssh eof) $(mt_kv ssh reply)" "$MT_T/ssh.kv" "$MT_T/ssh.err"
+mt_wait_log "$A" '"reason":"needs-inspection"' 50 || true
+mt_eq "audit: needs-inspection, saying ssh cannot be read" \
+    "needs-inspection inspected" \
+    "$(mt_jl "$A" get reason event=request host=origin.test 'detail~carries ssh') $(mt_jl "$A" get rule event=request host=origin.test 'detail~carries ssh')" \
+    "$A"
+# request_head_ms is 10 s: refused well before it ran out (measured).
+if [ "$ms" -lt 8000 ]; then
+	mt_pass "...at once (${ms} ms), not after timeouts.request_head_ms"
+else
+	mt_fail "ssh refused only after ${ms} ms"
+fi
+
 # --- plain HTTP through CONNECT on an inspected host is read too ----------------------------
 if mt_moatd_alive; then
 	mt_pass "moatd survived"

@@ -280,6 +280,42 @@ else
 fi
 [ ! -s "$MT_T/pbad.out" ] && mt_pass "... and nothing ran" ||
     mt_fail "a bad policy file: the workload ran" "$MT_T/pbad.out"
+# Keys moat run does not take from the file: a warning each, naming the
+# flag to use; the run goes on.
+cat > "$MT_T/keys.json" <<'EOF2'
+{
+  "policy": {"rules": [{"name": "from-file", "action": "allow",
+                        "ports": [80], "hosts": ["origin.test"]}]},
+  "audit": {"path": "/dev/null"},
+  "resolver": {"servers": ["203.0.113.53"]},
+  "workers": 1
+}
+EOF2
+pol pkeys --policy "$MT_T/keys.json"
+mt_eq "--policy FILE with audit, resolver, workers: its rules decide" \
+    "200 403 403 " "$(cat "$MT_T/pkeys.out")" "$MT_T/pkeys.err"
+w=$(grep -c -e "^$MT_T/keys.json:4:3: warning: \"audit\": moat run does not use it: give --audit FILE" \
+    -e "^$MT_T/keys.json:5:3: warning: \"resolver\": moat run does not use it: give --resolver ADDR:PORT" \
+    -e "^$MT_T/keys.json:6:3: warning: \"workers\": moat run does not use it" \
+    "$MT_T/pkeys.err")
+mt_eq "...and a warning for each key moat run skips, naming the flag" 3 "$w" \
+    "$MT_T/pkeys.err"
+# The private moatd's messages name the --policy file, not /dev/fd/4.
+cat > "$MT_T/noca.json" <<EOF2
+{
+  "policy": {"rules": [{"name": "get", "action": "allow",
+                        "hosts": ["origin.test"], "methods": ["GET"]}]},
+  "tls": {"ca_cert": "$MT_T/no-such-ca.crt", "ca_key": "$MT_T/no-such-ca.key"}
+}
+EOF2
+pol pnoca --policy "$MT_T/noca.json"
+if [ "$MT_RUN_RC" = 125 ] &&
+    grep -q "^$MT_T/noca.json: tls: $MT_T/no-such-ca" "$MT_T/pnoca.err" &&
+    ! grep -q /dev/fd "$MT_T/pnoca.err"; then
+	mt_pass "a CA that cannot be read: 125, the message names the policy file"
+else
+	mt_fail "a CA that cannot be read: rc $MT_RUN_RC" "$MT_T/pnoca.err"
+fi
 
 # --- the terminal (root only: script needs no user switch) -----------
 tout=$(timeout -k 2 30 script -qec "ip netns exec $(mt_ns moat) env \

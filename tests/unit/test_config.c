@@ -63,7 +63,22 @@ static const struct cfg_vec	cfg_vectors[] = {
 	  "{\n  " POLICY "\n}", 1, 0, {
 	    { 1, 1, "{", "missing required key \"listen\" in the top level: "
 	      "add at least one listener, such as {\"proto\": \"http\", "
-	      "\"address\": \"127.0.0.1:3128\"}" } } },
+	      "\"address\": \"127.0.0.1:3128\"} (a file for moat run "
+	      "--policy needs none: check it with moat check FILE)" } } },
+	{ "a section's key at the top level: where it goes",
+	  "{\n  " LISTEN ", " POLICY ",\n  \"rules\": [],\n  \"default\": "
+	  "\"deny\",\n"
+	  "  \"ca_cert\": \"/c\",\n  \"servers\": []\n}", 4, 0, {
+	    { 3, 3, "\"rules\"", "unknown key \"rules\" in the top level: did "
+	      "you mean policy.rules? (it goes inside \"policy\": {...})" },
+	    { 4, 3, "\"default\"", "unknown key \"default\" in the top level: "
+	      "did you mean policy.default? (it goes inside \"policy\": "
+	      "{...})" },
+	    { 5, 3, "\"ca_cert\"", "unknown key \"ca_cert\" in the top level: "
+	      "did you mean tls.ca_cert? (it goes inside \"tls\": {...})" },
+	    { 6, 3, "\"servers\"", "unknown key \"servers\" in the top level: "
+	      "did you mean resolver.servers? (it goes inside \"resolver\": "
+	      "{...})" } } },
 	{ "no policy is a warning",
 	  "{\n  " LISTEN "\n}", 0, 1, {
 	    { 1, 1, "{", "warning: no \"policy\": every connection will be "
@@ -636,6 +651,69 @@ static const struct cfg_vec	cfg_vectors[] = {
 	    { 7, 75, "[]", "policy.rules[3].protocols: empty array: list at "
 	      "least one protocol (or remove the key)" },
 	    } },
+	{ "reading requests where moatd cannot: ssh (22), git:// (9418)",
+	  "{\n  " LISTEN ", " TLS ",\n  \"secrets\": {\"K\": {\"env\": \"A\"}},\n  \"policy\": "
+	  "{\"rules\": [\n"
+	  "    " RULE("g") "\"ports\": [443, 22], \"git\": \"read-only\"},\n"
+	  "    " RULE("m") "\"ports\": [\"*\"], \"methods\": [\"GET\"]},\n"
+	  "    " RULE("p") "\"ports\": [\"8000-9999\"], \"paths\": [\"/a\"]},\n"
+	  "    " RULE("i") "\"ports\": [22], \"inject\": [{\"header\": \"X-K\", "
+	  "\"value\": \"${K}\"}], \"intercept\": true},\n"
+	  "    " RULE("s") "\"ports\": [443], \"protocols\": [\"tls\", "
+	  "\"ssh\"], \"git\": \"read-only\"},\n"
+	  "    {\"name\": \"d\", \"action\": \"deny\", \"hosts\": "
+	  "[\"d.example\"], \"ports\": [22, 80], \"methods\": [\"PUT\"]},\n"
+	  "    {\"name\": \"dall\", \"action\": \"deny\", \"hosts\": "
+	  "[\"d.example\"], \"methods\": [\"PUT\"]},\n"
+	  "    {\"name\": \"dstar\", \"action\": \"deny\", \"hosts\": "
+	  "[\"d.example\"], \"ports\": [\"*\"], \"paths\": [\"/x\"]},\n"
+	  "    " RULE("ssh") "\"ports\": [22, 9418], \"protocols\": "
+	  "[\"ssh\"]},\n"
+	  "    " RULE("h") "\"ports\": [443, 2222], \"git\": \"read-only\"},\n"
+	  "    " RULE("o") "\"ports\": [22], \"methods\": [\"GET\"], "
+	  "\"intercept\": false}\n"
+	  "  ]}\n}", 6, 1, {
+	    { 5, 77, "22]", "policy.rules[0].ports[1]: rule g needs to read "
+	      "requests (\"git\"), but port 22 (ssh) carries what moatd cannot "
+	      "read (it reads HTTP and TLS): keep \"git\" on HTTP and HTTPS "
+	      "ports (such as [443]) and, if ssh is wanted, allow port 22 in a "
+	      "rule of its own without \"git\" (ssh is opaque to moat: git "
+	      "push over it cannot be stopped there)" },
+	    { 6, 72, "\"*\"", "policy.rules[1].ports[0]: rule m needs to read "
+	      "requests (\"methods\"), but ports 22 (ssh) and 9418 (git://) "
+	      "carry what moatd cannot read (it reads HTTP and TLS): keep "
+	      "\"methods\" on HTTP and HTTPS ports (such as [443]) and, if ssh "
+	      "or git:// is wanted, allow ports 22 and 9418 in a rule of its "
+	      "own without \"methods\" (ssh and git:// are opaque to moat: "
+	      "nothing inside them is checked)" },
+	    { 7, 72, "\"8000-9999\"", "policy.rules[2].ports[0]: rule p needs "
+	      "to read requests (\"paths\"), but port 9418 (git://) carries "
+	      "what moatd cannot read (it reads HTTP and TLS): keep \"paths\" "
+	      "on HTTP and HTTPS ports (such as [443]) and, if git:// is "
+	      "wanted, allow port 9418 in a rule of its own without \"paths\" "
+	      "(git:// is opaque to moat: nothing inside it is checked)" },
+	    { 8, 72, "22]", "policy.rules[3].ports[0]: rule i needs to read "
+	      "requests (\"inject\", \"intercept\"), but port 22 (ssh) carries "
+	      "what moatd cannot read (it reads HTTP and TLS): keep "
+	      "\"inject\", \"intercept\" on HTTP and HTTPS ports (such as "
+	      "[443]) and, if ssh is wanted, allow port 22 in a rule of its "
+	      "own without \"inject\", \"intercept\" (ssh is opaque to moat: "
+	      "nothing inside it is checked)" },
+	    { 9, 99, "\"ssh\"", "policy.rules[4].protocols[1]: rule s needs "
+	      "to read requests (\"git\"), but it lists \"ssh\", which moatd "
+	      "cannot read (it reads HTTP and TLS): remove \"ssh\" here and, "
+	      "if ssh is wanted, allow it in a rule of its own without \"git\" "
+	      "(ssh is opaque to moat: git push over it cannot be stopped "
+	      "there)" },
+	    { 10, 71, "22,", "policy.rules[5].ports[0]: rule d needs to read "
+	      "requests (\"methods\"), but port 22 (ssh) carries what moatd "
+	      "cannot read (it reads HTTP and TLS): keep \"methods\" on HTTP "
+	      "and HTTPS ports (such as [443]); to refuse ssh, a deny rule of "
+	      "its own for port 22, without \"methods\", does" },
+	    { 15, 110, "false", "warning: policy.rules[10].intercept: rule o "
+	      "checks methods or paths but never intercepts TLS: its HTTPS "
+	      "requests cannot be checked" },
+	    } },
 	{ "a CA given wrongly is reported once, not again per rule",
 	  "{\n  " LISTEN ",\n  \"tls\": {\"ca_key\": \"/k\"},\n  " SECRETS ",\n"
 	  "  \"policy\": {\"rules\": [\n"
@@ -655,6 +733,7 @@ static void	test_config_examples(void);
 static void	test_config_format(void);
 static void	test_config_refs(void);
 static void	test_config_inject(void);
+static void	test_config_unused(void);
 static void	cfg_part(const struct policy_template *t, size_t i,
 		    const char *text, size_t secret);
 static const char	*cfg_text_at(const char *json, int line, int col);
@@ -675,6 +754,53 @@ cfg_text_at(const char *json, int line, int col)
 	if ((size_t)(col - 1) > strlen(p))
 		return NULL;
 	return p + col - 1;
+}
+
+/*
+ * policy_load_opts.unused: a key the caller will not use is still checked,
+ * and gets a warning at the key; one that is not there gets nothing.
+ */
+static void
+test_config_unused(void)
+{
+	static const struct policy_unused_key	unused[] = {
+		{ "audit", "moat run does not use it: give --audit FILE" },
+		{ "resolver", "moat run does not use it: give --resolver "
+		  "ADDR:PORT" },
+		{ "workers", "never shown: not in the file" },
+		{ NULL, NULL }
+	};
+	static const struct policy_load_opts	opts = { .unused = unused };
+	static const char	json[] = "{\n  " LISTEN ",\n"
+	    "  \"audit\": {\"path\": \"-\"},\n"
+	    "  \"resolver\": {\"servers\": [\"1.2.3.4:99999\"]}\n}";
+	struct policy_diags	 d;
+	struct moat_config	*c;
+	char			 got[CFG_LINE_MAX];
+
+	policy_diags_init(&d);
+	c = policy_config_load_opts("u.json", json, strlen(json), &opts, &d);
+	CU_ASSERT_PTR_NULL(c);		/* the bad server is still an error */
+	CU_ASSERT_EQUAL(d.nerrors, 1);
+	CU_ASSERT_EQUAL(d.nwarnings, 3);	/* two unused, no policy */
+	CU_ASSERT_FATAL(d.n == 4);
+	CU_ASSERT_STRING_EQUAL(policy_diag_format(&d, 0, got, sizeof(got)),
+	    "u.json:1:1: warning: no \"policy\": every connection will be "
+	    "denied");
+	CU_ASSERT_STRING_EQUAL(policy_diag_format(&d, 1, got, sizeof(got)),
+	    "u.json:3:3: warning: \"audit\": moat run does not use it: give "
+	    "--audit FILE");
+	CU_ASSERT_STRING_EQUAL(policy_diag_format(&d, 2, got, sizeof(got)),
+	    "u.json:4:3: warning: \"resolver\": moat run does not use it: "
+	    "give --resolver ADDR:PORT");
+	CU_ASSERT_EQUAL(d.v[3].level, POLICY_DIAG_ERROR);
+	CU_ASSERT_EQUAL(d.v[3].line, 4);
+	policy_diags_clear(&d);
+	/* Without the option, no such warning. */
+	c = policy_config_load_opts("u.json", json, strlen(json), NULL, &d);
+	CU_ASSERT_EQUAL(d.nwarnings, 1);
+	policy_config_unref(c);
+	policy_diags_clear(&d);
 }
 
 static void
@@ -1334,4 +1460,6 @@ test_config_register(void)
 	CU_add_test(s, "diagnostic format", test_config_format);
 	CU_add_test(s, "diagnostics in file order", test_config_refs);
 	CU_add_test(s, "inject, plain_http, git compiled", test_config_inject);
+	CU_add_test(s, "keys the caller does not use: warnings",
+	    test_config_unused);
 }
