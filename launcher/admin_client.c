@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "launcher/launcher.h"
+#include "policy/jsonload.h"
 #include "proto/admin_proto.h"
 
 struct admin_client {
@@ -281,7 +282,7 @@ admin_client_recv(struct admin_client *ac, char *err, size_t errlen)
 		free(buf);
 		return NULL;
 	}
-	ans = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	ans = policy_json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	free(buf);
 	if (ans == NULL || !json_is_object(ans) ||
 	    !json_is_boolean(json_object_get(ans, "ok"))) {

@@ -32,6 +32,7 @@
 
 #include "launcher/launcher.h"
 #include "policy/policy.h"
+#include "policy/jsonload.h"
 #include "policyio/policyio.h"
 
 #define MOAT_EXIT_ALLOW		0
@@ -174,7 +175,7 @@ moat_run_policy_text(const char *buf, size_t len, size_t *outlen)
 	json_t		*root;
 	char		*out = NULL;
 
-	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	root = policy_json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (root != NULL && json_is_object(root) &&
 	    json_object_get(root, "listen") == NULL &&
 	    json_object_get(root, "admin") == NULL)
@@ -520,7 +521,7 @@ moat_check(int argc, char *argv[])
 	if (moat_read_file(file, &buf, &len) == -1)
 		return 1;
 	text = buf;
-	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	root = policy_json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (root == NULL || !json_is_object(root))
 		kind = NULL;
 	else if (json_object_get(root, "listen") != NULL ||
@@ -585,7 +586,7 @@ moat_check_valid_running(const char *file, const char *buf, size_t len)
 	char			*alt;
 	size_t			 altlen;
 
-	if ((root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je)) == NULL)
+	if ((root = policy_json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je)) == NULL)
 		return false;
 	alt = runconf_standins(root, buf, len, true, &altlen);
 	json_decref(root);

@@ -30,6 +30,7 @@
 
 #include "launcher/launcher.h"
 #include "policy/policy.h"
+#include "policy/jsonload.h"
 #include "policyio/policyio.h"
 
 /* --policy FILE, bytes */
@@ -309,7 +310,7 @@ runconf_file_policy(struct runconf *rc, json_t **secrets, json_t **tls)
 
 	if ((text = runconf_read(rc->cmd, rc->policy_file, &len)) == NULL)
 		return NULL;
-	if ((root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je)) ==
+	if ((root = policy_json_loadb(text, len, JSON_REJECT_DUPLICATES, &je)) ==
 	    NULL || !json_is_object(root)) {
 		fprintf(stderr, "%s:%d:%d: %s\n", rc->policy_file, je.line,
 		    je.column, root == NULL ? je.text : "not a JSON object");
@@ -435,7 +436,7 @@ runconf_default_policy(const char *cmd)
 	json_error_t	 je;
 	json_t		*root, *p = NULL;
 
-	if ((root = json_loadb(moat_default_config, moat_default_config_len,
+	if ((root = policy_json_loadb(moat_default_config, moat_default_config_len,
 	    JSON_REJECT_DUPLICATES, &je)) == NULL) {
 		fprintf(stderr, "%s: the built-in config: %s\n", cmd, je.text);
 		return NULL;

@@ -32,6 +32,7 @@
 
 #include "policy/policy_int.h"
 #include "policy/config_int.h"
+#include "policy/jsonload.h"
 
 /*
  * Every default and every numeric range of the config, one line each.
@@ -904,7 +905,7 @@ policy_config_load_opts(const char *name, const char *buf, size_t len,
 		    "config (JSON text cannot contain one)");
 		goto out;
 	}
-	root = json_loadb(buf != NULL ? buf : "", len, JSON_REJECT_DUPLICATES,
+	root = policy_json_loadb(buf != NULL ? buf : "", len, JSON_REJECT_DUPLICATES,
 	    &je);
 	if (root == NULL) {
 		config_syntax(diags, buf != NULL ? buf : "", len, &je);

@@ -35,6 +35,7 @@
 #include <jansson.h>
 
 #include "policy/policy.h"
+#include "policy/jsonload.h"
 #include "policyio/policyio.h"
 #include "proxy/admin.h"
 #include "proto/admin_proto.h"
@@ -475,7 +476,7 @@ admin_message(struct admin_conn *ac, const char *buf, size_t len)
 	const char	*op;
 	int		 rc;
 
-	req = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e);
+	req = policy_json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e);
 	if (req == NULL || !json_is_object(req)) {
 		json_decref(req);
 		return admin_fail(ac, "not a JSON object: %s", req ? "" :
