@@ -493,8 +493,7 @@ start_drain(struct moatd *m)
 	admin_shutdown();
 	for (i = 0; i < m->nworkers; i++)
 		worker_post_drain(m->workers[i]);
-	tv.tv_sec = m->cfg->timeouts.drain_ms / 1000;
-	tv.tv_usec = (m->cfg->timeouts.drain_ms % 1000) * 1000;
+	tv = util_ms_tv(m->cfg->timeouts.drain_ms);
 	evtimer_add(m->drain_timer, &tv);
 }
 

@@ -131,8 +131,7 @@ uppool_put(struct uppool *p, const struct uppool_ent *k, struct io *io)
 	e->idle_since = k->idle_since;
 	e->idle_ms = k->idle_ms;
 	idle_ms = k->idle_ms - (now - k->idle_since);
-	tv.tv_sec = (time_t)(idle_ms / 1000);
-	tv.tv_usec = (suseconds_t)(idle_ms % 1000) * 1000;
+	tv = util_ms_tv(idle_ms);
 	evtimer_add(e->timer, &tv);
 	io_set_cb(io, uppool_io_cb, e);
 	io_read(io, 1);
