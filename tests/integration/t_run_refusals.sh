@@ -28,7 +28,7 @@
 . "$(dirname "$0")/lib.sh"
 
 mt_init
-mt_run_need
+mt_run_need script
 mt_world
 POL=$MT_T/policy.json
 cat > "$POL" <<'EOF'
@@ -136,6 +136,60 @@ mt_eq "-q: the workload ran as before" "get=200 get=403" \
     "$(head -n 2 "$MT_T/quiet.out" | tr '\n' ' ' | sed 's/ $//')"
 mt_eq "-q: no line of moat's on stderr" 0 "$(grep -c '^moat: ' "$MT_T/quiet.err")" \
     "$MT_T/quiet.err"
+
+# --- no secret in a line ------------------------------------------------
+# The workload sends its secret's placeholder in a refused request: the
+# line, like the audit line it comes from, names the secret instead.
+"$MT_PY" - "$POL" "$MT_T/secret.json" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["secrets"] = {"API_KEY": {"env": "MT_REFUSALS_KEY"}}
+json.dump(p, open(sys.argv[2], "w"))
+EOF
+export MT_REFUSALS_KEY=s3cr3t-v4lue-0123456789
+mt_moat_run root secret --resolver 203.0.113.53 --policy "$MT_T/secret.json" -- \
+    sh -c 'curl -sS -m 8 -o /dev/null "http://other.test/k?key=$API_KEY";
+	echo "ph=$API_KEY"'
+unset MT_REFUSALS_KEY
+ph=$(mt_out secret ph)
+expect "a placeholder in a refused request: the line names the secret" secret \
+    "denied GET http://other.test/k?key=[secret:API_KEY] (no-rule)"
+if [ -n "$ph" ] && ! grep -qF -- "$ph" "$MT_T/secret.err" &&
+    ! grep -qF s3cr3t-v4lue "$MT_T/secret.err"; then
+	mt_pass "... and neither the placeholder nor the value is on stderr"
+else
+	mt_fail "a secret's placeholder ('$ph') or value on stderr" "$MT_T/secret.err"
+fi
+
+# --- a pseudo-terminal: lines of their own, raw mode's "\r\n" ------------
+# The workload leaves its output mid-line while its request is refused
+# (and for 2 s after, for the line to come then); the line must start on
+# a line of its own, and end in "\r\n" (the terminal is raw meanwhile: a
+# bare "\n" would not return the cursor).  Whenever the line comes, it
+# never follows "half" on the same line.
+timeout -k 2 60 script -qec "ip netns exec $(mt_ns moat) env MOAT_MOATD=$MOATD \
+    MOAT_NETNS=$MOAT_NETNS $MOAT run --resolver 203.0.113.53 --policy $POL -- \
+    sh -c 'printf half; curl -sS -m 8 -o /dev/null http://other.test/x; \
+    sleep 2; echo rest'" /dev/null >"$MT_T/tty.out" 2>&1
+tty=$("$MT_PY" - "$MT_T/tty.out" <<'EOF'
+import re, sys
+t = open(sys.argv[1], "rb").read()
+m = list(re.finditer(rb"moat: \d\d:\d\d:\d\d denied GET "
+                     rb"http://other\.test/x \(no-rule\)[^\r\n]*", t))
+if len(m) != 1 or b"half" not in t or b"rest" not in t:
+    print("missing")
+elif t[m[0].start() - 1:m[0].start()] != b"\n" or \
+        t[m[0].end():m[0].end() + 2] != b"\r\n":
+    print("bad")
+else:
+    print("mid-line" if t[:m[0].start()].endswith(b"half\r\n") else "after")
+EOF
+)
+case $tty in
+mid-line|after)
+	mt_pass "pty: the line stands on its own, CR LF-ended (it came $tty)" ;;
+*)	mt_fail "pty: the refusal line in the terminal: $tty" "$MT_T/tty.out" ;;
+esac
 
 # check_loop NAME TOTAL SECONDS LINE [SUM REASONS]: NAME.err after TOTAL
 # refusals in a loop that took SECONDS (whole, rounded up), each printed
