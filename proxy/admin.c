@@ -1139,7 +1139,9 @@ admin_frame(struct admin_conn *ac, const char *pre, const char *text,
 	hdr[1] = (uint8_t)(n >> 16);
 	hdr[2] = (uint8_t)(n >> 8);
 	hdr[3] = (uint8_t)n;
-	if (evbuffer_add(ac->out, hdr, 4) == -1 ||
+	/* Room for all of it first: a message is never framed in part. */
+	if (evbuffer_expand(ac->out, 4 + n) == -1 ||
+	    evbuffer_add(ac->out, hdr, 4) == -1 ||
 	    evbuffer_add(ac->out, pre, strlen(pre)) == -1 ||
 	    evbuffer_add(ac->out, text, len) == -1 ||
 	    evbuffer_add(ac->out, post, strlen(post)) == -1)

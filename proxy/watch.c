@@ -50,6 +50,8 @@ static struct {
 	pthread_mutex_t		 mu;
 	LIST_HEAD(, watch)	 list;
 	atomic_int		 n;		/* watches: 0 and workers skip */
+	atomic_int		 nall;		/* ... of every line: 0 and
+						   workers skip allowed ones */
 	int			 efd;
 	int			 wake_pending;	/* under mu */
 	struct event		*ev;
@@ -101,6 +103,8 @@ watch_new(struct event_base *base, const char *name, int all,
 	pthread_mutex_lock(&W.mu);
 	LIST_INSERT_HEAD(&W.list, w, link);
 	atomic_fetch_add(&W.n, 1);
+	if (all)
+		atomic_fetch_add(&W.nall, 1);
 	pthread_mutex_unlock(&W.mu);
 	return w;
 }
@@ -115,6 +119,10 @@ void
 watch_set_all(struct watch *w, int all)
 {
 	pthread_mutex_lock(&W.mu);
+	if (all && !w->all)
+		atomic_fetch_add(&W.nall, 1);
+	else if (!all && w->all)
+		atomic_fetch_sub(&W.nall, 1);
 	w->all = all;
 	pthread_mutex_unlock(&W.mu);
 }
@@ -127,6 +135,8 @@ watch_free(struct watch *w)
 	pthread_mutex_lock(&W.mu);
 	LIST_REMOVE(w, link);
 	atomic_fetch_sub(&W.n, 1);
+	if (w->all)
+		atomic_fetch_sub(&W.nall, 1);
 	pthread_mutex_unlock(&W.mu);
 	free(w->q);
 	free(w->taken);
@@ -190,8 +200,14 @@ watch_feed(const char *sandbox, int deny, const char *line, size_t len)
 	uint64_t	 one = 1;
 	int		 any = 0;
 
+	/*
+	 * No lock while no one wants the line (moat run's watch takes
+	 * refusals only: its allowed traffic costs two atomic loads).  A
+	 * watch made meanwhile misses it, as it would a moment earlier.
+	 */
 	if (atomic_load_explicit(&W.n, memory_order_relaxed) == 0 ||
-	    sandbox == NULL)
+	    (!deny && atomic_load_explicit(&W.nall,
+	    memory_order_relaxed) == 0) || sandbox == NULL)
 		return;
 	pthread_mutex_lock(&W.mu);
 	LIST_FOREACH(w, &W.list, link) {

@@ -4,8 +4,8 @@
  * and `moat attach` print their sandbox's refusals from it.
  *
  * Workers offer every audit line in audit_emit() (watch_feed(): nothing
- * but an atomic load while no one watches; else a mutex and a memcpy per
- * watch that wants the line).  The main thread, woken through an eventfd,
+ * but atomic loads while no one wants the line; else a mutex and a memcpy
+ * per watch that wants it).  The main thread, woken through an eventfd,
  * takes what each watch holds (watch_take()) and frames it for its admin
  * connection.  A watch holds at most WATCH_QUEUE_MAX_BYTES of lines: past
  * that, lines are dropped and counted, and the count goes to the watcher
