@@ -36,6 +36,7 @@
 #include "proto/admin_proto.h"
 
 #define ADMIN_CLIENT_CHUNK	65536	/* bytes per read */
+#define ADMIN_CLIENT_PUMP_ROUNDS 16	/* reads per admin_client_pump() */
 
 struct admin_client {
 	int	  fd;
@@ -562,8 +563,9 @@ int
 admin_client_pump(struct admin_client *ac, char *err, size_t errlen)
 {
 	json_t	*msg;
-	int	 n, got;
+	int	 n, got, rounds = 0;
 
+	/* Bounded: under a flood of lines the caller's loop still turns. */
 	do {
 		if ((got = admin_client_fill(ac, 0, err, errlen)) == -1) {
 			if (ac->eof)
@@ -584,7 +586,7 @@ admin_client_pump(struct admin_client *ac, char *err, size_t errlen)
 		}
 		if (n == -1)
 			return -1;
-	} while (got == 1);
+	} while (got == 1 && ++rounds < ADMIN_CLIENT_PUMP_ROUNDS);
 	return 0;
 }
 

@@ -209,7 +209,7 @@ rf_clock(const json_t *rec, char *out, size_t len)
 static void
 rf_hostport(char *out, size_t len, const char *host, long long port)
 {
-	bool	v6 = strchr(host, ':') != NULL;
+	bool	v6 = strchr(host, ':') != NULL && host[0] != '[';
 
 	if (port >= 0)
 		snprintf(out, len, "%s%s%s:%lld", v6 ? "[" : "", host,

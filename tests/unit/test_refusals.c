@@ -97,6 +97,12 @@ test_tunnel_dns(void)
 	    "\"port\":22,\"verdict\":\"deny\",\"reason\":\"no-rule\"}", &o),
 	    "moat: 13:42:38 denied TCP [2001:db8::1]:22 (no-rule) -> moat "
 	    "explain '[2001:db8::1]:22'");
+	/* Already bracketed: not twice. */
+	CU_ASSERT_STRING_EQUAL(fmt("{" TS ",\"event\":\"open\","
+	    "\"proto\":\"connect\",\"host\":\"[2001:db8::1]\","
+	    "\"port\":22,\"verdict\":\"deny\",\"reason\":\"no-rule\"}", &o),
+	    "moat: 13:42:38 denied CONNECT [2001:db8::1]:22 (no-rule) -> moat "
+	    "explain '[2001:db8::1]:22'");
 	CU_ASSERT_STRING_EQUAL(fmt("{" TS ",\"event\":\"open\","
 	    "\"proto\":\"socks5\",\"host\":\"x.test\",\"port\":25,"
 	    "\"verdict\":\"deny\",\"reason\":\"port\",\"rule\":\"x\"}", &o),
