@@ -60,7 +60,8 @@ void		 refusals_free(struct refusals *rf);
 void		 refusals_message(struct refusals *rf, json_t *msg,
 		    uint64_t now_ms);
 /* Milliseconds until the "N more" line is due, or -1 when none waits. */
-int		 refusals_timeout(const struct refusals *rf, uint64_t now_ms);
+int		 refusals_timeout(const struct refusals *rf,
+		    uint64_t now_ms);
 /* Prints the "N more" line if it is due. */
 void		 refusals_tick(struct refusals *rf, uint64_t now_ms);
 /* At exit: the "N more" line if one waits, then the summary if anything
