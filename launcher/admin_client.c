@@ -3,8 +3,11 @@
  * (proto/admin_proto.h): framing, descriptors by SCM_RIGHTS, JSON with
  * jansson.
  *
- * What it is: hello, register, unregister, each a request and its answer,
- * each bounded in time (MOAT_STEP_TIMEOUT_MS) and size (ADMIN_MSG_MAX).
+ * What it is: hello, register, unregister, watch, unwatch, each a request
+ * and its answer, each bounded in time (MOAT_STEP_TIMEOUT_MS) and size
+ * (ADMIN_MSG_MAX); and the messages of a watch, which arrive unasked,
+ * before an answer or between requests (admin_client_pump()), and go to
+ * the handler admin_client_on_watch() set.
  *
  * What it is not: trusting of moatd either: an answer that is not one
  * JSON object with a boolean "ok", or that carries descriptors, is a
@@ -19,6 +22,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,14 +36,28 @@
 #include "policy/jsonload.h"
 #include "proto/admin_proto.h"
 
+#define ADMIN_CLIENT_CHUNK	65536	/* bytes per read */
+#define ADMIN_CLIENT_PUMP_ROUNDS 16	/* reads per admin_client_pump() */
+
 struct admin_client {
-	int	fd;
+	int	  fd;
+	/* Bytes read that are not a whole message yet. */
+	uint8_t	 *in;
+	size_t	  inlen, incap;
+	bool	  can_watch;	/* hello said moatd streams a watch */
+	bool	  eof;		/* moatd closed the connection */
+	int	  wait_ms;	/* how long the answer awaited may take */
+	void	(*on_watch)(void *, json_t *);
+	void	 *watch_arg;
 };
 
 static int	admin_client_send(struct admin_client *ac, json_t *msg,
 		    const int *fds, size_t nfds, char *err, size_t errlen);
-static int	admin_client_read(struct admin_client *ac, void *buf,
-		    size_t len, long long deadline, char *err, size_t errlen);
+static int	admin_client_fill(struct admin_client *ac, long long deadline,
+		    char *err, size_t errlen);
+static int	admin_client_next(struct admin_client *ac, json_t **msg,
+		    char *err, size_t errlen);
+static bool	admin_client_is_watch(json_t *msg);
 static json_t	*admin_client_recv(struct admin_client *ac, char *err,
 		    size_t errlen);
 static json_t	*admin_client_answer(struct admin_client *ac, char *err,
@@ -181,10 +200,14 @@ admin_client_send(struct admin_client *ac, json_t *msg, const int *fds,
 	return 0;
 }
 
-/* Reads exactly len bytes before deadline (ms, monotonic).  0 or -1. */
+/*
+ * Reads what moatd sent into the input buffer: waits for it until
+ * deadline (ms, monotonic; 0: does not wait).  1 when bytes came, 0 when
+ * none did (no wait), -1 with err (time out, end, error, descriptors).
+ */
 static int
-admin_client_read(struct admin_client *ac, void *buf, size_t len,
-    long long deadline, char *err, size_t errlen)
+admin_client_fill(struct admin_client *ac, long long deadline, char *err,
+    size_t errlen)
 {
 	union {
 		struct cmsghdr	hdr;
@@ -194,34 +217,51 @@ admin_client_read(struct admin_client *ac, void *buf, size_t len,
 	struct msghdr	 mh;
 	struct cmsghdr	*cmsg;
 	struct iovec	 iov;
-	size_t		 off = 0, i, n;
+	size_t		 i, n, nc;
 	ssize_t		 r;
 	long long	 left;
+	uint8_t		*ni;
 	int		 one;
 
-	while (off < len) {
-		if ((left = deadline - admin_client_now_ms()) < 0)
-			left = 0;
-		pfd.fd = ac->fd;
-		pfd.events = POLLIN;
-		r = poll(&pfd, 1, (int)left);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			snprintf(err, errlen, "moatd did not answer in %d ms",
-			    MOAT_STEP_TIMEOUT_MS);
-			return -1;
+	for (;;) {
+		if (deadline != 0) {
+			if ((left = deadline - admin_client_now_ms()) < 0)
+				left = 0;
+			pfd.fd = ac->fd;
+			pfd.events = POLLIN;
+			r = poll(&pfd, 1, (int)left);
+			if (r == -1 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				snprintf(err, errlen, "moatd did not answer in "
+				    "%d ms", ac->wait_ms);
+				return -1;
+			}
+		}
+		if (ac->incap - ac->inlen < ADMIN_CLIENT_CHUNK) {
+			nc = ac->inlen + ADMIN_CLIENT_CHUNK;
+			if ((ni = realloc(ac->in, nc)) == NULL) {
+				snprintf(err, errlen, "out of memory");
+				return -1;
+			}
+			ac->in = ni;
+			ac->incap = nc;
 		}
 		memset(&mh, 0, sizeof(mh));
-		iov.iov_base = (char *)buf + off;
-		iov.iov_len = len - off;
+		iov.iov_base = ac->in + ac->inlen;
+		iov.iov_len = ADMIN_CLIENT_CHUNK;
 		mh.msg_iov = &iov;
 		mh.msg_iovlen = 1;
 		mh.msg_control = cmsgbuf.buf;
 		mh.msg_controllen = sizeof(cmsgbuf.buf);
-		r = recvmsg(ac->fd, &mh, MSG_CMSG_CLOEXEC);
+		r = recvmsg(ac->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 		if (r == -1 && errno == EINTR)
 			continue;
+		if (r == -1 && errno == EAGAIN) {
+			if (deadline == 0)
+				return 0;
+			continue;
+		}
 		if (r == -1 && errno == ECONNRESET)
 			r = 0;
 		if (r == -1) {
@@ -245,53 +285,99 @@ admin_client_read(struct admin_client *ac, void *buf, size_t len,
 			return -1;
 		}
 		if (r == 0) {
+			ac->eof = true;
 			snprintf(err, errlen, "moatd closed the admin "
 			    "connection (it accepts only root and its own "
 			    "user)");
 			return -1;
 		}
-		off += (size_t)r;
+		ac->inlen += (size_t)r;
+		return 1;
 	}
-	return 0;
 }
 
-/* One framed answer: a JSON object with a boolean "ok". */
+/*
+ * Takes one whole message off the input buffer: 1 with *msg (a JSON
+ * object), 0 when none is whole yet, -1 with err (a length out of range,
+ * not a JSON object).
+ */
+static int
+admin_client_next(struct admin_client *ac, json_t **msg, char *err,
+    size_t errlen)
+{
+	json_error_t	je;
+	uint32_t	len;
+
+	*msg = NULL;
+	if (ac->inlen < 4)
+		return 0;
+	len = (uint32_t)ac->in[0] << 24 | (uint32_t)ac->in[1] << 16 |
+	    (uint32_t)ac->in[2] << 8 | ac->in[3];
+	if (len == 0 || len > ADMIN_MSG_MAX) {
+		snprintf(err, errlen, "moatd sent a message of %u bytes", len);
+		return -1;
+	}
+	if (ac->inlen - 4 < len)
+		return 0;
+	*msg = policy_json_loadb((const char *)ac->in + 4, len,
+	    JSON_REJECT_DUPLICATES, &je);
+	memmove(ac->in, ac->in + 4 + len, ac->inlen - 4 - len);
+	ac->inlen -= 4 + len;
+	if (*msg == NULL || !json_is_object(*msg)) {
+		snprintf(err, errlen, "moatd sent no JSON object%s%s",
+		    *msg == NULL ? ": " : "", *msg == NULL ? je.text : "");
+		json_decref(*msg);
+		*msg = NULL;
+		return -1;
+	}
+	return 1;
+}
+
+/* A message of a watch ({"audit": ...}, {"dropped": N}): no "ok". */
+static bool
+admin_client_is_watch(json_t *msg)
+{
+	return json_object_get(msg, "ok") == NULL &&
+	    (json_is_object(json_object_get(msg, "audit")) ||
+	    json_is_integer(json_object_get(msg, "dropped")));
+}
+
+/*
+ * One framed answer: a JSON object with a boolean "ok".  Messages of a
+ * watch that come first go to its handler.
+ */
 static json_t *
 admin_client_recv(struct admin_client *ac, char *err, size_t errlen)
 {
-	json_error_t	 je;
 	json_t		*ans;
 	long long	 deadline;
-	uint32_t	 be, len;
-	char		*buf;
+	int		 n;
 
-	deadline = admin_client_now_ms() + MOAT_STEP_TIMEOUT_MS;
-	if (admin_client_read(ac, &be, sizeof(be), deadline, err,
-	    errlen) == -1)
-		return NULL;
-	len = ntohl(be);
-	if (len == 0 || len > ADMIN_MSG_MAX) {
-		snprintf(err, errlen, "moatd sent a message of %u bytes", len);
-		return NULL;
+	if (ac->wait_ms == 0)
+		ac->wait_ms = MOAT_STEP_TIMEOUT_MS;
+	deadline = admin_client_now_ms() + ac->wait_ms;
+	for (;;) {
+		if ((n = admin_client_next(ac, &ans, err, errlen)) == -1)
+			return NULL;
+		if (n == 0) {
+			if (admin_client_fill(ac, deadline, err, errlen) == -1)
+				return NULL;
+			continue;
+		}
+		if (admin_client_is_watch(ans)) {
+			if (ac->on_watch != NULL)
+				ac->on_watch(ac->watch_arg, ans);
+			json_decref(ans);
+			continue;
+		}
+		if (!json_is_boolean(json_object_get(ans, "ok"))) {
+			snprintf(err, errlen, "moatd's answer is not "
+			    "{\"ok\": ...}");
+			json_decref(ans);
+			return NULL;
+		}
+		return ans;
 	}
-	if ((buf = malloc(len)) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	if (admin_client_read(ac, buf, len, deadline, err, errlen) == -1) {
-		free(buf);
-		return NULL;
-	}
-	ans = policy_json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
-	free(buf);
-	if (ans == NULL || !json_is_object(ans) ||
-	    !json_is_boolean(json_object_get(ans, "ok"))) {
-		snprintf(err, errlen, "moatd's answer is not {\"ok\": ...}%s%s",
-		    ans == NULL ? ": " : "", ans == NULL ? je.text : "");
-		json_decref(ans);
-		return NULL;
-	}
-	return ans;
 }
 
 /* Reads one answer; "ok": false becomes err.  The answer, or NULL. */
@@ -363,6 +449,7 @@ admin_client_hello_recv(struct admin_client *ac, char *err, size_t errlen)
 
 	if ((ans = admin_client_answer(ac, err, errlen)) == NULL)
 		return -1;
+	ac->can_watch = json_is_true(json_object_get(ans, "watch"));
 	v = json_object_get(ans, "version");
 	if (!json_is_integer(v) || json_integer_value(v) !=
 	    ADMIN_PROTO_VERSION) {
@@ -434,6 +521,73 @@ admin_client_unregister(struct admin_client *ac, const char *name, char *err,
 	    "unregister", "sandbox", name), NULL, 0, NULL, err, errlen);
 }
 
+bool
+admin_client_can_watch(const struct admin_client *ac)
+{
+	return ac->can_watch;
+}
+
+void
+admin_client_on_watch(struct admin_client *ac, void (*fn)(void *, json_t *),
+    void *arg)
+{
+	ac->on_watch = fn;
+	ac->watch_arg = arg;
+}
+
+int
+admin_client_watch(struct admin_client *ac, const char *name, bool all,
+    char *err, size_t errlen)
+{
+	return admin_client_call(ac, json_pack("{s:s, s:s, s:b}", "op",
+	    "watch", "sandbox", name, "all", all), NULL, 0, NULL, err,
+	    errlen);
+}
+
+int
+admin_client_unwatch(struct admin_client *ac, const char *name, int wait_ms,
+    char *err, size_t errlen)
+{
+	int	rc;
+
+	ac->wait_ms = wait_ms;
+	rc = admin_client_call(ac, json_pack("{s:s, s:s}", "op", "unwatch",
+	    "sandbox", name), NULL, 0, NULL, err, errlen);
+	ac->wait_ms = MOAT_STEP_TIMEOUT_MS;
+	return rc;
+}
+
+int
+admin_client_pump(struct admin_client *ac, char *err, size_t errlen)
+{
+	json_t	*msg;
+	int	 n, got, rounds = 0;
+
+	/* Bounded: under a flood of lines the caller's loop still turns. */
+	do {
+		if ((got = admin_client_fill(ac, 0, err, errlen)) == -1) {
+			if (ac->eof)
+				snprintf(err, errlen, "moatd closed the admin "
+				    "connection");
+			return -1;
+		}
+		while ((n = admin_client_next(ac, &msg, err, errlen)) == 1) {
+			if (!admin_client_is_watch(msg)) {
+				json_decref(msg);
+				snprintf(err, errlen, "moatd broke the admin "
+				    "protocol (a message no one asked for)");
+				return -1;
+			}
+			if (ac->on_watch != NULL)
+				ac->on_watch(ac->watch_arg, msg);
+			json_decref(msg);
+		}
+		if (n == -1)
+			return -1;
+	} while (got == 1 && ++rounds < ADMIN_CLIENT_PUMP_ROUNDS);
+	return 0;
+}
+
 int
 admin_client_fd(const struct admin_client *ac)
 {
@@ -447,5 +601,6 @@ admin_client_close(struct admin_client *ac)
 		return;
 	if (ac->fd != -1)
 		close(ac->fd);
+	free(ac->in);
 	free(ac);
 }

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "launcher/launcher.h"
+#include "launcher/refusals.h"
 
 #define ATTACH_DEFAULT_ADMIN	"/run/moat/admin.sock"
 
@@ -46,10 +47,14 @@ struct attach {
 	int			 ready_fd;	/* --ready-fd, or -1 */
 	const char		*env_file;	/* --env-file, or NULL */
 	const char		*bundle_file;	/* --trust-bundle, or NULL */
+	bool			 verbose;	/* -v: allowed traffic too */
+	bool			 quiet;		/* -q: no refusal lines */
 	int			 nsfd;
 	int			 sfd;
 	struct nsh_client	*nsh;
 	struct admin_client	*admin;
+	struct refusals		*rf;		/* prints the refusals */
+	bool			 watching;	/* moatd sends them */
 };
 
 static void	attach_usage(FILE *f);
@@ -86,6 +91,12 @@ attach_usage(FILE *f)
 	    "  --trust-bundle FILE    write the trust bundle there (moatd's CA\n"
 	    "                         and the system's roots), for the\n"
 	    "                         workload's SSL_CERT_FILE and friends\n"
+	    "  -q, --quiet            do not print the namespace's refused\n"
+	    "                         requests, tunnels, DNS queries and\n"
+	    "                         connections (default: one line each on\n"
+	    "                         stderr, at most 10 a second, and a\n"
+	    "                         summary at exit)\n"
+	    "  -v, --verbose          print its allowed traffic too\n"
 	    "  -h, --help             this text\n", ATTACH_DEFAULT_ADMIN);
 }
 
@@ -105,6 +116,8 @@ attach_parse(struct attach *a, int argc, char *argv[])
 		{ "env-file", required_argument, NULL, ATTACH_OPT_ENV_FILE },
 		{ "trust-bundle", required_argument, NULL,
 		    ATTACH_OPT_TRUST_BUNDLE },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -113,7 +126,7 @@ attach_parse(struct attach *a, int argc, char *argv[])
 	int				 ch;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "qvh", opts, NULL)) != -1) {
 		switch (ch) {
 		case ATTACH_OPT_NETNS:
 			a->netns = optarg;
@@ -136,6 +149,12 @@ attach_parse(struct attach *a, int argc, char *argv[])
 			}
 			a->ready_fd = (int)v;
 			break;
+		case 'q':
+			a->quiet = true;
+			break;
+		case 'v':
+			a->verbose = true;
+			break;
 		case 'h':
 			attach_usage(stdout);
 			exit(0);
@@ -155,6 +174,10 @@ attach_parse(struct attach *a, int argc, char *argv[])
 	if (optind != argc) {
 		fprintf(stderr, "moat attach: unexpected argument %s\n",
 		    argv[optind]);
+		return -1;
+	}
+	if (a->quiet && a->verbose) {
+		fprintf(stderr, "moat attach: -q and -v: choose one\n");
 		return -1;
 	}
 	if (a->netns == NULL) {
@@ -259,6 +282,29 @@ attach_outputs(struct attach *a, json_t *ans, char *err, size_t errlen)
 	return rc;
 }
 
+/*
+ * Unless -q: moatd sends the namespace's refusals (with -v, all its
+ * lines), asked before it registers, so that none is missed.
+ */
+static int
+attach_watch(struct attach *a, char *err, size_t errlen)
+{
+	int	rc;
+
+	if (a->quiet)
+		return 0;
+	if ((a->rf = runconf_refusals(&a->rc, a->verbose, "moatd's audit log",
+	    NULL, NULL)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if ((rc = runconf_watch(&a->rc, a->admin, a->rf, a->verbose, err,
+	    errlen)) == -1)
+		return -1;
+	a->watching = rc == 1;
+	return 0;
+}
+
 static int
 attach_setup(struct attach *a, char *err, size_t errlen)
 {
@@ -295,8 +341,9 @@ attach_setup(struct attach *a, char *err, size_t errlen)
 	}
 	if ((a->admin = admin_client_connect(a->rc.moatd_path, err,
 	    errlen)) == NULL || admin_client_hello(a->admin, err,
-	    errlen) == -1 || admin_client_register(a->admin, a->rc.name,
-	    a->rc.config, protos, fds, nfds, &ans, err, errlen) == -1)
+	    errlen) == -1 || attach_watch(a, err, errlen) == -1 ||
+	    admin_client_register(a->admin, a->rc.name, a->rc.config, protos,
+	    fds, nfds, &ans, err, errlen) == -1)
 		goto out;
 	if (attach_outputs(a, ans, err, errlen) == -1)
 		goto out;
@@ -321,7 +368,8 @@ attach_wait(struct attach *a)
 {
 	struct signalfd_siginfo	si;
 	struct pollfd		pfd[3];
-	char			junk[64];
+	char			err[MOAT_ERR_MAX];
+	int			tmo;
 
 	for (;;) {
 		pfd[0].fd = a->sfd;
@@ -330,22 +378,27 @@ attach_wait(struct attach *a)
 		pfd[1].events = POLLIN;
 		pfd[2].fd = nsh_client_fd(a->nsh);
 		pfd[2].events = POLLIN;
-		if (poll(pfd, 3, -1) == -1) {
+		/* Wakes for the "N more refusals" line when one is due. */
+		tmo = a->rf != NULL ? refusals_timeout(a->rf,
+		    runconf_now_ms()) : -1;
+		if (poll(pfd, 3, tmo) == -1) {
 			if (errno == EINTR)
 				continue;
 			return 1;
 		}
+		if (a->rf != NULL)
+			refusals_tick(a->rf, runconf_now_ms());
 		if (pfd[0].revents != 0 && read(a->sfd, &si, sizeof(si)) ==
 		    (ssize_t)sizeof(si))
 			return 0;
-		if (pfd[1].revents != 0) {
-			if (recv(pfd[1].fd, junk, sizeof(junk),
-			    MSG_DONTWAIT) == -1 && errno == EAGAIN)
-				continue;
-			fprintf(stderr, "moat attach: moatd closed the admin "
-			    "connection: %s keeps moat's table and has no "
-			    "network (`moat-netns cleanup --netns %s` removes "
-			    "it)\n", a->netns, a->netns);
+		/* moatd says nothing unasked but the watch's lines. */
+		if (pfd[1].revents != 0 &&
+		    admin_client_pump(a->admin, err, sizeof(err)) == -1) {
+			fprintf(stderr, "moat attach: %s: %s keeps moat's "
+			    "table and has no network (`moat-netns cleanup "
+			    "--netns %s` removes it)\n", err, a->netns,
+			    a->netns);
+			a->watching = false;	/* no one to ask */
 			return 1;
 		}
 		if (pfd[2].revents != 0) {
@@ -359,6 +412,8 @@ attach_wait(struct attach *a)
 static void
 attach_free(struct attach *a)
 {
+	refusals_free(a->rf);
+	a->rf = NULL;
 	admin_client_close(a->admin);
 	a->admin = NULL;
 	nsh_client_close(a->nsh);
@@ -378,6 +433,7 @@ attach_main(int argc, char *argv[])
 	sigset_t	mask;
 	char		err[MOAT_ERR_MAX];
 	int		rc = 1;
+	bool		stop;
 
 	memset(&a, 0, sizeof(a));
 	runconf_init(&a.rc, "moat attach");
@@ -410,7 +466,9 @@ attach_main(int argc, char *argv[])
 		(void)!WRITE_LIT(a.ready_fd, "ready\n");
 		close(a.ready_fd);
 	}
-	if (attach_wait(&a) == 0) {
+	stop = attach_wait(&a) == 0;
+	runconf_refusals_end(&a.rc, a.admin, a.watching, a.rf);
+	if (stop) {
 		if (admin_client_unregister(a.admin, a.rc.name, err,
 		    sizeof(err)) == -1)
 			fprintf(stderr, "moat attach: unregister: %s\n", err);

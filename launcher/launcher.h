@@ -209,6 +209,32 @@ pid_t	runconf_spawn(int (*child)(void *), void *arg);
  */
 void	runconf_spawn_fail(const char *what, int err) RUNCONF_SPAWNED;
 
+/*
+ * The sandbox's refusals (refusals.h), from moatd's watch.
+ * runconf_refusals(): the printer, on stderr, for rc's policy (the `moat
+ * explain` hint when explain can judge alike); where names what has every
+ * decision, for the summary ("moatd's audit log"); term and arg as in
+ * struct refusals_opts.  NULL if out of memory.
+ * runconf_watch(): watch rc->name on ac (all: allowed traffic too): 1,
+ * 0 when this moatd cannot (said on stderr), -1 with err.
+ * runconf_refusals_end(): at exit, unwatch (the last lines come first)
+ * when watching, then the summary.  NULL-safe.
+ */
+#define RUNCONF_DETAILS_MAX	256
+#define RUNCONF_UNWATCH_MS	1000	/* the last lines, at exit, at most */
+struct admin_client;
+struct refusals;
+struct refusals	*runconf_refusals(const struct runconf *rc, bool all,
+		    const char *where, int (*term)(void *), void *arg);
+int		 runconf_watch(const struct runconf *rc,
+		    struct admin_client *ac, struct refusals *rf, bool all,
+		    char *err, size_t errlen);
+void		 runconf_refusals_end(const struct runconf *rc,
+		    struct admin_client *ac, bool watching,
+		    struct refusals *rf);
+/* Milliseconds on CLOCK_MONOTONIC. */
+uint64_t	 runconf_now_ms(void);
+
 /* --- helper_client.c: the moat-netns client ------------------------- */
 
 /*
@@ -334,7 +360,33 @@ int	admin_client_register(struct admin_client *ac, const char *name,
 int	admin_client_unregister(struct admin_client *ac, const char *name,
 	    char *err, size_t errlen);
 
-/* The socket, to poll for moatd closing it. */
+/*
+ * watch NAME: moatd sends NAME's refusals (with all, every audit line) as
+ * they happen; they go to the handler admin_client_on_watch() set, as
+ * the JSON messages {"audit": RECORD} and {"dropped": N} (borrowed: the
+ * handler keeps a reference if it needs one).  Only when
+ * admin_client_can_watch() (the hello said so: an older moatd closes
+ * the connection on an op it does not know).  0 or -1.
+ */
+bool	admin_client_can_watch(const struct admin_client *ac);
+void	admin_client_on_watch(struct admin_client *ac,
+	    void (*fn)(void *arg, json_t *msg), void *arg);
+int	admin_client_watch(struct admin_client *ac, const char *name,
+	    bool all, char *err, size_t errlen);
+/*
+ * unwatch NAME: the watch's last lines arrive first, and the answer
+ * within wait_ms (at exit, a stopped moatd must not hold moat).  0 or -1.
+ */
+int	admin_client_unwatch(struct admin_client *ac, const char *name,
+	    int wait_ms, char *err, size_t errlen);
+/*
+ * Handles the watch messages that arrived (without waiting for more):
+ * call it when the socket is readable.  0, or -1 with err when moatd
+ * closed the connection or broke the protocol.
+ */
+int	admin_client_pump(struct admin_client *ac, char *err, size_t errlen);
+
+/* The socket, to poll for moatd closing it (or sending a watch's lines). */
 int	admin_client_fd(const struct admin_client *ac);
 
 /* Closes and frees.  NULL-safe. */
@@ -436,6 +488,15 @@ void	pty_winch(struct pty *p);
  */
 size_t	pty_pollfds(struct pty *p, struct pollfd *pfd);
 int	pty_service(struct pty *p, const struct pollfd *pfd, size_t n);
+
+/*
+ * For a line of moat's own on the same terminal: whether it is raw (a
+ * line ends in "\r\n"), and whether the workload's output stopped
+ * mid-line (then the line starts on a new one; the answer is forgotten,
+ * as the caller's line ends with a newline).
+ */
+bool	pty_is_raw(const struct pty *p);
+bool	pty_take_midline(struct pty *p);
 
 /* Copies what is left of the workload's output (bounded), then returns. */
 void	pty_drain(struct pty *p);

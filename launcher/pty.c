@@ -49,6 +49,8 @@ struct pty {
 	size_t		downlen;
 	bool		in_eof;
 	bool		out_eof;
+	bool		midline;	/* the last byte written was no
+					   newline */
 };
 
 static void	pty_flush_down(struct pty *p);
@@ -168,7 +170,24 @@ pty_flush_down(struct pty *p)
 			break;	/* stdout is gone: drop the output */
 		off += (size_t)r;
 	}
+	if (off > 0)
+		p->midline = p->down[off - 1] != '\n';
 	p->downlen = 0;
+}
+
+bool
+pty_is_raw(const struct pty *p)
+{
+	return p->raw;
+}
+
+bool
+pty_take_midline(struct pty *p)
+{
+	bool	m = p->midline;
+
+	p->midline = false;
+	return m;
 }
 
 int

@@ -45,6 +45,7 @@
 #include <jansson.h>
 
 #include "launcher/launcher.h"
+#include "launcher/refusals.h"
 #include "launcher/unixsuper.h"
 #include "policy/policy.h"
 #include "policyio/policyio.h"
@@ -69,7 +70,10 @@ struct run {
 				    [UNIXSUPER_PATH_MAX]; /* canonical */
 	size_t			 nunix_paths;	/* --allow-unix-socket */
 	pid_t			 usuper;	/* their supervisor, or -1 */
-	bool			 verbose;
+	bool			 verbose;	/* -v: allowed traffic too */
+	bool			 quiet;		/* -q: no refusal lines */
+	struct refusals		*rf;		/* what prints them */
+	bool			 watching;	/* moatd sends them */
 	char			**argv;		/* the workload */
 	char			 mask[PATH_MAX]; /* admin socket to hide */
 	struct pty		*pty;
@@ -108,6 +112,8 @@ static int	run_setup(struct run *r, int *code, char *err, size_t errlen);
 static int	run_loop(struct run *r);
 static void	run_teardown(struct run *r);
 static void	run_stop_moatd(struct run *r);
+static int	run_watch(struct run *r, char *err, size_t errlen);
+static int	run_term(void *arg);
 
 static void
 run_usage(FILE *f)
@@ -159,7 +165,12 @@ run_usage(FILE *f)
 	    "                        seqpacket Unix socket at the absolute\n"
 	    "                        PATH (repeatable; every connect() then\n"
 	    "                        goes through moat run)\n"
-	    "  -v, --verbose         moatd logs at info level\n"
+	    "  -q, --quiet           do not print refused requests, tunnels,\n"
+	    "                        DNS queries and connections (default:\n"
+	    "                        one line each on stderr, at most 10 a\n"
+	    "                        second, and a summary at exit)\n"
+	    "  -v, --verbose         print allowed traffic too; moatd logs at\n"
+	    "                        info level\n"
 	    "  -h, --help            this text\n"
 	    "\n"
 	    "Exit status: COMMAND's (128+N if it died of signal N); 125 if\n"
@@ -187,6 +198,7 @@ run_parse(struct run *r, int argc, char *argv[])
 		{ "allow-unix-socket", required_argument, NULL,
 		    RUN_OPT_UNIX_SOCKET },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -194,7 +206,7 @@ run_parse(struct run *r, int argc, char *argv[])
 	int				ch;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+vqh", opts, NULL)) != -1) {
 		switch (ch) {
 		case RUN_OPT_AUDIT:
 			r->audit = optarg;
@@ -232,6 +244,9 @@ run_parse(struct run *r, int argc, char *argv[])
 		case 'v':
 			r->verbose = true;
 			break;
+		case 'q':
+			r->quiet = true;
+			break;
 		case 'h':
 			run_usage(stdout);
 			exit(0);
@@ -257,6 +272,10 @@ run_parse(struct run *r, int argc, char *argv[])
 	if (r->rc.moatd != NULL && (r->audit != NULL || r->nresolvers > 0)) {
 		fprintf(stderr, "moat run: --audit and --resolver configure a "
 		    "private moatd; a running one (--moatd) has its own\n");
+		return -1;
+	}
+	if (r->quiet && r->verbose) {
+		fprintf(stderr, "moat run: -q and -v: choose one\n");
 		return -1;
 	}
 	if (r->unix_sockets && r->nunix_paths > 0) {
@@ -644,6 +663,58 @@ run_network(struct run *r, int *fds, size_t *nfds, const char **protos,
 	return rc;
 }
 
+/*
+ * The terminal our lines share with the workload's output (stderr a
+ * terminal and a pty relayed to it): raw while the relay runs, and mid-
+ * line when the workload's last byte was no newline.
+ */
+static int
+run_term(void *arg)
+{
+	struct run	*r = arg;
+	int		 t = 0;
+
+	if (r->pty == NULL || !isatty(STDERR_FILENO))
+		return 0;
+	if (pty_is_raw(r->pty))
+		t |= REFUSALS_TERM_RAW;
+	if (pty_take_midline(r->pty))
+		t |= REFUSALS_TERM_MIDLINE;
+	return t;
+}
+
+/*
+ * Unless -q: moatd sends the sandbox's refusals (with -v, all its lines),
+ * asked before the sandbox registers, so that none is missed.
+ */
+static int
+run_watch(struct run *r, char *err, size_t errlen)
+{
+	char	where[MOAT_ERR_MAX];
+	int	rc;
+
+	if (r->quiet)
+		return 0;
+	if (r->rc.moatd != NULL)
+		snprintf(where, sizeof(where), "moatd's audit log");
+	else if (r->audit == NULL)
+		snprintf(where, sizeof(where), "moat run --audit FILE");
+	else if (strcmp(r->audit, "-") == 0)
+		snprintf(where, sizeof(where), "the audit lines above");
+	else
+		snprintf(where, sizeof(where), "%s", r->audit);
+	if ((r->rf = runconf_refusals(&r->rc, r->verbose, where, run_term,
+	    r)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if ((rc = runconf_watch(&r->rc, r->admin, r->rf, r->verbose, err,
+	    errlen)) == -1)
+		return -1;
+	r->watching = rc == 1;
+	return 0;
+}
+
 static int
 run_register(struct run *r, char *err, size_t errlen)
 {
@@ -662,6 +733,8 @@ run_register(struct run *r, char *err, size_t errlen)
 		    errlen) == -1)
 			goto out;
 	} else if (run_moatd_wait(r, err, errlen) == -1)
+		goto out;
+	if (run_watch(r, err, errlen) == -1)
 		goto out;
 	if (admin_client_register(r->admin, r->rc.name, r->rc.config, protos,
 	    fds, nfds, &r->answer, err, errlen) == -1)
@@ -839,9 +912,8 @@ run_loop(struct run *r)
 	struct signalfd_siginfo	si;
 	struct pollfd		pfd[RUN_POLL_MAX];
 	size_t			n, ptyn = 0, ptyat = 0;
-	int			st, admin_at = -1, nsh_at = -1;
-	char			junk[256];
-	ssize_t			got;
+	int			st, admin_at = -1, nsh_at = -1, tmo;
+	char			err[MOAT_ERR_MAX];
 	pid_t			init = sandbox_pid(r->sb);
 
 	for (;;) {
@@ -864,13 +936,18 @@ run_loop(struct run *r)
 			ptyn = pty_pollfds(r->pty, pfd + n);
 			n += ptyn;
 		}
-		if (poll(pfd, (nfds_t)n, -1) == -1) {
+		/* Wakes for the "N more refusals" line when one is due. */
+		tmo = r->rf != NULL ? refusals_timeout(r->rf,
+		    runconf_now_ms()) : -1;
+		if (poll(pfd, (nfds_t)n, tmo) == -1) {
 			if (errno == EINTR)
 				continue;
 			fprintf(stderr, "moat run: poll: %s\n",
 			    strerror(errno));
 			return MOAT_EXIT_LAUNCH;
 		}
+		if (r->rf != NULL)
+			refusals_tick(r->rf, runconf_now_ms());
 		while (pfd[0].revents != 0 && read(r->sfd, &si, sizeof(si)) ==
 		    (ssize_t)sizeof(si)) {
 			if (si.ssi_signo == SIGCHLD) {
@@ -896,16 +973,11 @@ run_loop(struct run *r)
 			}
 			(void)kill(init, (int)si.ssi_signo);
 		}
-		if (admin_at != -1 && pfd[admin_at].revents != 0) {
-			/* moatd says nothing unasked: EOF, or a broken peer. */
-			got = recv(admin_client_fd(r->admin), junk,
-			    sizeof(junk), MSG_DONTWAIT);
-			if (got == -1 && errno == EAGAIN)
-				continue;
+		/* moatd says nothing unasked but the watch's lines. */
+		if (admin_at != -1 && pfd[admin_at].revents != 0 &&
+		    admin_client_pump(r->admin, err, sizeof(err)) == -1) {
 			fprintf(stderr, "moat run: %s: the sandbox has no "
-			    "network now\n", got == 0 ? "moatd closed the "
-			    "admin connection" : "moatd broke the admin "
-			    "protocol");
+			    "network now\n", err);
 			admin_client_close(r->admin);
 			r->admin = NULL;
 			r->registered = false;
@@ -943,6 +1015,11 @@ run_teardown(struct run *r)
 		pty_drain(r->pty);
 		pty_restore(r->pty);
 	}
+	/* After the workload's last output: its last refusals, the sum. */
+	runconf_refusals_end(&r->rc, r->admin, r->watching, r->rf);
+	refusals_free(r->rf);
+	r->rf = NULL;
+	r->watching = false;
 	if (r->admin != NULL) {
 		if (r->registered && r->rc.moatd != NULL &&
 		    admin_client_unregister(r->admin, r->rc.name, err,

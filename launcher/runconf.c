@@ -24,11 +24,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "launcher/launcher.h"
+#include "launcher/refusals.h"
 #include "policy/policy.h"
 #include "policy/jsonload.h"
 #include "policyio/policyio.h"
@@ -797,4 +799,79 @@ runconf_extras(const struct runconf *rc, json_t *answer, size_t *len)
 	free(buf);
 	fprintf(stderr, "%s: out of memory\n", rc->cmd);
 	return NULL;
+}
+
+/* --- the sandbox's refusals, from moatd's watch ---------------------- */
+
+uint64_t
+runconf_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+runconf_watch_msg(void *arg, json_t *msg)
+{
+	refusals_message(arg, msg, runconf_now_ms());
+}
+
+struct refusals *
+runconf_refusals(const struct runconf *rc, bool all, const char *where,
+    int (*term)(void *), void *arg)
+{
+	struct refusals_opts	 o;
+	char			 details[RUNCONF_DETAILS_MAX];
+
+	memset(&o, 0, sizeof(o));
+	o.fd = STDERR_FILENO;
+	o.all = all;
+	/*
+	 * `moat explain` judges as moatd does only with the same policy: a
+	 * --policy FILE's (-c FILE) or the built-in one; --allow and
+	 * --allow-private have no counterpart there.
+	 */
+	o.hint = rc->nallow == 0 && rc->nallow_private == 0;
+	o.config = rc->policy_file;
+	snprintf(details, sizeof(details), "see %s%s", where,
+	    o.hint ? " or moat explain" : "");
+	o.details = details;
+	o.term = term;
+	o.term_arg = arg;
+	return refusals_new(&o);
+}
+
+int
+runconf_watch(const struct runconf *rc, struct admin_client *ac,
+    struct refusals *rf, bool all, char *err, size_t errlen)
+{
+	if (!admin_client_can_watch(ac)) {
+		fprintf(stderr, "%s: this moatd does not report refusals (it "
+		    "is older than moat): its audit log has them\n", rc->cmd);
+		return 0;
+	}
+	admin_client_on_watch(ac, runconf_watch_msg, rf);
+	if (admin_client_watch(ac, rc->name, all, err, errlen) == -1)
+		return -1;
+	return 1;
+}
+
+void
+runconf_refusals_end(const struct runconf *rc, struct admin_client *ac,
+    bool watching, struct refusals *rf)
+{
+	char	err[MOAT_ERR_MAX];
+
+	if (rf == NULL)
+		return;
+	/* moatd sends what it holds before it answers: nothing is missed. */
+	if (ac != NULL && watching &&
+	    admin_client_unwatch(ac, rc->name, RUNCONF_UNWATCH_MS, err,
+	    sizeof(err)) == -1)
+		fprintf(stderr, "%s: the last refusals: %s\n", rc->cmd, err);
+	refusals_finish(rf);
+	if (ac != NULL)
+		admin_client_on_watch(ac, NULL, NULL);
 }

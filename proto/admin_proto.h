@@ -22,7 +22,7 @@
  * human-readable sentence):
  *
  *   {"op": "hello", "version": 1}
- *     -> {"ok": true, "version": 1, "moatd": "0.1.0"}
+ *     -> {"ok": true, "version": 1, "moatd": "0.1.0", "watch": true}
  *   {"op": "register", "sandbox": NAME, "config": CONFIG,
  *    "listeners": [{"proto": PROTO, "fd": I}, ...]}  + descriptors
  *     NAME: [A-Za-z0-9._-]{1,64}, unique among live sandboxes and not
@@ -57,6 +57,27 @@
  *     missing or readable by others refuses the registration).
  *   {"op": "unregister", "sandbox": NAME}
  *     -> {"ok": true}
+ *   {"op": "watch", "sandbox": NAME, "all": BOOL}
+ *     -> {"ok": true}
+ *     then, unasked, on this connection, until unwatch or the end of the
+ *     connection (between answers, never inside one):
+ *       {"audit": RECORD}  one audit line of sandbox NAME, the object
+ *         moatd writes to its audit log (secrets redacted: never a
+ *         value); only its refusals ("verdict": "deny"), or with "all"
+ *         (default false) every line of it.
+ *       {"dropped": N}  N lines (N > 0) this client did not read fast
+ *         enough: moatd holds at most 256 KiB of lines per watch plus
+ *         256 KiB framed for the connection, drops the rest and counts
+ *         them, never waits for a watcher nor closes its connection.
+ *     These messages have no "ok": a client tells them from answers so.
+ *     NAME: 1-256 bytes; it need not be registered yet (a client
+ *     watches before it registers, so that no refusal falls between),
+ *     and may be a configured listener's sandbox.  Watching the same
+ *     NAME again changes "all".  At most 16 watches per connection.
+ *     The hello answer says "watch": true when moatd knows these ops.
+ *   {"op": "unwatch", "sandbox": NAME}
+ *     -> every line the watch holds, then {"ok": true}: a client that
+ *     unwatches has the lines of every decision made before.
  *
  * The guard: a register is refused (reason "sandbox-refused" in the
  * audit log, the error in the answer) when the client's socket was made
@@ -68,7 +89,10 @@
  * client's namespace); a client whose namespace it cannot tell is
  * refused.  A sandbox's sockets that live in the namespace of the client
  * that registered it, or in moatd's own, do not make that namespace a
- * guarded one (a platform binding them where it runs).
+ * guarded one (a platform binding them where it runs).  A watch is
+ * guarded alike: a client inside a live sandbox's namespace, or one whose
+ * namespace moatd cannot tell, reads no one's lines (refused, audited as
+ * "sandbox-refused").
  *
  * A sandbox lives as long as the admin connection that registered it:
  * when that connection closes, moatd unregisters it, closes its

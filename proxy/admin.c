@@ -46,10 +46,20 @@
 #include "proxy/secrets.h"
 #include "proxy/tls.h"
 #include "proxy/util.h"
+#include "proxy/watch.h"
 #include "proxy/worker.h"
 
 #define ADMIN_QUEUED_FDS_MAX	(ADMIN_FDS_MAX * 2)
 #define ADMIN_OUT_MAX		(4u * ADMIN_MSG_MAX) /* answers not yet read */
+/*
+ * Watched lines are framed into a connection's out buffer only while it
+ * holds less than this: a watcher that does not read leaves the rest in
+ * its watch (bounded too, and counted past that), never here, so its
+ * answers still fit under ADMIN_OUT_MAX and its sandbox stays.
+ */
+#define ADMIN_WATCH_OUT_MAX	(256u << 10)
+#define ADMIN_WATCH_MAX		16	/* watches per connection */
+#define ADMIN_WATCH_NAME_MAX	256	/* a watched name, bytes */
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE		71
@@ -77,6 +87,8 @@ struct admin_conn {
 						   namespace (cookie), 0 unknown */
 	void			(*gone)(void *);
 	void			*gone_arg;
+	struct watch		*watches[ADMIN_WATCH_MAX];
+	size_t			 nwatches;
 	LIST_HEAD(, admin_sb)	 sbs;
 	LIST_ENTRY(admin_conn)	 link;
 };
@@ -98,6 +110,10 @@ static int	admin_message(struct admin_conn *ac, const char *buf,
 		    size_t len);
 static int	admin_register(struct admin_conn *ac, json_t *req);
 static int	admin_unregister(struct admin_conn *ac, json_t *req);
+static int	admin_watch(struct admin_conn *ac, json_t *req);
+static int	admin_unwatch(struct admin_conn *ac, json_t *req);
+static void	admin_watch_ready(void *arg);
+static void	admin_watch_pump(struct admin_conn *ac, struct watch *only);
 static void	admin_sandbox_gone(struct admin_conn *ac, struct admin_sb *s);
 static int	admin_answer(struct admin_conn *ac, json_t *ans);
 static int	admin_fail(struct admin_conn *ac, const char *fmt, ...)
@@ -109,6 +125,11 @@ static int	admin_netns(int fd, uint64_t *cookie);
 static const char *admin_guarded(uint64_t cookie);
 static int	admin_refuse(struct admin_conn *ac, const char *name,
 		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int	admin_refuse_watch(struct admin_conn *ac, const char *name,
+		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int	admin_vrefuse(struct admin_conn *ac, const char *op,
+		    const char *name, const char *fmt, va_list ap)
+		    __attribute__((format(printf, 4, 0)));
 static void	admin_publish(const char *path);
 static void	admin_prune(void);
 static char	*A_entry;	/* our entry in MOAT_ADMIN_REGISTRY */
@@ -369,6 +390,8 @@ admin_conn_free(struct admin_conn *ac)
 
 	while ((s = LIST_FIRST(&ac->sbs)) != NULL)
 		admin_sandbox_gone(ac, s);
+	for (i = 0; i < ac->nwatches; i++)
+		watch_free(ac->watches[i]);
 	for (i = 0; i < ac->nfds; i++)
 		close(ac->fds[i]);
 	LIST_REMOVE(ac, link);
@@ -494,14 +517,19 @@ admin_message(struct admin_conn *ac, const char *buf, size_t len)
 			    "supported (this moatd speaks %d)", (long long)v,
 			    ADMIN_PROTO_VERSION);
 		else {
-			ans = json_pack("{s:b, s:i, s:s}", "ok", 1, "version",
-			    ADMIN_PROTO_VERSION, "moatd", PACKAGE_VERSION);
+			ans = json_pack("{s:b, s:i, s:s, s:b}", "ok", 1,
+			    "version", ADMIN_PROTO_VERSION, "moatd",
+			    PACKAGE_VERSION, "watch", 1);
 			rc = admin_answer(ac, ans);
 		}
 	} else if (strcmp(op, "register") == 0)
 		rc = admin_register(ac, req);
 	else if (strcmp(op, "unregister") == 0)
 		rc = admin_unregister(ac, req);
+	else if (strcmp(op, "watch") == 0)
+		rc = admin_watch(ac, req);
+	else if (strcmp(op, "unwatch") == 0)
+		rc = admin_unwatch(ac, req);
 	else
 		rc = admin_fail(ac, "unknown op \"%.32s\"", op);
 	/* Descriptors no message asked for are a protocol error. */
@@ -585,28 +613,54 @@ admin_config_name(const char *name)
 }
 
 /*
- * A register refused for the guard's reasons: a log line, an audit line
- * (reason sandbox-refused, the name asked for), the error in the answer.
+ * A register (or watch) refused for the guard's reasons: a log line, an
+ * audit line (reason sandbox-refused, the name asked for), the error in
+ * the answer.
  */
 static int
-admin_refuse(struct admin_conn *ac, const char *name, const char *fmt, ...)
+admin_vrefuse(struct admin_conn *ac, const char *op, const char *name,
+    const char *fmt, va_list ap)
 {
 	struct audit_rec	r;
-	va_list			ap;
-	char			msg[512];
+	char			msg[512], detail[600];
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	snprintf(detail, sizeof(detail), "%s%s", strcmp(op, "register") == 0 ?
+	    "" : "watch: ", msg);
 	audit_rec_init(&r);
 	r.event = "sandbox";
 	r.sandbox = name;
 	r.proto = "admin";
 	r.verdict = POLICY_DENY;
 	r.reason = POLICY_R_SANDBOX_REFUSED;
-	r.detail = msg;
+	r.detail = detail;
 	audit_emit(&r);
-	return admin_fail(ac, "register refused: %s", msg);
+	return admin_fail(ac, "%s refused: %s", op, msg);
+}
+
+static int
+admin_refuse(struct admin_conn *ac, const char *name, const char *fmt, ...)
+{
+	va_list	ap;
+	int	rc;
+
+	va_start(ap, fmt);
+	rc = admin_vrefuse(ac, "register", name, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int
+admin_refuse_watch(struct admin_conn *ac, const char *name, const char *fmt,
+    ...)
+{
+	va_list	ap;
+	int	rc;
+
+	va_start(ap, fmt);
+	rc = admin_vrefuse(ac, "watch", name, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 /* The daemon's "geoip" into a sandbox's config document, if it has one. */
@@ -995,6 +1049,148 @@ admin_unregister(struct admin_conn *ac, json_t *req)
 	return admin_answer(ac, json_pack("{s:b}", "ok", 1));
 }
 
+/*
+ * watch: the audit lines of sandbox NAME (its refusals; with "all" every
+ * line) follow on this connection as {"audit": LINE} messages, and
+ * {"dropped": N} for lines this client did not read fast enough.  NAME
+ * need not be registered yet (a client watches before it registers, so
+ * that no refusal falls in between); moatd's configured listeners'
+ * sandboxes can be watched too.  The register guard applies: a client
+ * inside a sandbox's network namespace reads no one's lines.
+ */
+static int
+admin_watch(struct admin_conn *ac, json_t *req)
+{
+	json_t		*jn = json_object_get(req, "sandbox");
+	json_t		*jall = json_object_get(req, "all");
+	const char	*name = json_string_value(jn), *other;
+	struct watch	*w;
+	size_t		 i;
+	int		 all;
+
+	if (name == NULL || json_string_length(jn) == 0 ||
+	    json_string_length(jn) > ADMIN_WATCH_NAME_MAX ||
+	    strlen(name) != json_string_length(jn))
+		return admin_fail(ac, "\"sandbox\" must be a name of 1-%d "
+		    "bytes", ADMIN_WATCH_NAME_MAX);
+	if (jall != NULL && !json_is_boolean(jall))
+		return admin_fail(ac, "\"all\" must be true or false");
+	all = json_is_true(jall);
+	if (!ac->trusted_fd && ac->peer_netns == 0)
+		return admin_refuse_watch(ac, name, "cannot tell the client's "
+		    "network namespace (SO_NETNS_COOKIE)");
+	if (ac->peer_netns != 0 && (other = admin_guarded(ac->peer_netns)) !=
+	    NULL)
+		return admin_refuse_watch(ac, name, "the client is inside the "
+		    "network namespace of sandbox %s", other);
+	for (i = 0; i < ac->nwatches; i++)
+		if (strcmp(watch_name(ac->watches[i]), name) == 0) {
+			watch_set_all(ac->watches[i], all);
+			return admin_answer(ac, json_pack("{s:b}", "ok", 1));
+		}
+	if (ac->nwatches == ADMIN_WATCH_MAX)
+		return admin_fail(ac, "at most %d watches per connection",
+		    ADMIN_WATCH_MAX);
+	if ((w = watch_new(A_ctx->base, name, all, admin_watch_ready,
+	    ac)) == NULL)
+		return admin_fail(ac, "cannot watch: %s", strerror(errno));
+	ac->watches[ac->nwatches++] = w;
+	return admin_answer(ac, json_pack("{s:b}", "ok", 1));
+}
+
+/*
+ * unwatch NAME: every line the watch holds is sent (whatever the room),
+ * then the answer: a client that unwatches has every line offered before.
+ */
+static int
+admin_unwatch(struct admin_conn *ac, json_t *req)
+{
+	const char	*name = json_string_value(json_object_get(req,
+			    "sandbox"));
+	size_t		 i;
+
+	for (i = 0; i < ac->nwatches; i++)
+		if (name != NULL && strcmp(watch_name(ac->watches[i]),
+		    name) == 0)
+			break;
+	if (i == ac->nwatches)
+		return admin_fail(ac, "no watch of %.64s on this connection",
+		    name != NULL ? name : "(none)");
+	admin_watch_pump(ac, ac->watches[i]);
+	watch_free(ac->watches[i]);
+	ac->watches[i] = ac->watches[--ac->nwatches];
+	return admin_answer(ac, json_pack("{s:b}", "ok", 1));
+}
+
+static void
+admin_watch_ready(void *arg)
+{
+	admin_watch_pump(arg, NULL);
+}
+
+/* Frames one message (text, len bytes, between pre and post) into out. */
+static int
+admin_frame(struct admin_conn *ac, const char *pre, const char *text,
+    size_t len, const char *post)
+{
+	size_t	n = strlen(pre) + len + strlen(post);
+	uint8_t	hdr[4];
+
+	hdr[0] = (uint8_t)(n >> 24);
+	hdr[1] = (uint8_t)(n >> 16);
+	hdr[2] = (uint8_t)(n >> 8);
+	hdr[3] = (uint8_t)n;
+	/* Room for all of it first: a message is never framed in part. */
+	if (evbuffer_expand(ac->out, 4 + n) == -1 ||
+	    evbuffer_add(ac->out, hdr, 4) == -1 ||
+	    evbuffer_add(ac->out, pre, strlen(pre)) == -1 ||
+	    evbuffer_add(ac->out, text, len) == -1 ||
+	    evbuffer_add(ac->out, post, strlen(post)) == -1)
+		return -1;
+	return 0;
+}
+
+/*
+ * Moves the lines the connection's watches hold (only's, whatever the
+ * room, when only is not NULL) into its out buffer, each line one
+ * message, and a drop count after them, and writes what the socket
+ * takes.  Without room (a client that does not read) they stay in their
+ * watch.  A write error is left to the read event, which sees the end.
+ */
+static void
+admin_watch_pump(struct admin_conn *ac, struct watch *only)
+{
+	const char	*buf, *nl;
+	char		 msg[48];
+	uint64_t	 dropped;
+	size_t		 i, len, off;
+	int		 any = 0;
+
+	for (i = 0; i < ac->nwatches; i++) {
+		if (only != NULL ? ac->watches[i] != only :
+		    evbuffer_get_length(ac->out) >= ADMIN_WATCH_OUT_MAX)
+			continue;
+		buf = watch_take(ac->watches[i], &len, &dropped);
+		for (off = 0; off < len; off = (size_t)(nl - buf) + 1) {
+			if ((nl = memchr(buf + off, '\n', len - off)) == NULL)
+				break;		/* cannot be: lines are whole */
+			if (admin_frame(ac, "{\"audit\":", buf + off,
+			    (size_t)(nl - buf) - off, "}") == -1)
+				dropped++;
+			any = 1;
+		}
+		if (dropped > 0) {
+			snprintf(msg, sizeof(msg), "%llu",
+			    (unsigned long long)dropped);
+			(void)admin_frame(ac, "{\"dropped\":", msg,
+			    strlen(msg), "}");
+			any = 1;
+		}
+	}
+	if (any)
+		(void)admin_flush(ac);
+}
+
 /* Every worker drops the sandbox's listeners and ends its connections. */
 static void
 admin_sandbox_gone(struct admin_conn *ac, struct admin_sb *s)
@@ -1086,7 +1282,12 @@ admin_write_cb(evutil_socket_t fd, short what, void *arg)
 		log_warnx("admin: a client stopped reading its answers: "
 		    "dropped");
 		admin_conn_free(ac);
+		return;
 	}
+	/* Room again: the lines that waited in the watches. */
+	if (ac->nwatches > 0 &&
+	    evbuffer_get_length(ac->out) < ADMIN_WATCH_OUT_MAX)
+		admin_watch_pump(ac, NULL);
 }
 
 static int
@@ -1127,6 +1328,7 @@ admin_shutdown(void)
 		ac->gone = NULL;
 		admin_conn_free(ac);
 	}
+	watch_shutdown();
 	if (A_lev != NULL) {
 		event_free(A_lev);
 		A_lev = NULL;

@@ -25,6 +25,7 @@
 #include "proxy/log.h"
 #include "proxy/secretscan.h"
 #include "proxy/util.h"
+#include "proxy/watch.h"
 
 #define AUDIT_LINE_STACK_BYTES	2048
 #define AUDIT_LINE_MAX_BYTES	16384	/* longest line (detail, path cut before) */
@@ -112,6 +113,24 @@ audit_open(const char *path, int *own)
 	return fd;
 }
 
+/*
+ * Says where decisions go, at start and when a reload changes it: moatd
+ * run by hand logs no refusal of its own (its audit lines are the
+ * record), so the one running it learns here where to look.
+ */
+static void
+audit_say_where(const char *path)
+{
+	if (path == NULL)
+		log_info("audit: off; decisions are not recorded");
+	else if (strcmp(path, "-") == 0)
+		log_info("audit: every decision, refusals included, is an "
+		    "audit line on stderr");
+	else
+		log_info("audit: every decision, refusals included, is an "
+		    "audit line in %s", path);
+}
+
 int
 audit_start(const char *path)
 {
@@ -127,6 +146,7 @@ audit_start(const char *path)
 	if (util_thread_start(&A.thr, audit_writer, NULL) == -1)
 		return -1;
 	A.running = 1;
+	audit_say_where(path);
 	return 0;
 }
 
@@ -158,6 +178,7 @@ audit_set_path(const char *path)
 	pthread_mutex_unlock(&A.fdmu);
 	if (oldown)
 		close(oldfd);
+	audit_say_where(path);
 	return 0;
 }
 
@@ -749,6 +770,8 @@ audit_emit(const struct audit_rec *r)
 		    (n = audit_format(r, line, cap)) == 0)
 			goto drop;
 	}
+	/* The sandbox's watchers (moat run, moat attach): the same line. */
+	watch_feed(r->sandbox, r->verdict == POLICY_DENY, line, n);
 
 	pthread_mutex_lock(&A.mu);
 	if (A.qlen + n > AUDIT_QUEUE_MAX_BYTES) {

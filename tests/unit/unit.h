@@ -34,6 +34,7 @@ void	test_upstream_register(void);
 void	test_dnsbudget_register(void);
 void	test_unixfilter_register(void);
 void	test_unixsuper_register(void);
+void	test_refusals_register(void);
 
 /*
  * test_policy.c: decides for name and/or addr (any spelling; NULL for
