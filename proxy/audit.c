@@ -413,6 +413,13 @@ audit_refuses(const struct moat_config *cfg)
 	return cfg != NULL && cfg->audit_deny && atomic_load(&A.failing);
 }
 
+static int
+timespec_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec ||
+	    (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
 /*
  * The writer: takes the whole queue under A.mu (workers wait only for a
  * memcpy), then writes it holding A.fdmu alone, so a slow disk stalls no
@@ -425,13 +432,14 @@ audit_writer(void *arg)
 	size_t		 cap = 0, len, tc;
 	uint64_t	 dropped;
 	int		 stop, reopen;
+	struct timespec	 now, next = { 0, 0 };	/* next write no sooner */
 
 	for (;;) {
 		pthread_mutex_lock(&A.mu);
 		/*
-		 * Wait for the first line, then let more gather for
-		 * AUDIT_BATCH_US before writing: a wake-up and a write(2) per
-		 * batch, not per request.  A worker signals only when the
+		 * Wait for the first line, then (see below) let more gather:
+		 * a wake-up and a write(2) per batch, not per request, under
+		 * load.  A worker signals only when the
 		 * queue goes from empty to not empty while the writer sleeps,
 		 * or grows past AUDIT_FLUSH_BYTES while the batch gathers.
 		 */
@@ -450,17 +458,19 @@ audit_writer(void *arg)
 			    CLOCK_MONOTONIC, &rt) == ETIMEDOUT)
 				break;
 		}
-		if (!A.stop && A.qlen < AUDIT_FLUSH_BYTES) {
-			struct timespec dl;
+		/*
+		 * At most one write per AUDIT_BATCH_US: a line that finds the
+		 * writer idle for longer is written at once (a quiet moatd's
+		 * lines are in the file before its answer is), the ones that
+		 * follow it gather until AUDIT_BATCH_US after that write.  A
+		 * stop (or reopen) ends the wait at once: moatd exits without
+		 * sitting out the batch.
+		 */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (!A.stop && A.qlen < AUDIT_FLUSH_BYTES &&
+		    timespec_before(&now, &next)) {
+			struct timespec dl = next;
 
-			/* A stop (or reopen) ends the wait at once: moatd
-			 * exits without sitting out the batch. */
-			clock_gettime(CLOCK_MONOTONIC, &dl);
-			dl.tv_nsec += AUDIT_BATCH_US * 1000L;
-			if (dl.tv_nsec >= 1000000000L) {
-				dl.tv_sec++;
-				dl.tv_nsec -= 1000000000L;
-			}
 			A.writer_busy = 1;
 			while (!A.stop && !A.reopen &&
 			    A.qlen < AUDIT_FLUSH_BYTES &&
@@ -498,6 +508,12 @@ audit_writer(void *arg)
 			}
 		}
 		audit_flush(buf, len, dropped);
+		clock_gettime(CLOCK_MONOTONIC, &next);
+		next.tv_nsec += AUDIT_BATCH_US * 1000L;
+		if (next.tv_nsec >= 1000000000L) {
+			next.tv_sec++;
+			next.tv_nsec -= 1000000000L;
+		}
 		if (stop && (A.heldlen > 0 || A.lost > 0))
 			log_warnx("audit: stopping with %zu bytes of lines "
 			    "unwritten and %llu lines lost", A.heldlen,

@@ -843,6 +843,28 @@ mt_jl()
 	"$MT_PY" "$MT_HELPERS/jsonl.py" "$@"
 }
 
+# mt_log_eq MESSAGE WANT FILE JL_ARG...: mt_eq MESSAGE WANT on what
+# "mt_jl FILE JL_ARG..." prints, once it prints WANT or 3 s have passed:
+# moatd's audit writer may still hold a line that is already decided (it
+# writes at most once per 20 ms), so a check of a line waits for it.
+mt_log_eq()
+{
+	local msg=$1 want=$2 file=$3
+	shift 3
+	MT_LOG_GOT=""
+	mt_wait_for 3 mt_log_is "$want" "$file" "$@"
+	mt_eq "$msg" "$want" "$MT_LOG_GOT" "$file"
+}
+
+# mt_log_is WANT FILE JL_ARG...: for mt_wait_for; sets MT_LOG_GOT.
+mt_log_is()
+{
+	local want=$1 file=$2
+	shift 2
+	MT_LOG_GOT=$(mt_jl "$file" "$@")
+	[ "$MT_LOG_GOT" = "$want" ]
+}
+
 # mt_lines FILE: number of lines (0 if absent).
 mt_lines()
 {

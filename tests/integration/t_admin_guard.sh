@@ -32,6 +32,16 @@ mt_nobody_dir
 PRIV="--allow-private 203.0.113.0/24 --allow-private 2001:db8::/32"
 ADMCLI="/usr/bin/python3 $MT_HELPERS/admincli.py"
 
+# refused_twice: sets got to the number of sandbox-refused lines of the two
+# refused registrations; 0 once there are both.
+refused_twice()
+{
+	got=$(grep '"event":"sandbox"' "$MT_T/audit.log" |
+	    grep '"reason":"sandbox-refused"' |
+	    grep -c '"sandbox":"\(inner\|fdinside\)"')
+	[ "$got" = 2 ]
+}
+
 mkdir -p "$MT_T/padm"
 adm=$(realpath "$MT_T/padm")/admin.sock
 conf=$MT_T/moatd.json
@@ -117,10 +127,9 @@ else
 		mt_pass "a register passing a socket of that namespace is refused" ;;
 	*)	mt_fail "register of a socket inside the sandbox: $out" "$MT_T/moatd.err" ;;
 	esac
-	mt_eq "both refusals are audited (sandbox-refused)" 2 \
-	    "$(grep '"event":"sandbox"' "$MT_T/audit.log" |
-	    grep '"reason":"sandbox-refused"' |
-	    grep -c '"sandbox":"\(inner\|fdinside\)"')" "$MT_T/audit.log"
+	mt_wait_for 3 refused_twice
+	mt_eq "both refusals are audited (sandbox-refused)" 2 "$got" \
+	    "$MT_T/audit.log"
 fi
 : > "$MT_T/g.goon"
 mt_wait_exit "$grun" 300

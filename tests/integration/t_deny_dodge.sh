@@ -43,7 +43,7 @@ i=0
 # inspected tunnel's upstream TLS connection, but no request).
 refused()
 {
-	local msg=$1 host=$2 reason=$3 rule=$4 path=$5 n mark
+	local msg=$1 host=$2 reason=$3 rule=$4 path=$5 n mark got
 	shift 5
 	i=$((i + 1))
 	n=r$i
@@ -51,9 +51,10 @@ refused()
 	mark=$(mt_lines "$A")
 	mt_curl "$n" "$@"
 	mt_denied "$msg" "$n" 403 "$host" "$reason" "$rule"
-	mt_eq "$msg: audit line" 1 "$(tail -n +$((mark + 1)) "$A" |
-	    mt_jl /dev/stdin count event=request verdict=deny \
-	    reason="$reason" rule="$rule" "path=$path")" "$A"
+	# The line may still be in moatd's audit writer: wait for it.
+	mt_wait_for 3 audited_once "$mark" reason="$reason" rule="$rule" \
+	    "path=$path"
+	mt_eq "$msg: audit line" 1 "$got" "$A"
 	case " $* " in
 	*" https://"*)
 		mt_eq "$msg: no request reached the origin" 0 \
@@ -61,6 +62,17 @@ refused()
 		    "$MT_T/origin.log" ;;
 	*)	mt_untouched "$msg" origin ;;
 	esac
+}
+
+# audited_once MARK FILTER...: sets got to the number of request lines
+# after line MARK that are refusals matching FILTER; 0 if that is 1.
+audited_once()
+{
+	local mark=$1
+	shift
+	got=$(tail -n +$((mark + 1)) "$A" |
+	    mt_jl /dev/stdin count event=request verdict=deny "$@")
+	[ "$got" = 1 ]
 }
 
 # passes MSG CURL_ARG...: the origin answers.

@@ -82,14 +82,14 @@ for n in evil.test bad.origin.test metadata.google.internal \
 	mt_eq "no query for $n reached the upstream DNS server" 0 \
 	    "$(upstream_asked "$n")"
 done
-mt_eq "audit: the denied name, reason dns-denied" "dns-denied" \
-    "$(mt_jl "$A" get reason event=dns host=evil.test)"
-mt_eq "audit: the policy's reason in detail" "no-rule" \
-    "$(mt_jl "$A" get detail event=dns host=evil.test)"
-mt_eq "audit: the deny rule named" "blocked" \
-    "$(mt_jl "$A" get rule event=dns host=bad.origin.test)"
-mt_eq "audit: sandbox identity" "it-dns" \
-    "$(mt_jl "$A" get sandbox event=dns host=evil.test)"
+mt_log_eq "audit: the denied name, reason dns-denied" "dns-denied" \
+    "$A" get reason event=dns host=evil.test
+mt_log_eq "audit: the policy's reason in detail" "no-rule" \
+    "$A" get detail event=dns host=evil.test
+mt_log_eq "audit: the deny rule named" "blocked" \
+    "$A" get rule event=dns host=bad.origin.test
+mt_log_eq "audit: sandbox identity" "it-dns" \
+    "$A" get sandbox event=dns host=evil.test
 
 # --- allowed names that point inside ---------------------------------------------
 probe i1 10.200.0.1 loop.wild.test A
@@ -105,8 +105,8 @@ if grep -q "127.0.0.1" "$MT_T/i3.out"; then
 else
 	mt_pass "the loopback address was not handed out"
 fi
-mt_eq "audit: why meta.wild.test got NXDOMAIN" "metadata" \
-    "$(mt_jl "$A" get detail event=dns host=meta.wild.test)"
+mt_log_eq "audit: why meta.wild.test got NXDOMAIN" "metadata" \
+    "$A" get detail event=dns host=meta.wild.test
 
 # --- bad input ------------------------------------------------------------------------
 # A header with QDCOUNT 2: FORMERR.
@@ -116,8 +116,8 @@ probe b2 10.200.0.1 origin.test AXFR
 has "zone transfer: NOTIMP" b2 "rcode=NOTIMP"
 probe b3 10.200.0.1 origin.test ANY
 has "ANY for an allowed name: its addresses" b3 "A 203.0.113.10 ttl=1"
-mt_eq "audit: malformed query, reason bad-request" bad-request \
-    "$(mt_jl "$A" get reason event=dns reason=bad-request)"
+mt_log_eq "audit: malformed query, reason bad-request" bad-request \
+    "$A" get reason event=dns reason=bad-request
 
 # --- rate limit ---------------------------------------------------------------------
 probe f1 --flood 3000 10.200.0.1 origin.test

@@ -69,15 +69,15 @@ has "the 6th new name is refused" d5 "rcode=REFUSED"
 mt_eq "the upstream DNS server got the 5th name" 1 \
     "$([ "$(asked "${D}4.wild.test")" -ge 1 ] && echo 1)"
 mt_eq "the upstream DNS server never saw the 6th" 0 "$(asked "${D}5.wild.test")"
-mt_eq "audit: reason dns-budget" dns-budget \
-    "$(mt_jl "$A" get reason event=dns host="${D}5.wild.test")"
-mt_eq "audit: verdict deny" deny \
-    "$(mt_jl "$A" get verdict event=dns host="${D}5.wild.test")"
-mt_eq "audit: the wildcard rule named" origin \
-    "$(mt_jl "$A" get rule event=dns host="${D}5.wild.test")"
-mt_eq "audit: the detail names the key" 1 \
-    "$(mt_jl "$A" count event=dns host="${D}5.wild.test" \
-    detail~limits.dns_wildcard_names)"
+mt_log_eq "audit: reason dns-budget" dns-budget \
+    "$A" get reason event=dns host="${D}5.wild.test"
+mt_log_eq "audit: verdict deny" deny \
+    "$A" get verdict event=dns host="${D}5.wild.test"
+mt_log_eq "audit: the wildcard rule named" origin \
+    "$A" get rule event=dns host="${D}5.wild.test"
+mt_log_eq "audit: the detail names the key" 1 \
+    "$A" count event=dns host="${D}5.wild.test" \
+    detail~limits.dns_wildcard_names
 probe d5b --tcp 10.200.0.1 "${D}5.wild.test" AAAA
 has "...over TCP and for AAAA too" d5b "rcode=REFUSED"
 probe r0 10.200.0.1 "${D}0.wild.test" A
@@ -99,8 +99,8 @@ mt_denied "HTTP to a 7th new name: refused, the budget is the sandbox's" \
 mt_curl h7 -p "${H[@]}" "http://${D}7.wild.test:8080/h7"
 mt_eq "CONNECT to a new name: 429" 429 "$MT_CONNECT" "$MT_T/h7.hdr" \
     "$MT_T/h7.err"
-mt_eq "audit: the CONNECT's reason" dns-budget \
-    "$(mt_jl "$A" get reason proto=connect host="${D}7.wild.test")"
+mt_log_eq "audit: the CONNECT's reason" dns-budget \
+    "$A" get reason proto=connect host="${D}7.wild.test"
 for n in "${D}6.wild.test" "${D}7.wild.test"; do
 	mt_eq "the upstream DNS server never saw $n" 0 "$(asked "$n")"
 done
@@ -116,8 +116,8 @@ mt_socks s5 --tcp "$MT_MIXED" --atyp domain --dst "m5$D.wild.test" \
     --port 80 --http-get /s5 --http-host "m5$D.wild.test"
 mt_eq "SOCKS5 to the 6th new name: reply 0x02" 0x02 "$(mt_kv s5 reply)" \
     "$MT_T/s5.kv"
-mt_eq "audit: the SOCKS5 refusal's reason" dns-budget \
-    "$(mt_jl "$A" get reason proto=socks5 host="m5$D.wild.test")"
+mt_log_eq "audit: the SOCKS5 refusal's reason" dns-budget \
+    "$A" get reason proto=socks5 host="m5$D.wild.test"
 mt_curl m6 "${M[@]}" "http://m6$D.wild.test/m6"
 mt_denied "HTTP to the 7th new name" m6 429 "m6$D.wild.test" dns-budget origin
 for n in "m5$D.wild.test" "m6$D.wild.test"; do
@@ -172,8 +172,8 @@ EOF2
 	tcp t5 "t5$D.wild.test"
 	mt_eq "transparent, Host of the 6th new name: closed unanswered" none \
 	    "$(mt_kv t5 status)" "$MT_T/t5.err"
-	mt_eq "audit: the transparent refusal's reason" dns-budget \
-	    "$(mt_jl "$A" get reason proto=transparent host="t5$D.wild.test")"
+	mt_log_eq "audit: the transparent refusal's reason" dns-budget \
+	    "$A" get reason proto=transparent host="t5$D.wild.test"
 	mt_eq "the upstream DNS server never saw t5$D.wild.test" 0 \
 	    "$(asked "t5$D.wild.test")"
 else

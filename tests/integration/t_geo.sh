@@ -39,10 +39,10 @@ mt_moatd_start "$conf"
 
 mt_curl o1 -x "http://$MT_HTTP" http://origin.test/o1
 mt_allowed "a name in the US" o1
-mt_eq "audit: its country" US \
-    "$(mt_jl "$MT_T/audit.log" get country host=origin.test verdict=allow)"
-mt_eq "audit: its AS" 64500 \
-    "$(mt_jl "$MT_T/audit.log" get asn host=origin.test verdict=allow)"
+mt_log_eq "audit: its country" US \
+    "$MT_T/audit.log" get country host=origin.test verdict=allow
+mt_log_eq "audit: its AS" 64500 \
+    "$MT_T/audit.log" get asn host=origin.test verdict=allow
 
 mt_mark
 mt_curl k1 -x "http://$MT_HTTP" http://other.test/k1
@@ -53,8 +53,8 @@ mt_denied "the same through CONNECT" k2 403 other.test denied-by-rule no-kp
 mt_curl k3 -x "socks5h://$MT_SOCKS" http://other.test/k3
 mt_eq "the same through SOCKS5: curl's refusal" 97 "$MT_RC"
 mt_untouched "an address in a denied country" origin
-mt_eq "audit: the refusal names the country" KP \
-    "$(mt_jl "$MT_T/audit.log" get country host=other.test verdict=deny)"
+mt_log_eq "audit: the refusal names the country" KP \
+    "$MT_T/audit.log" get country host=other.test verdict=deny
 
 # moatd's DNS listener answers a name only with addresses it would dial:
 # other.test's only address is in KP, so it "does not exist".
@@ -74,8 +74,8 @@ mt_curl a1 -x "http://$MT_HTTP" http://203.0.113.20/a1
 mt_denied "an IP rule allows 203.0.113.20, its AS is denied" a1 403 \
     203.0.113.20 denied-by-rule no-as64512
 mt_untouched "an address in a denied AS" origin
-mt_eq "audit: the refusal names the AS" 64512 \
-    "$(mt_jl "$MT_T/audit.log" get asn host=203.0.113.20 verdict=deny)"
+mt_log_eq "audit: the refusal names the AS" 64512 \
+    "$MT_T/audit.log" get asn host=203.0.113.20 verdict=deny
 
 # A newer database: other.test is no longer in KP once moatd reloads.
 $mk --type country "$MT_T/country2.mmdb" 203.0.113.0/24=US ||
@@ -122,8 +122,8 @@ mt_eq "moat run --moatd: exit status" 0 "$MT_RUN_RC" "$MT_T/run2.err"
 mt_eq "moat run --moatd: the daemon's database decides" "200 origin" \
     "$(mt_out run2 kp_status) $(mt_out run2 kp_origin)" "$MT_T/run2.out" \
     "$MT_T/run2.err"
-mt_eq "moat run --moatd: audit of the sandbox, with its country" US \
-    "$(mt_jl "$MT_T/audit.log" get country sandbox=geo-run host=other.test)"
+mt_log_eq "moat run --moatd: audit of the sandbox, with its country" US \
+    "$MT_T/audit.log" get country sandbox=geo-run host=other.test
 
 # Config errors, each with FILE:LINE:COLUMN.
 bad=$MT_T/bad.json

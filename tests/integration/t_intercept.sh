@@ -49,8 +49,8 @@ C=(-x "http://$MT_HTTP" --cacert "$MT_T/ca/ca.crt")
 mt_mark
 mt_curl i1 "${C[@]}" https://origin.test/ok/1
 mt_allowed "GET /ok/1 through the inspected tunnel" i1
-mt_eq "audit: the request line inside, proto https" https \
-    "$(mt_jl "$A" get proto event=request path=/ok/1)"
+mt_log_eq "audit: the request line inside, proto https" https \
+    "$A" get proto event=request path=/ok/1
 mt_eq "audit: the tunnel is marked inspected" \
     "inspected: moatd reads the requests inside" \
     "$(mt_jl "$A" get detail event=open host=origin.test port=443)"
@@ -88,8 +88,8 @@ if echo "$out" | grep -qi "CONNECTED" && ! echo "$out" | grep -q "issuer="; then
 else
 	mt_fail "SNI evil.test on a tunnel to origin.test: $(echo "$out" | head -n 5)"
 fi
-mt_eq "audit: the SNI mismatch" bad-request \
-    "$(mt_jl "$A" get reason event=request host=origin.test 'detail~server name')"
+mt_log_eq "audit: the SNI mismatch" bad-request \
+    "$A" get reason event=request host=origin.test 'detail~server name'
 mt_eq "the origin got only the allowed requests" 1 \
     "$(mt_new origin | mt_jl /dev/stdin count event=request)"
 
@@ -134,8 +134,8 @@ if grep -qi "application protocol" "$MT_T/h2.body"; then
 else
 	mt_fail "the 502 page does not name the ALPN failure" "$MT_T/h2.body"
 fi
-mt_eq "audit: the upstream TLS failure, reason tls" tls \
-    "$(mt_jl "$A" get reason event=request host=origin.test port=8443)"
+mt_log_eq "audit: the upstream TLS failure, reason tls" tls \
+    "$A" get reason event=request host=origin.test port=8443
 
 # --- a ClientHello without SNI ---------------------------------------------------------------
 # The tunnel names the host: moatd answers with a leaf for it.
@@ -158,15 +158,15 @@ else
 	mt_fail "curl without moat's CA: exit $MT_RC, HTTP $MT_CODE"
 fi
 mt_wait_log "$A" '"reason":"tls"' 30
-mt_eq "audit: the client's failed handshake, reason tls" tls \
-    "$(mt_jl "$A" get reason event=request host=origin.test reason=tls)"
+mt_log_eq "audit: the client's failed handshake, reason tls" tls \
+    "$A" get reason event=request host=origin.test reason=tls
 
 # --- opaque hosts stay spliced --------------------------------------------------------------
 mt_curl o1 -x "http://$MT_HTTP" --cacert "$MT_T/origin.crt" https://a.wild.test/opaque
 mt_eq "a host without an inspecting rule: the origin's own certificate, end to end" \
     200 "$MT_CODE"
-mt_eq "audit: no request line for the opaque tunnel" 0 \
-    "$(mt_jl "$A" count event=request host=a.wild.test)"
+mt_log_eq "audit: no request line for the opaque tunnel" 0 \
+    "$A" count event=request host=a.wild.test
 
 # --- ssh into an inspected tunnel: refused at once, not after request_head_ms ---------------
 # (An ssh client sends its identification string first; moatd cannot read

@@ -166,12 +166,12 @@ mt_eq "protocols [tls], plain HTTP through CONNECT: no answer" 000 "$MT_CODE" \
 mt_wait_log "$A" '"sandbox":"it-http".*"host":"tls.wild.test".*"reason":"protocol"' 50 || true
 mt_eq "audit: HTTP under [ssh] refused, reason protocol" "protocol ssh-only" \
     "$(mt_jl "$A" get reason event=open host=ssh.wild.test port=80 proto=connect 'detail~carries http') $(mt_jl "$A" get rule event=open host=ssh.wild.test port=80 proto=connect 'detail~carries http')" "$A"
-mt_eq "audit: an SSH client to a server without a banner: timeout" timeout \
-    "$(mt_jl "$A" get reason event=open host=ssh.wild.test port=80 proto=connect 'detail~SSH')" "$A"
-mt_eq "audit: SMTP banner under [ssh] refused, reason protocol" protocol \
-    "$(mt_jl "$A" get reason event=open host=ssh.wild.test port=2525)" "$A"
-mt_eq "audit: HTTP under [tls] refused, reason protocol" protocol \
-    "$(mt_jl "$A" get reason event=open host=tls.wild.test)" "$A"
+mt_log_eq "audit: an SSH client to a server without a banner: timeout" timeout \
+    "$A" get reason event=open host=ssh.wild.test port=80 proto=connect 'detail~SSH'
+mt_log_eq "audit: SMTP banner under [ssh] refused, reason protocol" protocol \
+    "$A" get reason event=open host=ssh.wild.test port=2525
+mt_log_eq "audit: HTTP under [tls] refused, reason protocol" protocol \
+    "$A" get reason event=open host=tls.wild.test
 mt_eq "the HTTP origin got none of the refused requests" 0 \
     "$(mt_new origin | mt_jl /dev/stdin count event=request)"
 mt_eq "the SMTP server got no byte of the client's" 0 \

@@ -31,8 +31,8 @@ mt_denied "a 5th, as a CONNECT tunnel" r5 429 other.test rate slow
 mt_untouched "over the rate" origin
 mt_curl o1 -x "http://$MT_HTTP" http://origin.test/o1
 mt_allowed "another rule's host is not limited" o1
-mt_eq "audit: the refusal, reason rate" rate \
-    "$(mt_jl "$MT_T/audit.log" get reason host=other.test verdict=deny)"
+mt_log_eq "audit: the refusal, reason rate" rate \
+    "$MT_T/audit.log" get reason host=other.test verdict=deny
 kill -HUP "$MT_MOATD_PID"
 mt_wait_log "$MT_T/moatd.err" "reload done" 50
 mt_curl r6 -x "http://$MT_HTTP" http://other.test/r6

@@ -384,18 +384,18 @@ mt_eq "an opaque host stays a tunnel (origin's own certificate)" 200 \
     "$(mt_out s opaque)"
 mt_eq "a rule with methods and \"intercept\": false: CONNECT refused" 403 \
     "$(mt_out s pinned)"
-mt_eq "...reason needs-inspection" needs-inspection \
-    "$(mt_jl "$A" get reason host=p.wild.test)"
+mt_log_eq "...reason needs-inspection" needs-inspection \
+    "$A" get reason host=p.wild.test
 
 # --- the audit log: names, never values ---------------------------------------
-mt_eq "audit: secret-leak names the secret" 1 \
-    "$(mt_jl "$A" count reason=secret-leak host=other.test path=/leak 'detail~OPENAI_API_KEY')"
-mt_eq "audit: the leak in a body names GH" 1 \
-    "$(mt_jl "$A" count reason=secret-leak host=other.test 'detail~GH')"
+mt_log_eq "audit: secret-leak names the secret" 1 \
+    "$A" count reason=secret-leak host=other.test path=/leak 'detail~OPENAI_API_KEY'
+mt_log_eq "audit: the leak in a body names GH" 1 \
+    "$A" count reason=secret-leak host=other.test 'detail~GH'
 mt_eq "audit: injected names on an allowed request" '["OPENAI_API_KEY", "GH"]' \
     "$(mt_jl "$A" get injected path=/reflect)"
-mt_eq "audit: the tunnel to a.wild.test had no request line" 0 \
-    "$(mt_jl "$A" count event=request host=a.wild.test)"
+mt_log_eq "audit: the tunnel to a.wild.test had no request line" 0 \
+    "$A" count event=request host=a.wild.test
 if grep -rlaF -e "$OPENAI_REAL" -e "$GH_REAL" "$A" "$MT_T/s.err" >/dev/null; then
 	mt_fail "a real key is in the audit log or moat's messages"
 else
@@ -409,8 +409,8 @@ if [ -n "$have_git" ]; then
 	mt_eq "git push is refused" refused "$(mt_out s push)" "$MT_T/w/push.out"
 	mt_eq "...the origin never saw git-receive-pack" 0 \
 	    "$(grep -c 'git-receive-pack' "$MT_T/git.log")"
-	mt_eq "audit: the push denied by the preset" 1 \
-	    "$(mt_jl "$A" count verdict=deny host=git.test 'path~receive-pack')"
+	mt_log_eq "audit: the push denied by the preset" 1 \
+	    "$A" count verdict=deny host=git.test 'path~receive-pack'
 fi
 
 # --- a running moatd (--moatd): SIGHUP re-reads a rotated key; the sandbox's

@@ -65,8 +65,8 @@ mt_eq "stalled response: then moatd closed the connection" 1 \
     "$(mt_kv s1 eof)" "$MT_T/s1.kv"
 within "stalled response: cut after idle_body_ms 1500" "$(mt_kv s1 eof_ms)" \
     1400 5000 "$MT_T/s1.kv"
-mt_eq "audit: the stalled response is a timeout" timeout \
-    "$(mt_jl "$A" get reason event=request "path=/stall/$BIG")" "$A"
+mt_log_eq "audit: the stalled response is a timeout" timeout \
+    "$A" get reason event=request "path=/stall/$BIG"
 mt_eq "audit: ...which says the response body stalled, the upstream silent" \
     1 "$(mt_jl "$A" count event=request "path=/stall/$BIG" \
     'detail~the response body stalled: the upstream sent nothing')" "$A"
@@ -87,9 +87,9 @@ mt_eq "stalled upload: 504" "504 timeout" \
     "$(mt_kv u1 status) $(mt_kv u1 header_x_moat_reason)" "$MT_T/u1.kv"
 within "stalled upload: answered after idle_body_ms 1500" \
     "$(mt_kv u1 eof_ms)" 1400 5000 "$MT_T/u1.kv"
-mt_eq "audit: the stalled upload, 504, the client silent" 1 \
-    "$(mt_jl "$A" count event=request path=/upload reason=timeout status=504 \
-    'detail~the request body stalled: the client sent nothing')" "$A"
+mt_log_eq "audit: the stalled upload, 504, the client silent" 1 \
+    "$A" count event=request path=/upload reason=timeout status=504 \
+    'detail~the request body stalled: the client sent nothing'
 
 # --- slow but moving: not cut ------------------------------------------------------
 # 30 body bytes, one per 100 ms: 3 s in all, never 1.5 s without a byte.
@@ -120,9 +120,9 @@ mt_eq "inspected tunnel, stalled response: curl sees the transfer cut (exit 18)"
     18 "$MT_RC" "$MT_T/i1.err"
 within "inspected tunnel, stalled response: cut after idle_body_ms" "$ms" \
     1400 6000
-mt_eq "audit: the request inside the tunnel, timeout" 1 \
-    "$(mt_jl "$A" count event=request proto=https "path=/stall/$BIG" \
-    reason=timeout 'detail~the response body stalled')" "$A"
+mt_log_eq "audit: the request inside the tunnel, timeout" 1 \
+    "$A" count event=request proto=https "path=/stall/$BIG" \
+    reason=timeout 'detail~the response body stalled'
 out=$(mt_in cli "$MT_PY" - "$MT_T/ca/ca.crt" <<'EOF2'
 import socket, ssl, sys, time
 s = socket.create_connection(("10.200.0.1", 3128), timeout=10)
@@ -151,9 +151,9 @@ EOF2
 mt_eq "inspected tunnel, stalled upload: 504" 504 "${out%% *}"
 within "inspected tunnel, stalled upload: after idle_body_ms" "${out##* }" \
     1400 5000
-mt_eq "audit: the upload inside the tunnel, timeout" 1 \
-    "$(mt_jl "$A" count event=request proto=https path=/upload \
-    reason=timeout 'detail~the request body stalled')" "$A"
+mt_log_eq "audit: the upload inside the tunnel, timeout" 1 \
+    "$A" count event=request proto=https path=/upload \
+    reason=timeout 'detail~the request body stalled'
 
 # --- TCP keepalive on both sockets of a tunnel ------------------------------------
 mt_bg hold cli "$MT_PY" "$MT_HELPERS/hold.py" --proxy "$MT_HTTP" \
@@ -175,25 +175,25 @@ within "DNS over TCP, idle: closed after idle_client_ms 3000" \
 mt_raw d2 --tcp 10.200.0.1:53 --timeout 10 --send '\x00\x20\x12\x34\x01'
 within "DNS over TCP, part of a query: closed after request_head_ms 1000" \
     "$(mt_kv d2 eof_ms)" 800 2500 "$MT_T/d2.kv"
-mt_eq "audit: the cut query" 1 "$(mt_jl "$A" count event=dns reason=timeout \
-    'detail~did not arrive whole')" "$A"
+mt_log_eq "audit: the cut query" 1 "$A" count event=dns reason=timeout \
+    'detail~did not arrive whole'
 
 # --- heads and handshakes cut by request_head_ms: audited -------------------------
 mt_raw h1 --tcp "$MT_HTTP" --timeout 6 \
     --send 'GET http://origin.test/half HTTP/1.1\r\nHost: orig'
 mt_eq "half a request head: 408" 408 "$(mt_kv h1 status)" "$MT_T/h1.kv"
-mt_eq "audit: the cut head, 408 timeout, with the bytes that came" 1 \
-    "$(mt_jl "$A" count event=request reason=timeout status=408 \
-    'detail~^the request head did not arrive whole in time .*: 48 bytes')" "$A"
+mt_log_eq "audit: the cut head, 408 timeout, with the bytes that came" 1 \
+    "$A" count event=request reason=timeout status=408 \
+    'detail~^the request head did not arrive whole in time .*: 48 bytes'
 mt_raw x1 --tcp "$MT_SOCKS" --timeout 6 --send '\x05\x02'
 mt_eq "half a SOCKS5 greeting: closed" 1 "$(mt_kv x1 eof)" "$MT_T/x1.kv"
-mt_eq "audit: the cut SOCKS5 greeting" 1 "$(mt_jl "$A" count event=open \
-    proto=socks5 reason=timeout 'detail~the SOCKS5 greeting')" "$A"
+mt_log_eq "audit: the cut SOCKS5 greeting" 1 "$A" count event=open \
+    proto=socks5 reason=timeout 'detail~the SOCKS5 greeting'
 mt_raw x2 --tcp "$MT_SOCKS" --timeout 6 \
     --send '\x05\x01\x00\x05\x01\x00\x03\x0borig'
 mt_eq "half a SOCKS5 request: closed" 1 "$(mt_kv x2 eof)" "$MT_T/x2.kv"
-mt_eq "audit: the cut SOCKS5 request" 1 "$(mt_jl "$A" count event=open \
-    proto=socks5 reason=timeout 'detail~the SOCKS5 request')" "$A"
+mt_log_eq "audit: the cut SOCKS5 request" 1 "$A" count event=open \
+    proto=socks5 reason=timeout 'detail~the SOCKS5 request'
 n0=$(mt_lines "$A")
 mt_raw e1 --tcp "$MT_MIXED" --timeout 6 --send ''
 mt_raw e2 --tcp "$MT_SOCKS" --timeout 6 --send ''

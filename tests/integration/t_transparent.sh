@@ -91,19 +91,19 @@ mt_eq "a client ignoring proxies reaches the origin it resolved through moatd" \
     200 "$(mt_kv t1 status)"
 mt_eq "...and it is the origin (203.0.113.10:80)" "203.0.113.10:80" \
     "$(mt_kv t1 local)"
-mt_eq "audit: transparent, attributed to origin.test" origin.test \
-    "$(mt_jl "$A" get host event=open proto=transparent verdict=allow)"
-mt_eq "audit: the rule that allowed it" origin \
-    "$(mt_jl "$A" get rule event=open proto=transparent host=origin.test)"
-mt_eq "audit: the close line has bytes both ways" 1 \
-    "$(mt_jl "$A" count event=close proto=transparent host=origin.test 'bytes_down~^[1-9]')"
+mt_log_eq "audit: transparent, attributed to origin.test" origin.test \
+    "$A" get host event=open proto=transparent verdict=allow
+mt_log_eq "audit: the rule that allowed it" origin \
+    "$A" get rule event=open proto=transparent host=origin.test
+mt_log_eq "audit: the close line has bytes both ways" 1 \
+    "$A" count event=close proto=transparent host=origin.test 'bytes_down~^[1-9]'
 
 # A port the rule does not allow, to the same attributed address.
 tcp t2 203.0.113.10 9090 origin.test
 mt_eq "attributed name on a port the rule does not allow: no answer" none \
     "$(mt_kv t2 status)"
-mt_eq "audit: reason port" port \
-    "$(mt_jl "$A" get reason event=open proto=transparent port=9090)"
+mt_log_eq "audit: reason port" port \
+    "$A" get reason event=open proto=transparent port=9090
 
 # --- (2) an IP rule ---------------------------------------------------------------------
 tcp t3 203.0.113.20 80 whatever.example
@@ -126,8 +126,8 @@ if echo "$out" | grep -qi "CONNECTION ESTABLISHED\|Protocol version"; then
 else
 	mt_fail "TLS via SNI: $out"
 fi
-mt_eq "audit: attributed to the SNI name" origin.test \
-    "$(mt_jl "$A" get host event=open proto=transparent port=443 verdict=allow)"
+mt_log_eq "audit: attributed to the SNI name" origin.test \
+    "$A" get host event=open proto=transparent port=443 verdict=allow
 
 # An address attributed to origin.test (moatd's DNS answer) does not carry
 # TLS for another name: domain fronting is refused before the origin
@@ -149,8 +149,8 @@ mt_eq "audit: sni-mismatch, both names" "sni-mismatch origin.test evil.wild.test
 mt_mark
 tcp t5 203.0.113.12 80 bad.origin.test
 mt_eq "Host naming a denied host: no answer" none "$(mt_kv t5 status)"
-mt_eq "audit: denied-by-rule" denied-by-rule \
-    "$(mt_jl "$A" get reason event=open proto=transparent host=bad.origin.test)"
+mt_log_eq "audit: denied-by-rule" denied-by-rule \
+    "$A" get reason event=open proto=transparent host=bad.origin.test
 tcp t6 169.254.169.254 80 169.254.169.254
 mt_eq "the metadata address, Host an address: no answer" none "$(mt_kv t6 status)"
 tcp t7 169.254.169.254 80 metadata.google.internal
@@ -160,8 +160,8 @@ tcp t8 203.0.113.12 80 loop.wild.test
 mt_eq "Host naming an allowed name that resolves to loopback: no answer" none \
     "$(mt_kv t8 status)"
 mt_untouched "denied transparent connections" meta loop lan
-mt_eq "audit: the loopback name, private-address" private-address \
-    "$(mt_jl "$A" get reason event=open proto=transparent host=loop.wild.test)"
+mt_log_eq "audit: the loopback name, private-address" private-address \
+    "$A" get reason event=open proto=transparent host=loop.wild.test
 
 # Nothing names the destination: a server-first protocol without DNS.
 out=$(mt_in cli "$MT_PY" - <<'EOF2'
@@ -193,9 +193,9 @@ else
 	mt_fail "a ClientHello cut short: eof=$(mt_kv tp1 eof) after ${ms:-?} ms" \
 	    "$MT_T/tp1.kv"
 fi
-mt_eq "audit: the cut ClientHello is a timeout" 1 \
-    "$(mt_jl "$A" count event=open proto=transparent host=203.0.113.99 \
-    reason=timeout 'detail~did not arrive whole')" "$A"
+mt_log_eq "audit: the cut ClientHello is a timeout" 1 \
+    "$A" count event=open proto=transparent host=203.0.113.99 \
+    reason=timeout 'detail~did not arrive whole'
 
 # Straight to the transparent port, no redirect: refused.
 out=$(mt_in cli "$MT_PY" - <<'EOF2'
@@ -211,8 +211,8 @@ EOF2
 )
 mt_eq "a connection made straight to the transparent port is closed" \
     closed "$out"
-mt_eq "audit: it was refused as bad-request" bad-request \
-    "$(mt_jl "$A" get reason event=open proto=transparent host=-)"
+mt_log_eq "audit: it was refused as bad-request" bad-request \
+    "$A" get reason event=open proto=transparent host=-
 if mt_moatd_alive; then
 	mt_pass "moatd survived"
 else
