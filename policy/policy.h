@@ -524,6 +524,8 @@ struct moat_config {
 	char			*audit_path;	/* file, "-" for stderr, NULL: none */
 	int			 audit_deny;	/* audit.on_failure "deny" (1,
 						 * the default) or "drop" */
+	bool			 audit_chain;	/* audit.hash_chain: lines carry
+						 * a SHA-256 chain */
 	char			**resolver_servers; /* "HOST:PORT" strings, NULL-terminated, or NULL: system */
 	unsigned		 resolver_tries;
 	struct moat_tls		 tls;
