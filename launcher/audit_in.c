@@ -277,7 +277,8 @@ audit_in_line(struct audit_in *in, char **line, size_t *len, char *err,
 			*nl = '\0';
 			in->start = (size_t)(nl - in->buf) + 1;
 			in->lineno++;
-			if (in->skipping) {
+			if (in->skipping || (size_t)(nl - in->buf) - at >
+			    AUDIT_LN_MAX_BYTES) {
 				in->skipping = false;
 				snprintf(err, errlen, "a line longer than %u "
 				    "bytes (skipped)", AUDIT_LN_MAX_BYTES);

@@ -300,6 +300,12 @@ vf_link(struct audit_verify *v, struct vf_line *l)
 	size_t		 k;
 
 	for (k = 0; (x = vf_ring(v, k)) != NULL; k++)
+		if (strcmp(x->hash, l->hash) == 0) {
+			vf_say(v, true, l, "inserted: a copy of line %llu",
+			    (unsigned long long)x->lineno);
+			return;
+		}
+	for (k = 0; (x = vf_ring(v, k)) != NULL; k++)
 		if (strcmp(x->hash, l->prev) == 0)
 			break;
 	if (x == NULL) {
