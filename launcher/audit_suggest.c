@@ -13,7 +13,9 @@
  * AUDIT_GROUP_DEFAULT; 0: never) are its direct children; such a
  * wildcard also takes in every deeper name under it, and the shortest
  * one wins.  A parent of one label ("com") or one that looks like a
- * public suffix of two ("co.uk", "com.au") is never a wildcard's.  Then
+ * public suffix of two ("co.uk", "com.au") is never a wildcard's, nor
+ * one with a name under it that the policy refused (no-rule,
+ * denied-by-rule, dns-denied): a wildcard never opens what was shut.  Then
  * the hosts whose ports and methods are the same share one rule.  An IP
  * address gets a cidrs rule of itself (/32, /128).  A name only resolved,
  * never connected to, gets a rule of its own on port 443 ("dns-only-N"):
@@ -61,6 +63,8 @@ struct sg_host {
 	bool		dns;
 	bool		tls, plain;
 	bool		addr;		/* an IP address, not a name */
+	bool		refused;	/* the policy refused it (no wildcard
+					   may cover it) */
 	uint32_t	methods;
 	char		ips[SG_IPS_MAX][48];
 };
@@ -143,23 +147,32 @@ audit_suggest_fold(void *arg, const struct audit_ln *l,
 	struct policy_host	 ph;
 	struct sg_host		*h;
 	const char		*ev = l->event;
-	bool			 full, req;
+	bool			 full, req, deny;
 
 	(void)w;
 	if (ev == NULL || l->verdict == NULL || l->host == NULL ||
-	    strcmp(l->verdict, "allow") != 0 || (strcmp(ev, "request") != 0 &&
-	    strcmp(ev, "open") != 0 && strcmp(ev, "dns") != 0))
+	    (strcmp(ev, "request") != 0 && strcmp(ev, "open") != 0 &&
+	    strcmp(ev, "dns") != 0))
+		return 0;
+	deny = strcmp(l->verdict, "allow") != 0;
+	if (deny && (l->reason == NULL || (strcmp(l->reason, "no-rule") != 0 &&
+	    strcmp(l->reason, "denied-by-rule") != 0 &&
+	    strcmp(l->reason, "dns-denied") != 0)))
 		return 0;
 	if (policy_host_normalise(l->host, strlen(l->host), &ph, NULL) == -1)
 		return 0;
-	sg->lines++;
 	if ((h = audit_tab_get(sg->hosts, ph.name, strlen(ph.name), &full)) ==
 	    NULL) {
 		sg->lost++;
 		return full ? 0 : -1;
 	}
-	h->decisions++;
 	h->addr = ph.kind == POLICY_HOST_ADDR;
+	if (deny) {
+		h->refused = true;
+		return 0;
+	}
+	sg->lines++;
+	h->decisions++;
 	if (strcmp(ev, "dns") == 0) {
 		h->dns = true;
 		return 0;
@@ -264,14 +277,16 @@ sg_sig(struct sg_ent *e)
 /* The wildcard parent, among those in wild, that covers name: the
  * shortest; NULL if none. */
 static const char *
-sg_cover(struct audit_tab *wild, size_t group, const char *name)
+sg_cover(struct audit_tab *wild, struct audit_tab *taint, size_t group,
+    const char *name)
 {
 	const char	*p, *best = NULL;
 	uint64_t	*n;
 
 	for (p = strchr(name, '.'); p != NULL; p = strchr(p + 1, '.')) {
 		n = audit_tab_find(wild, p + 1, strlen(p + 1));
-		if (n != NULL && *n >= group && sg_parent_ok(p + 1))
+		if (n != NULL && *n >= group && sg_parent_ok(p + 1) &&
+		    audit_tab_find(taint, p + 1, strlen(p + 1)) == NULL)
 			best = p + 1;
 	}
 	return best;
@@ -293,7 +308,7 @@ static struct sg_ent *
 sg_patterns(const struct audit_suggest *sg, size_t group, size_t *n)
 {
 	struct audit_tab_ent	*v;
-	struct audit_tab	*wild, *ents;
+	struct audit_tab	*wild, *ents, *taint;
 	struct sg_ent		*out = NULL;
 	struct sg_host		*h;
 	const char		*dot, *cov;
@@ -305,11 +320,23 @@ sg_patterns(const struct audit_suggest *sg, size_t group, size_t *n)
 	v = audit_tab_list(sg->hosts, &nv);
 	wild = audit_tab_new(sizeof(uint64_t), AUDIT_SUGGEST_CAP);
 	ents = audit_tab_new(sizeof(struct sg_host), AUDIT_SUGGEST_CAP);
-	if (wild == NULL || ents == NULL)
+	taint = audit_tab_new(1, AUDIT_SUGGEST_CAP);
+	if (wild == NULL || ents == NULL || taint == NULL)
 		goto out;
+	/* No wildcard over a name the policy refused. */
 	for (i = 0; i < nv; i++) {
 		h = v[i].val;
-		if (h->addr || (dot = strchr(v[i].key, '.')) == NULL)
+		if (!h->refused || h->addr)
+			continue;
+		for (dot = strchr(v[i].key, '.'); dot != NULL;
+		    dot = strchr(dot + 1, '.'))
+			(void)audit_tab_get(taint, dot + 1, strlen(dot + 1),
+			    NULL);
+	}
+	for (i = 0; i < nv; i++) {
+		h = v[i].val;
+		if (h->decisions == 0 || h->addr ||
+		    (dot = strchr(v[i].key, '.')) == NULL)
 			continue;
 		if ((cnt = audit_tab_get(wild, dot + 1, strlen(dot + 1),
 		    NULL)) != NULL)
@@ -317,8 +344,10 @@ sg_patterns(const struct audit_suggest *sg, size_t group, size_t *n)
 	}
 	for (i = 0; i < nv; i++) {
 		h = v[i].val;
-		cov = group > 0 && !h->addr ? sg_cover(wild, group, v[i].key) :
-		    NULL;
+		if (h->decisions == 0)
+			continue;	/* refused only */
+		cov = group > 0 && !h->addr ? sg_cover(wild, taint, group,
+		    v[i].key) : NULL;
 		if (cov != NULL)
 			snprintf(pat, sizeof(pat), "*.%s", cov);
 		else
@@ -350,6 +379,7 @@ sg_patterns(const struct audit_suggest *sg, size_t group, size_t *n)
 	free(v);
 	audit_tab_free(wild);
 	audit_tab_free(ents);
+	audit_tab_free(taint);
 	return out;
 }
 
@@ -584,6 +614,8 @@ audit_suggest_check(const struct audit_suggest *sg, const json_t *policy,
 	v = audit_tab_list(sg->hosts, &n);
 	for (i = 0; i < n; i++) {
 		h = v[i].val;
+		if (h->decisions == 0)
+			continue;
 		if (h->dns)
 			bad += sg_check1(c, v[i].key, h, "dns", -1, NULL, NULL,
 			    f, &seen, &ds);

@@ -294,7 +294,7 @@ vf_begin(struct audit_verify *v, struct vf_line *l)
 
 /* A chained line l, its own hash checked already. */
 static void
-vf_link(struct audit_verify *v, struct vf_line *l)
+vf_link(struct audit_verify *v, struct vf_line *l, bool self_ok)
 {
 	struct vf_line	*x;
 	size_t		 k;
@@ -317,6 +317,12 @@ vf_link(struct audit_verify *v, struct vf_line *l)
 		} else
 			l->broken = true;
 		vf_push(v, l);
+		return;
+	}
+	if (k > 0 && !self_ok) {
+		/* A changed line that points back: it is the stranger. */
+		vf_say(v, true, l, "inserted: it follows line %llu, not the "
+		    "line before it", (unsigned long long)x->lineno);
 		return;
 	}
 	if (k > 0) {
@@ -394,6 +400,7 @@ audit_verify_line(struct audit_verify *v, const char *line, size_t len,
 	const void	*parts[2];
 	size_t		 lens[2], body;
 	char		 h[AUDIT_HASH_HEX + 1];
+	bool		 self_ok;
 
 	if (v->failed)
 		return;
@@ -422,6 +429,7 @@ audit_verify_line(struct audit_verify *v, const char *line, size_t len,
 	if (strcmp(h, l.hash) != 0)
 		vf_say(v, true, &l, "changed: its content does not match its "
 		    "hash");
+	self_ok = strcmp(h, l.hash) == 0;
 	if (v->has_end) {
 		if (v->end_found)
 			v->end_after++;
@@ -431,7 +439,7 @@ audit_verify_line(struct audit_verify *v, const char *line, size_t len,
 	if (!v->began)
 		vf_begin(v, &l);
 	else
-		vf_link(v, &l);
+		vf_link(v, &l, self_ok);
 	v->last = l;
 }
 
