@@ -612,6 +612,36 @@ test_verify(void)
 	free(t);
 }
 
+/* audit.hash_chain: a boolean, its error at the value's line:column. */
+static void
+test_chain_key(void)
+{
+	static const char	 bad[] = "{\"listen\": [],\n \"audit\": "
+				    "{\"hash_chain\": \"yes\"}}";
+	struct policy_diags	 d;
+	struct moat_config	*c;
+	size_t			 i;
+	bool			 found = false;
+
+	c = load("{\"listen\": [], \"audit\": {\"hash_chain\": true}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_TRUE(c->audit_chain);
+	policy_config_unref(c);
+	c = load("{\"listen\": []}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_FALSE(c->audit_chain);
+	policy_config_unref(c);
+	policy_diags_init(&d);
+	CU_ASSERT_PTR_NULL(policy_config_load("t", bad, strlen(bad), &d));
+	for (i = 0; i < d.n; i++)
+		if (d.v[i].level == POLICY_DIAG_ERROR && d.v[i].line == 2 &&
+		    d.v[i].column == 26 && strstr(d.v[i].msg,
+		    "audit.hash_chain: expected a boolean") != NULL)
+			found = true;
+	CU_ASSERT_TRUE(found);
+	policy_diags_clear(&d);
+}
+
 void
 test_audit_tool_register(void)
 {
@@ -631,4 +661,5 @@ test_audit_tool_register(void)
 	CU_add_test(s, "replay: each decision judged again", test_replay);
 	CU_add_test(s, "verify: intact, changed, removed, inserted, head",
 	    test_verify);
+	CU_add_test(s, "audit.hash_chain in the config", test_chain_key);
 }
