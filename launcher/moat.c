@@ -13,7 +13,8 @@
  * does no I/O, so reading the config file is done here.
  *
  * `moat check` validates a moatd config or a `moat run --policy` file
- * as the program that will read it does.
+ * as the program that will read it does.  `moat audit` reads moatd's
+ * audit files (audit_cmd.c).
  *
  * Exit status (explain): 0 allow, 1 deny, 2 usage or config errors;
  * (check): 0 valid, 1 errors, 2 usage; run and attach document their own.
@@ -30,6 +31,7 @@
 
 #include <jansson.h>
 
+#include "launcher/audit_cmd.h"
 #include "launcher/launcher.h"
 #include "policy/policy.h"
 #include "policy/jsonload.h"
@@ -73,6 +75,7 @@ moat_usage(FILE *f)
 	    "usage: moat explain [-c FILE] [--method M] [--addr IP] TARGET\n"
 	    "       moat check [--running-moatd] FILE\n"
 	    "       moat ca init DIR\n"
+	    "       moat audit summary|suggest|replay|verify [OPTIONS] FILE...\n"
 	    "       moat run [OPTIONS] -- COMMAND [ARG...]\n"
 	    "       moat attach --netns PATH [OPTIONS]\n"
 	    "       moat --help | --version\n"
@@ -82,6 +85,8 @@ moat_usage(FILE *f)
 	    "            HOST:PORT) and the rule that makes it; sends nothing\n"
 	    "  check     validate a moatd config or a moat run --policy file\n"
 	    "  ca        create the CA moatd signs intercepted hosts with\n"
+	    "  audit     read moatd's audit files: summary, suggest a policy,\n"
+	    "            replay them under another, verify their hash chain\n"
 	    "  run       run COMMAND with moatd as its only network exit\n"
 	    "  attach    put an existing network namespace behind moatd\n"
 	    "\n"
@@ -657,6 +662,10 @@ main(int argc, char *argv[])
 	}
 	if (strcmp(argv[optind], "ca") == 0)
 		return moat_ca(argv + optind);
+	if (strcmp(argv[optind], "audit") == 0) {
+		argv[optind] = (char *)"moat audit";
+		return audit_cmd_main(argc - optind, argv + optind, moat_load);
+	}
 	if (strcmp(argv[optind], "run") == 0) {
 		argv[optind] = (char *)"moat run";
 		return run_main(argc - optind, argv + optind);

@@ -482,13 +482,25 @@ config_geoip(struct config_ctx *x, json_t *v, size_t pos)
 static void
 config_audit(struct config_ctx *x, json_t *v, size_t pos)
 {
-	struct config_field	 f[2] = { { "path", NULL, 0 },
-				    { "on_failure", NULL, 0 } };
+	struct config_field	 f[3] = { { "path", NULL, 0 },
+				    { "on_failure", NULL, 0 },
+				    { "hash_chain", NULL, 0 } };
 	const char		*s;
 	size_t			 old;
 
-	if (!config_fields(x, v, pos, f, 2))
+	if (!config_fields(x, v, pos, f, 3))
 		return;
+	if (f[2].v != NULL) {
+		old = config_push_key(x, "hash_chain");
+		if (!json_is_boolean(f[2].v))
+			config_err(x, f[2].pos, "expected a boolean (true: "
+			    "each line carries a SHA-256 chained to the line "
+			    "before, for moat audit verify), got %s",
+			    config_typename(f[2].v));
+		else
+			x->c->audit_chain = json_is_true(f[2].v);
+		config_pop(x, old);
+	}
 	if (f[1].v != NULL) {
 		old = config_push_key(x, "on_failure");
 		s = json_is_string(f[1].v) ? json_string_value(f[1].v) : NULL;

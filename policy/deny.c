@@ -281,3 +281,18 @@ deny_cidr_overlaps(const struct policy *p, const struct addr_cidr *c)
 	return trie_overlaps(c->addr.family == AF_INET ? &p->deny4 :
 	    &p->deny6, addr_bytes(&c->addr), c->plen);
 }
+
+enum policy_reason
+policy_builtin_denied(const struct policy *p, const char *name,
+    const struct policy_addr *addr)
+{
+	enum policy_reason	r = POLICY_R_ALLOWED;
+
+	if (p == NULL)
+		return POLICY_R_INTERNAL;
+	if (name != NULL && (r = deny_name(name)) != POLICY_R_ALLOWED)
+		return r;
+	if (addr != NULL)
+		r = deny_addr(p, addr);
+	return r;
+}

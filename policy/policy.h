@@ -396,6 +396,17 @@ enum policy_verdict	policy_decide(const struct policy *p,
 			    struct policy_decision *out);
 
 /*
+ * The built-in deny sets alone, step 1 of policy_decide(): the reason
+ * (metadata or private-address) for which name (canonical, or NULL) or
+ * addr (or NULL) is refused before any rule is read, p's allow_private
+ * applied; POLICY_R_ALLOWED if neither is.  For callers that write
+ * policies (`moat audit suggest`), which must never open these sets.
+ * p NULL: POLICY_R_INTERNAL.
+ */
+enum policy_reason	policy_builtin_denied(const struct policy *p,
+			    const char *name, const struct policy_addr *addr);
+
+/*
  * GeoIP.  policy_geo_enabled(): the config has a "geoip" database.
  * policy_geo_lookup(): the country and AS number of a, each left empty
  * (country "", asn 0) when no database is set or it does not know a.
@@ -513,6 +524,8 @@ struct moat_config {
 	char			*audit_path;	/* file, "-" for stderr, NULL: none */
 	int			 audit_deny;	/* audit.on_failure "deny" (1,
 						 * the default) or "drop" */
+	bool			 audit_chain;	/* audit.hash_chain: lines carry
+						 * a SHA-256 chain */
 	char			**resolver_servers; /* "HOST:PORT" strings, NULL-terminated, or NULL: system */
 	unsigned		 resolver_tries;
 	struct moat_tls		 tls;

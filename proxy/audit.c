@@ -22,6 +22,7 @@
 
 #include "policy/policy.h"
 #include "proxy/audit.h"
+#include "proxy/auditchain.h"
 #include "proxy/log.h"
 #include "proxy/secretscan.h"
 #include "proxy/util.h"
@@ -60,11 +61,21 @@ static struct {
 	atomic_int	 failing;	/* lines wait or are lost: the sink
 					 * does not take them */
 	_Atomic uint64_t warned_ms;	/* last stderr line about it */
+	/* audit.hash_chain (A.fdmu): */
+	int		 chain;		/* chain the lines written */
+	int		 chain_new;	/* a new destination: a chain-start
+					 * line goes first */
+	int		 chain_how;	/* its AUDITCHAIN_*, or -1: not
+					 * seeded yet */
+	struct auditchain *ch;
+	char		*cbuf;		/* the chained copy of a write */
+	size_t		 ccap;
 } A = {
 	.mu = PTHREAD_MUTEX_INITIALIZER,
 	.cv = PTHREAD_COND_INITIALIZER,
 	.fdmu = PTHREAD_MUTEX_INITIALIZER,
 	.fd = -1,
+	.chain_how = -1,
 };
 
 static void	*audit_writer(void *arg);
@@ -73,6 +84,7 @@ static int	 audit_write_lines(int fd, const char *buf, size_t len,
 		    size_t *done);
 static void	 audit_flush(const char *buf, size_t len, uint64_t dropped);
 static void	 audit_warn_lost(const char *why);
+static void	 audit_hold(const char *buf, size_t len);
 
 void
 audit_rec_init(struct audit_rec *r)
@@ -142,6 +154,9 @@ audit_start(const char *path)
 	A.fd = fd;
 	A.own_fd = own;
 	A.path = path ? strdup(path) : NULL;
+	/* Read now, while the file can be read (before the user switch). */
+	if (A.chain && A.ch != NULL && fd >= 0)
+		A.chain_how = auditchain_seed(A.ch, fd, own ? A.path : NULL);
 	/* Signals are the main thread's: the writer takes none. */
 	if (util_thread_start(&A.thr, audit_writer, NULL) == -1)
 		return -1;
@@ -175,11 +190,103 @@ audit_set_path(const char *path)
 	A.own_fd = own;
 	free(A.path);
 	A.path = np;
+	A.chain_new = A.chain;
+	if (A.chain)
+		A.chain_how = auditchain_seed(A.ch, fd, own ? np : NULL);
 	pthread_mutex_unlock(&A.fdmu);
 	if (oldown)
 		close(oldfd);
 	audit_say_where(path);
 	return 0;
+}
+
+int
+audit_set_chain(int on)
+{
+	int	rc = 0;
+
+	pthread_mutex_lock(&A.fdmu);
+	if (on && A.ch == NULL && (A.ch = auditchain_new()) == NULL)
+		rc = -1;
+	else {
+		if (on && !A.chain) {
+			A.chain_new = 1;
+			A.chain_how = A.fd >= 0 ? auditchain_seed(A.ch, A.fd,
+			    A.own_fd ? A.path : NULL) : -1;
+		}
+		A.chain = on;
+	}
+	pthread_mutex_unlock(&A.fdmu);
+	return rc;
+}
+
+/*
+ * Writes whole lines as audit_write_lines() does, chained when
+ * audit.hash_chain is on: the chain goes on only by the lines written,
+ * and *done counts the bytes of buf (unchained) that made it.  Under
+ * A.fdmu.
+ */
+static int
+audit_put(int fd, const char *buf, size_t len, size_t *done)
+{
+	ssize_t		 n;
+	size_t		 cdone = 0, lines = 0, i;
+	const char	*p;
+	int		 rc;
+
+	if (!A.chain || A.ch == NULL)
+		return audit_write_lines(fd, buf, len, done);
+	if ((n = auditchain_apply(A.ch, buf, len, &A.cbuf, &A.ccap)) < 0) {
+		*done = 0;
+		errno = ENOMEM;
+		return -1;
+	}
+	rc = audit_write_lines(fd, A.cbuf, (size_t)n, &cdone);
+	auditchain_commit(A.ch, A.cbuf, cdone);
+	if (rc == 0) {
+		*done = len;
+		return 0;
+	}
+	for (i = 0; i < cdone; i++)
+		lines += A.cbuf[i] == '\n';
+	for (p = buf; lines > 0 && (p = memchr(p, '\n',
+	    (size_t)(buf + len - p))) != NULL; p++)
+		lines--;
+	*done = p != NULL && lines == 0 && cdone > 0 ? (size_t)(p - buf) : 0;
+	return rc;
+}
+
+/*
+ * A new destination with the chain on: its chain-start line goes before
+ * every line held or queued (it is held first, so that a failing sink
+ * writes it first too).  Under A.fdmu.
+ */
+static void
+audit_chain_begin(void)
+{
+	char	line[512], ts[40];
+	size_t	n;
+
+	A.chain_new = 0;
+	if (!A.chain || A.ch == NULL || A.fd < 0)
+		return;
+	if (A.chain_how < 0)
+		A.chain_how = auditchain_seed(A.ch, A.fd, A.own_fd ? A.path :
+		    NULL);
+	n = auditchain_start_line(A.chain_how, util_wallclock(ts, sizeof(ts)),
+	    line, sizeof(line));
+	A.chain_how = -1;
+	if (n == 0)
+		return;
+	if (A.heldlen == 0) {
+		audit_hold(line, n);
+		return;
+	}
+	audit_hold(line, n);	/* room at the end, then to the front */
+	if (A.heldlen >= n && memcmp(A.held + A.heldlen - n, line, n) == 0) {
+		memmove(A.held + n, A.held, A.heldlen - n);
+		memcpy(A.held, line, n);
+	}
 }
 
 void
@@ -355,19 +462,21 @@ audit_flush(const char *buf, size_t len, uint64_t dropped)
 		A.lost = 0;
 		return;
 	}
+	if (A.chain_new)
+		audit_chain_begin();
 	if (A.heldlen > 0 && len > 0) {
 		audit_hold(buf, len);
 		len = 0;
 	}
 	if (A.heldlen > 0) {
-		if (audit_write_lines(A.fd, A.held, A.heldlen, &done) == -1) {
+		if (audit_put(A.fd, A.held, A.heldlen, &done) == -1) {
 			failed = 1;
 			saved = errno;
 		}
 		memmove(A.held, A.held + done, A.heldlen - done);
 		A.heldlen -= done;
 	} else if (len > 0 &&
-	    audit_write_lines(A.fd, buf, len, &done) == -1) {
+	    audit_put(A.fd, buf, len, &done) == -1) {
 		failed = 1;
 		saved = errno;
 		audit_hold(buf + done, len - done);
@@ -377,7 +486,7 @@ audit_flush(const char *buf, size_t len, uint64_t dropped)
 		    "\"audit-dropped\",\"dropped\":%llu}\n",
 		    util_wallclock(ts, sizeof(ts)),
 		    (unsigned long long)A.lost);
-		if (audit_write_lines(A.fd, line, (size_t)n, &done) == -1) {
+		if (audit_put(A.fd, line, (size_t)n, &done) == -1) {
 			failed = 1;
 			saved = errno;
 		} else
@@ -505,6 +614,7 @@ audit_writer(void *arg)
 			else {
 				close(A.fd);
 				A.fd = nfd;
+				A.chain_new = A.chain;
 			}
 		}
 		audit_flush(buf, len, dropped);
@@ -857,5 +967,12 @@ audit_stop(void)
 	A.heldlen = A.heldcap = 0;
 	A.lost = A.lost_total = 0;
 	A.torn = 0;
+	auditchain_free(A.ch);
+	A.ch = NULL;
+	free(A.cbuf);
+	A.cbuf = NULL;
+	A.ccap = 0;
+	A.chain = A.chain_new = 0;
+	A.chain_how = -1;
 	atomic_store(&A.failing, 0);
 }

@@ -85,6 +85,13 @@ int	audit_start(const char *path);
  * the old destination stays.
  */
 int	audit_set_path(const char *path);
+/*
+ * audit.hash_chain: on, each line written carries the hash chain of
+ * proxy/auditchain.h, and the next write (and each new destination)
+ * begins with a "chain-start" line.  Call before audit_start() and at a
+ * reload.  Returns 0, or -1 when the chain cannot be had (memory).
+ */
+int	audit_set_chain(int on);
 /* Asks the writer to reopen its file (SIGUSR1, log rotation).  Async. */
 void	audit_reopen(void);
 /* Queues one line.  Never blocks on I/O.  Thread-safe. */

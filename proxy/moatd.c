@@ -448,6 +448,8 @@ on_sighup(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	check_nofile(cfg, m->nworkers, "reload: ");
+	if (audit_set_chain(cfg->audit_chain) == -1)
+		log_warnx("reload: out of memory for audit.hash_chain");
 	if (audit_set_path(cfg->audit_path) == -1)
 		log_warn("reload: cannot open the new audit log %s, keeping "
 		    "the old one", cfg->audit_path);
@@ -710,6 +712,8 @@ moatd_start(struct moatd *m)
 	if (m->nworkers > MOATD_MAX_WORKERS)
 		m->nworkers = MOATD_MAX_WORKERS;
 	check_nofile(m->cfg, m->nworkers, "");
+	if (audit_set_chain(m->cfg->audit_chain) == -1)
+		fatalx("audit.hash_chain: out of memory");
 	if (audit_start(m->cfg->audit_path) == -1)
 		fatal("audit log %s", m->cfg->audit_path);
 	m->listeners = listener_bind_all(m->cfg, m->nworkers, err,
