@@ -99,6 +99,7 @@ enum ss_status {
 struct secretscan_stream {
 	const struct secretscan		*set;
 	const enum secretscan_action	*action;
+	uint8_t				*replaced;	/* or NULL */
 	enum ss_status			 status;
 	uint32_t			 leak_secret;
 	bool				 changed;	/* replaced something */
@@ -603,6 +604,7 @@ ss_stream_init(struct secretscan_stream *st, const struct secretscan *s,
 	}
 	st->set = s;
 	st->action = r->action;
+	st->replaced = r->replaced;
 	st->ccap = (s->maxlen - 1) / SECRETSCAN_MIN_LEN + SS_CAND_SLACK;
 	if ((st->cand = calloc(st->ccap, sizeof(*st->cand))) == NULL) {
 		errno = ENOMEM;
@@ -695,6 +697,8 @@ ss_commit(struct secretscan_stream *st, uint64_t lo)
 		st->emit(st->arg, r->bytes, r->len);
 		st->done = c->start + p->len;
 		st->changed = true;
+		if (st->replaced != NULL)
+			st->replaced[p->secret] = 1;
 		st->chead = (st->chead + 1) % st->ccap;
 		st->ccount--;
 	}

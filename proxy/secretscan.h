@@ -106,12 +106,16 @@ enum secretscan_action {
 
 /*
  * action[i] is the action for secret i; every secret of the set must be
- * below nsecrets.  The array is borrowed: it must outlive every stream
- * made with it.
+ * below nsecrets.  replaced, if not NULL, has nsecrets bytes: the
+ * rewriters set replaced[i] to 1 when they replace a match of secret i
+ * (so that a caller knows which values it put into a request), and
+ * never clear it.  The arrays are borrowed: they must outlive every
+ * stream made with them.
  */
 struct secretscan_rules {
 	const enum secretscan_action	*action;
 	size_t				 nsecrets;
+	uint8_t				*replaced;
 };
 
 struct secretscan;

@@ -88,6 +88,7 @@ static void	test_placeholder(void);
 static void	test_redact(void);
 static void	test_keep(void);
 static void	test_pct_encode(void);
+static void	test_replaced(void);
 
 /* The fixed set: secret i has value VAL[i] and placeholder PH[i]. */
 static const char *const VAL[NSEC] = {
@@ -297,7 +298,7 @@ check_rewrite(const struct secretscan *s, const enum secretscan_action *act,
     const uint8_t *in, size_t len, int want_rc, const uint8_t *want_out,
     size_t want_len, uint32_t want_leak)
 {
-	struct secretscan_rules	 r = { act, NSEC };
+	struct secretscan_rules	 r = { act, NSEC, NULL };
 	struct srun		 res;
 	uint8_t			*out = NULL;
 	size_t			 outlen = 99, *ones, i;
@@ -746,7 +747,7 @@ test_rewrite_nothing(void)
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_LEAK,
 		SECRETSCAN_ACT_VALUE_TO_PH, SECRETSCAN_ACT_PH_TO_VALUE,
 	};
-	struct secretscan_rules	 r = { act, NSEC };
+	struct secretscan_rules	 r = { act, NSEC, NULL };
 	struct secretscan	*s = fixed_set();
 	uint8_t			 text[4096], *out;
 	size_t			 outlen, i;
@@ -823,7 +824,7 @@ test_leaks_nested(void)
 	    "moat-ph-2222222222222222222222222222222b";
 	struct secretscan_pattern	 p[6];
 	struct secretscan		*s;
-	struct secretscan_rules		 r;
+	struct secretscan_rules		 r = { NULL, 0, NULL };
 	enum secretscan_action		 act[3];
 	char				 err[256];
 	uint8_t				*out;
@@ -926,7 +927,7 @@ test_choice(void)
 		{ "0123456789PQRSTUVWXYZ", "V0-valuePQRV9-value" },
 	};
 	struct secretscan_pattern	 p[20];
-	struct secretscan_rules		 r;
+	struct secretscan_rules		 r = { NULL, 0, NULL };
 	struct secretscan		*s;
 	enum secretscan_action		 act[10];
 	char				 vals[10][16], err[256];
@@ -981,7 +982,7 @@ test_value_placeholder_overlap(void)
 	    "moat-ph-00112233445566778899aabbccddeeff-tail-xyz";
 	struct secretscan_pattern	 p[4];
 	struct secretscan		*s;
-	struct secretscan_rules		 r;
+	struct secretscan_rules		 r = { NULL, 0, NULL };
 	enum secretscan_action		 act[2];
 	char				 err[256];
 	uint8_t				*out;
@@ -1029,7 +1030,7 @@ test_rules_check(void)
 {
 	struct secretscan_pattern	 p[3];
 	struct secretscan		*s;
-	struct secretscan_rules		 r;
+	struct secretscan_rules		 r = { NULL, 0, NULL };
 	enum secretscan_action		 act[3];
 	char				 err[256];
 	uint8_t				*out = (uint8_t *)"x";
@@ -1113,7 +1114,7 @@ test_stream_splits(void)
 		SECRETSCAN_ACT_VALUE_TO_PH, SECRETSCAN_ACT_VALUE_TO_PH,
 		SECRETSCAN_ACT_VALUE_TO_PH, SECRETSCAN_ACT_VALUE_TO_PH,
 	};
-	struct secretscan_rules	 r = { req, NSEC };
+	struct secretscan_rules	 r = { req, NSEC, NULL };
 	struct secretscan	*s = fixed_set();
 	char			 in[512];
 
@@ -1142,7 +1143,7 @@ test_stream_holdback(void)
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_PH_TO_VALUE,
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_PH_TO_VALUE,
 	};
-	struct secretscan_rules		 r = { act, NSEC };
+	struct secretscan_rules		 r = { act, NSEC, NULL };
 	struct secretscan		*s = fixed_set();
 	struct secretscan_stream	*st;
 	struct tbuf			 out;
@@ -1194,7 +1195,7 @@ test_stream_leak(void)
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_LEAK,
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_PH_TO_VALUE,
 	};
-	struct secretscan_rules		 r = { act, NSEC };
+	struct secretscan_rules		 r = { act, NSEC, NULL };
 	struct secretscan		*s = fixed_set();
 	struct secretscan_stream	*st;
 	struct tbuf			 out;
@@ -1255,7 +1256,7 @@ test_stream_many(void)
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_PH_TO_VALUE,
 	};
 	struct secretscan_pattern	 p[4];
-	struct secretscan_rules		 r;
+	struct secretscan_rules		 r = { NULL, 0, NULL };
 	struct secretscan		*s = fixed_set();
 	struct tbuf			 in, want, ref;
 	struct srun			 res;
@@ -1337,7 +1338,7 @@ test_stream_full_overlap(void)
 	static const char	exp[] = "VALUE-0!VALUE-1!cdVALUE-0!caddVALUE-1!"
 				    "cab";
 	struct secretscan_pattern	 p[6];
-	struct secretscan_rules		 r;
+	struct secretscan_rules		 r = { NULL, 0, NULL };
 	struct secretscan		*s;
 	struct tbuf			 ref;
 	enum secretscan_action		 act[NSEC];
@@ -1374,7 +1375,7 @@ test_stream_identity(void)
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_LEAK,
 		SECRETSCAN_ACT_VALUE_TO_PH, SECRETSCAN_ACT_PH_TO_VALUE,
 	};
-	struct secretscan_rules	 r = { act, NSEC };
+	struct secretscan_rules	 r = { act, NSEC, NULL };
 	struct secretscan	*s = fixed_set();
 	struct srun		 res;
 	uint8_t			*text;
@@ -1413,7 +1414,7 @@ test_stream_states(void)
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_PH_TO_VALUE,
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_PH_TO_VALUE,
 	};
-	struct secretscan_rules		 r = { act, NSEC };
+	struct secretscan_rules		 r = { act, NSEC, NULL };
 	struct secretscan		*s = fixed_set();
 	struct secretscan_stream	*st;
 	struct tbuf			 out;
@@ -1452,7 +1453,7 @@ test_random_reference(void)
 {
 	struct secretscan_pattern	 p[24];
 	struct secretscan		*s;
-	struct secretscan_rules		 r;
+	struct secretscan_rules		 r = { NULL, 0, NULL };
 	enum secretscan_action		 act[8];
 	struct tbuf			 ref;
 	struct srun			 res;
@@ -1626,7 +1627,7 @@ test_keep(void)
 					    SECRETSCAN_ACT_PH_TO_VALUE,
 					    SECRETSCAN_ACT_KEEP,
 					    SECRETSCAN_ACT_KEEP };
-	struct secretscan_rules		 r = { act, NSEC };
+	struct secretscan_rules		 r = { act, NSEC, NULL };
 	char				 in[256], want[256];
 	uint8_t				*out;
 	size_t				 outlen;
@@ -1670,6 +1671,56 @@ test_pct_encode(void)
 	CU_ASSERT_EQUAL(util_pct_encode(v, 0, out), 0);
 }
 
+/*
+ * rules.replaced: set for each secret a match of which was replaced, one
+ * shot and streamed, and for no other (a value left alone, a secret kept,
+ * a rewrite that found nothing).
+ */
+static void
+test_replaced(void)
+{
+	static const enum secretscan_action act[NSEC] = {
+		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_PH_TO_VALUE,
+		SECRETSCAN_ACT_KEEP, SECRETSCAN_ACT_PH_TO_VALUE,
+	};
+	uint8_t				 rep[NSEC] = { 0, 0, 0, 0 };
+	struct secretscan_rules		 r = { act, NSEC, rep };
+	struct secretscan		*s = fixed_set();
+	struct secretscan_stream	*st;
+	struct tbuf			 t;
+	uint8_t				*out;
+	size_t				 outlen;
+	uint32_t			 leak = 0;
+	char				 in[512];
+
+	/* PH 1 swapped; VAL 0 left as it is; PH 2 kept. */
+	snprintf(in, sizeof(in), "a %s b %s c %s", VAL[0], PH[1], PH[2]);
+	CU_ASSERT_EQUAL(secretscan_rewrite(s, &r, (const uint8_t *)in,
+	    strlen(in), &out, &outlen, &leak), 0);
+	CU_ASSERT_PTR_NOT_NULL(out);
+	secretscan_out_free(out, outlen);
+	CU_ASSERT(rep[0] == 0 && rep[1] == 1 && rep[2] == 0 && rep[3] == 0);
+	/* Nothing to do: nothing set, and set bytes stay set. */
+	CU_ASSERT_EQUAL(secretscan_rewrite(s, &r, B("plain text, no key"),
+	    &out, &outlen, &leak), 0);
+	CU_ASSERT(rep[0] == 0 && rep[1] == 1 && rep[2] == 0 && rep[3] == 0);
+	/* A stream, PH 3 cut across two feeds. */
+	memset(&t, 0, sizeof(t));
+	snprintf(in, sizeof(in), "x%sy", PH[3]);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st = secretscan_stream_new(s, &r));
+	CU_ASSERT_EQUAL(secretscan_stream_feed(st, (const uint8_t *)in, 20,
+	    tbuf_emit, &t, &leak), 0);
+	CU_ASSERT_EQUAL(rep[3], 0);
+	CU_ASSERT_EQUAL(secretscan_stream_feed(st, (const uint8_t *)in + 20,
+	    strlen(in) - 20, tbuf_emit, &t, &leak), 0);
+	CU_ASSERT_EQUAL(secretscan_stream_finish(st, tbuf_emit, &t, &leak), 0);
+	CU_ASSERT_EQUAL(rep[3], 1);
+	CU_ASSERT_EQUAL(rep[0], 0);
+	secretscan_stream_free(st);
+	free(t.b);
+	secretscan_free(s);
+}
+
 void
 test_secretscan_register(void)
 {
@@ -1707,4 +1758,5 @@ test_secretscan_register(void)
 	CU_add_test(s, "redact (audit)", test_redact);
 	CU_add_test(s, "keep: neither swapped nor a leak", test_keep);
 	CU_add_test(s, "percent-encoding of values", test_pct_encode);
+	CU_add_test(s, "replaced: which secrets were swapped", test_replaced);
 }
