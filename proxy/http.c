@@ -115,6 +115,9 @@ void
 http_start(struct conn *c)
 {
 	http_free_request(c);
+	/* The last request's secrets are not this one's (audit: injected). */
+	inject_end(c->http.inj);
+	c->http.inj = NULL;
 	conn_refresh_config(c);
 	c->kind = CONN_KIND_NONE;
 	c->http.scan_state = 0;
@@ -630,8 +633,9 @@ http_add_fields(struct conn *c, int dir, struct evbuffer *out,
 				if (inject_strips_range(c->http.inj) &&
 				    http_is_range(hv[i].name, hv[i].name_len))
 					continue;
-				rc = inject_request_bytes(c->http.inj,
-				    hv[i].value, hv[i].value_len, &v, &vlen);
+				rc = inject_request_field(c->http.inj,
+				    hv[i].name, hv[i].name_len, hv[i].value,
+				    hv[i].value_len, &v, &vlen);
 			} else
 				rc = inject_response_bytes(c->http.inj,
 				    hv[i].value, hv[i].value_len, &v, &vlen);
@@ -801,6 +805,7 @@ http_send_request(struct conn *c)
 		evbuffer_add_buffer(out, body);
 		evbuffer_free(body);
 	}
+	inject_sent(c->http.inj);	/* what it carries counts from here */
 
 	conn_enter_state(c, CONN_ST_HTTP_EXCHANGE);
 	c->http.up_clean = false;

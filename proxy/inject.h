@@ -88,6 +88,17 @@ void	inject_end(struct inject *in);
 int	inject_request_bytes(struct inject *in, const char *src, size_t len,
 	    const char **out, size_t *outlen);
 /*
+ * The same for a header field of the request named name[0..nlen): in an
+ * Authorization field with Basic credentials (the scheme in any case,
+ * then SP or HTAB, then base64 with or without its padding), the
+ * decoded user:password is rewritten too and encoded again; there a
+ * value with a control byte, or one with a ":" swapped into the user,
+ * is unsafe.  Other fields, and a token that is not base64, are rewritten
+ * as inject_request_bytes() does.
+ */
+int	inject_request_field(struct inject *in, const char *name, size_t nlen,
+	    const char *src, size_t len, const char **out, size_t *outlen);
+/*
  * Checks the Host moatd sends (it is never rewritten): 0, or -1 if it
  * holds a value or placeholder of a secret not bound to the target.
  */
@@ -160,7 +171,19 @@ int	inject_response_body(struct inject *in, struct evbuffer *src,
 	    size_t n, bool last, void (*emit)(void *, const uint8_t *, size_t),
 	    void *arg);
 
-/* The secret names injected or swapped in this request (for audit). */
-const char *const *inject_names(const struct inject *in);
+/*
+ * The request's head went to the upstream (with the body moatd had of it
+ * already): from now on inject_names() names what was put into it.
+ */
+void	inject_sent(struct inject *in);
+/*
+ * For the audit line's "injected": the names of the secrets whose values
+ * moatd put into this request (a placeholder swapped anywhere, Basic
+ * credentials included, or a header or basic injection added), the
+ * rule's secrets first in its order; NULL if none, or if the request
+ * never went out (refused before inject_sent()).  Valid until the next
+ * call or inject_end().
+ */
+const char *const *inject_names(struct inject *in);
 
 #endif /* MOAT_INJECT_H */
