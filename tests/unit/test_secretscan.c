@@ -89,6 +89,7 @@ static void	test_redact(void);
 static void	test_keep(void);
 static void	test_pct_encode(void);
 static void	test_replaced(void);
+static void	test_skip_reference(void);
 
 /* The fixed set: secret i has value VAL[i] and placeholder PH[i]. */
 static const char *const VAL[NSEC] = {
@@ -1721,6 +1722,104 @@ test_replaced(void)
 	secretscan_free(s);
 }
 
+/*
+ * The root-state skip (vector compares of first-byte pairs, of first
+ * bytes, or a table look-up a byte, by how many distinct ones the set
+ * has): texts mostly of bytes in no pattern, long enough for the vector
+ * loop, with whole patterns, their first bytes and near misses at every
+ * offset of a 16-byte block and at the text's end, against the reference
+ * rewriter, one shot and cut at random.
+ */
+static void
+test_skip_reference(void)
+{
+	struct secretscan_pattern	 p[20];
+	struct secretscan		*s;
+	struct secretscan_rules		 r = { NULL, 0, NULL };
+	enum secretscan_action		 act[4];
+	struct tbuf			 ref;
+	struct srun			 res;
+	uint8_t				 pb[20][16], text[1200];
+	uint8_t				*out;
+	char				 err[256];
+	size_t				 np, i, j, k, l, len, outlen, cuts[6];
+	uint32_t			 x = 0xb10c, leak, rleak;
+	int				 round, rc, rrc, bad = 0;
+
+	for (round = 0; round < RAND_ROUNDS; round++) {
+		/* 2..20 patterns: few or many first bytes and pairs. */
+		np = 2 + (size_t)round % 19;
+		for (i = 0; i < np; i++) {
+			l = 8 + rnd(&x) % 8;
+			pb[i][0] = (uint8_t)('A' + rnd(&x) % (round % 3 == 0 ?
+			    2 : 16));
+			pb[i][1] = (uint8_t)('A' + rnd(&x) % 4);
+			for (j = 2; j < l; j++)
+				pb[i][j] = (uint8_t)('A' + rnd(&x) % 3);
+			p[i].bytes = pb[i];
+			p[i].len = l;
+			p[i].secret = (uint32_t)(i % 4);
+			p[i].kind = i / 4 % 2 ? SECRETSCAN_PLACEHOLDER :
+			    SECRETSCAN_VALUE;
+			for (k = 0; k < i; k++)
+				if (p[k].len == l &&
+				    memcmp(p[k].bytes, pb[i], l) == 0)
+					break;
+			if (k < i)
+				i--;
+		}
+		for (k = 0; k < 4; k++)
+			act[k] = SECRETSCAN_ACT_KEEP;
+		s = secretscan_new(p, np, err, sizeof(err));
+		CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+		r.action = act;
+		r.nsecrets = 4;
+		/* Rewrite what has a counterpart; the rest is a leak. */
+		for (i = 0; i < np; i++)
+			for (j = 0; j < np; j++)
+				if (p[i].secret == p[j].secret &&
+				    p[i].kind != p[j].kind)
+					act[p[i].secret] = 1 + round % 2;
+		if (round % 5 == 0)
+			act[round % 4] = SECRETSCAN_ACT_LEAK;
+		CU_ASSERT_EQUAL_FATAL(secretscan_rules_check(s, &r, err,
+		    sizeof(err)), 0);
+		len = 17 + rnd(&x) % (sizeof(text) - 17);
+		for (i = 0; i < len; i++)
+			text[i] = (uint8_t)('a' + rnd(&x) % 26);
+		for (i = 0; i < 8; i++) {
+			/* A pattern, a prefix of one, or a first byte, at
+			 * any offset; the last one at the very end. */
+			k = rnd(&x) % np;
+			l = i % 3 == 0 ? p[k].len : 1 + rnd(&x) % p[k].len;
+			j = i == 7 ? len - l : rnd(&x) % (len - l + 1);
+			memcpy(text + j, p[k].bytes, l);
+		}
+		memset(&ref, 0, sizeof(ref));
+		rrc = ref_rewrite(p, np, act, text, len, &ref, &rleak);
+		rc = secretscan_rewrite(s, &r, text, len, &out, &outlen,
+		    &leak);
+		if (rc != rrc || (rc == SECRETSCAN_LEAK && leak != rleak))
+			bad++;
+		if (rc == 0 && !(out == NULL ? same(ref.b, ref.len, text,
+		    len) : same(ref.b, ref.len, out, outlen)))
+			bad++;
+		secretscan_out_free(out, outlen);
+		for (i = 0; i < 6; i++)
+			cuts[i] = rnd(&x) % 300;
+		stream_run(s, &r, text, len, cuts, 6, &res);
+		if (res.rc != rrc || (rrc == SECRETSCAN_LEAK &&
+		    res.leak != rleak))
+			bad++;
+		if (rrc == 0 && !same(res.out.b, res.out.len, ref.b, ref.len))
+			bad++;
+		free(res.out.b);
+		free(ref.b);
+		secretscan_free(s);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
 void
 test_secretscan_register(void)
 {
@@ -1759,4 +1858,5 @@ test_secretscan_register(void)
 	CU_add_test(s, "keep: neither swapped nor a leak", test_keep);
 	CU_add_test(s, "percent-encoding of values", test_pct_encode);
 	CU_add_test(s, "replaced: which secrets were swapped", test_replaced);
+	CU_add_test(s, "skip: sparse text vs reference", test_skip_reference);
 }
