@@ -1023,6 +1023,69 @@ secretscan_stream_free(struct secretscan_stream *st)
 	free(st);
 }
 
+int
+secretscan_cursor_init(const struct secretscan *s,
+    const struct secretscan_rules *r, struct secretscan_cursor *cur)
+{
+	char	err[160];
+
+	memset(cur, 0, sizeof(*cur));
+	if (secretscan_rules_check(s, r, err, sizeof(err)) == -1) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+void
+secretscan_scan(const struct secretscan *s, const struct secretscan_rules *r,
+    struct secretscan_cursor *cur, const uint8_t *in, size_t len,
+    void (*hit)(void *, const struct secretscan_hit *), void *arg)
+{
+	const struct ss_pat	*p;
+	struct secretscan_hit	 h;
+	enum secretscan_action	 a;
+	uint32_t		 state = cur->state, e, x;
+	size_t			 i;
+
+	for (i = 0; i < len; i++) {
+		if (state == 0 && (i = ss_skip(s, in, i, len)) == len)
+			break;
+		e = s->delta[state + s->cls[in[i]]];
+		state = e & ~SS_HIT;
+		if ((e & SS_HIT) == 0)
+			continue;
+		x = state / s->ncls;
+		if (s->out[x] == SS_NONE)
+			x = s->dict[x];
+		for (; x != SS_NONE; x = s->dict[x]) {
+			p = &s->pats[s->out[x]];
+			a = r->action[p->secret];
+			if (a != SECRETSCAN_ACT_LEAK && !ss_rewrites(a, p->kind))
+				continue;
+			h.offset = (size_t)(cur->pos + i + 1 - p->len);
+			h.len = p->len;
+			h.pattern = s->out[x];
+			h.secret = p->secret;
+			h.kind = p->kind;
+			hit(arg, &h);
+		}
+	}
+	cur->state = state;
+	cur->pos += len;
+}
+
+uint64_t
+secretscan_cursor_final(const struct secretscan *s,
+    const struct secretscan_cursor *cur)
+{
+	size_t	d = s->depth[cur->state / s->ncls];
+
+	if (d > s->maxlen - 1)
+		d = s->maxlen - 1;
+	return cur->pos - d;
+}
+
 /*
  * Whether buf has any match the rules act on (a leak or a candidate), so
  * that the common case, nothing to do, costs one pass and no memory.

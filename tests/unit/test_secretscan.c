@@ -90,6 +90,7 @@ static void	test_keep(void);
 static void	test_pct_encode(void);
 static void	test_replaced(void);
 static void	test_skip_reference(void);
+static void	test_cursor(void);
 
 /* The fixed set: secret i has value VAL[i] and placeholder PH[i]. */
 static const char *const VAL[NSEC] = {
@@ -1820,6 +1821,76 @@ test_skip_reference(void)
 	CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* Hits collected by test_cursor(). */
+struct hits {
+	struct secretscan_hit	h[32];
+	size_t			n;
+};
+
+static void
+hits_add(void *arg, const struct secretscan_hit *h)
+{
+	struct hits	*t = arg;
+
+	if (t->n < 32)
+		t->h[t->n++] = *h;
+}
+
+/*
+ * The cursor scan reports, cut anywhere, what secretscan_find() finds of
+ * the matches the rules act on, with message offsets; final never passes
+ * the start of a match still to come.
+ */
+static void
+test_cursor(void)
+{
+	static const enum secretscan_action act[NSEC] = {
+		SECRETSCAN_ACT_VALUE_TO_PH, SECRETSCAN_ACT_KEEP,
+		SECRETSCAN_ACT_LEAK, SECRETSCAN_ACT_VALUE_TO_PH,
+	};
+	struct secretscan_rules		 r = { act, NSEC, NULL };
+	struct secretscan		*s = fixed_set();
+	struct secretscan_cursor	 cur;
+	struct secretscan_hit		 all[32];
+	struct hits			 t;
+	char				 in[600];
+	size_t				 len, n, want, k, i, bad = 0;
+
+	snprintf(in, sizeof(in), "..%s%s..%s..%s %s..%s", VAL[0], VAL[3],
+	    VAL[1], PH[2], PH[0], VAL[2]);
+	len = strlen(in);
+	n = secretscan_find(s, (const uint8_t *)in, len, all, 32);
+	for (want = 0, i = 0; i < n; i++)
+		if (!(all[i].kind == SECRETSCAN_PLACEHOLDER &&
+		    act[all[i].secret] == SECRETSCAN_ACT_VALUE_TO_PH) &&
+		    act[all[i].secret] != SECRETSCAN_ACT_KEEP)
+			all[want++] = all[i];
+	CU_ASSERT_EQUAL(want, 4);	/* VAL 0, 3, PH 2 and VAL 2 (leaks) */
+	for (k = 0; k <= len; k++) {
+		memset(&t, 0, sizeof(t));
+		CU_ASSERT_EQUAL_FATAL(secretscan_cursor_init(s, &r, &cur), 0);
+		secretscan_scan(s, &r, &cur, (const uint8_t *)in, k, hits_add,
+		    &t);
+		for (i = 0; i < want; i++)
+			if (all[i].offset + all[i].len > k &&
+			    all[i].offset < secretscan_cursor_final(s, &cur))
+				bad++;
+		secretscan_scan(s, &r, &cur, (const uint8_t *)in + k, len - k,
+		    hits_add, &t);
+		if (t.n != want || cur.pos != len)
+			bad++;
+		for (i = 0; i < t.n && i < want; i++)
+			if (t.h[i].offset != all[i].offset ||
+			    t.h[i].len != all[i].len ||
+			    t.h[i].secret != all[i].secret)
+				bad++;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	r.nsecrets = 1;
+	CU_ASSERT_EQUAL(secretscan_cursor_init(s, &r, &cur), -1);
+	secretscan_free(s);
+}
+
 void
 test_secretscan_register(void)
 {
@@ -1859,4 +1930,5 @@ test_secretscan_register(void)
 	CU_add_test(s, "percent-encoding of values", test_pct_encode);
 	CU_add_test(s, "replaced: which secrets were swapped", test_replaced);
 	CU_add_test(s, "skip: sparse text vs reference", test_skip_reference);
+	CU_add_test(s, "cursor: hits of a scan in pieces", test_cursor);
 }
