@@ -41,6 +41,28 @@ struct inject_copy {
 	struct inject_copy	*next;
 };
 
+/* Bytes of a response body to mask: [start, end), message offsets. */
+struct inject_range {
+	uint64_t	start;
+	uint64_t	end;
+};
+
+/*
+ * A response body that keeps its length (inject_response_pass()): the
+ * bytes moved from the upstream's buffer but not yet final, the scan's
+ * cursor, and the matches found and not yet masked (ascending, disjoint).
+ */
+struct inject_pass {
+	struct evbuffer			*hold;
+	uint64_t			 base;		/* offset of hold's
+							   first byte */
+	struct secretscan_cursor	 cur;
+	struct inject_range		*ranges;
+	size_t				 nranges;
+	size_t				 cranges;
+	bool				 failed;	/* memory */
+};
+
 /* Where in a request a rewrite happens (what may break there). */
 enum inject_where {
 	INJECT_IN_HEADER = 0,	/* a header field value */
@@ -80,6 +102,7 @@ struct inject {
 	enum inject_where		 leak_where;
 	struct secretscan_stream	*req_st;
 	struct secretscan_stream	*resp_st;
+	struct inject_pass		 pass;
 	uint32_t			 leak;
 	const struct policy_inject	*injs;
 	size_t				 ninjs;
@@ -87,6 +110,8 @@ struct inject {
 	const struct policy_rule	*rule;		/* or NULL */
 	const char			*names[INJECT_NAMES_MAX + 1];
 };
+
+static void	inject_pass_clear(struct inject_pass *);
 
 int
 inject_precheck(const struct inject_req *rq, enum policy_reason *reason,
@@ -310,6 +335,7 @@ inject_end(struct inject *in)
 	}
 	secretscan_stream_free(in->req_st);
 	secretscan_stream_free(in->resp_st);
+	inject_pass_clear(&in->pass);
 	inject_free(in);
 }
 
@@ -649,8 +675,13 @@ int
 inject_response_bytes(struct inject *in, const char *src, size_t len,
     const char **out, size_t *outlen)
 {
-	return inject_rewrite(in, in != NULL ? &in->resp_rules : NULL, src,
-	    len, out, outlen);
+	if (in == NULL || !in->any_bound) {
+		/* No value went to this host: nothing of it comes back. */
+		*out = src;
+		*outlen = len;
+		return 0;
+	}
+	return inject_rewrite(in, &in->resp_rules, src, len, out, outlen);
 }
 
 const char *
@@ -893,10 +924,15 @@ inject_body(struct inject *in, struct evbuffer *src, size_t n, bool last,
 bool
 inject_response_begin(struct inject *in)
 {
-	if (in == NULL || in->n == 0)
+	/*
+	 * Only a host a secret is bound to gets a value from moatd (to any
+	 * other a value is a leak), so only its responses can echo one.
+	 */
+	if (in == NULL || in->n == 0 || !in->any_bound)
 		return false;
 	secretscan_stream_free(in->resp_st);
 	in->resp_st = NULL;
+	inject_pass_clear(&in->pass);
 	return true;
 }
 
@@ -913,6 +949,155 @@ inject_response_body(struct inject *in, struct evbuffer *src, size_t n,
 		return -1;
 	return inject_stream(in, &in->resp_st, &in->resp_rules, src, n, last,
 	    emit, arg);
+}
+
+static void
+inject_pass_clear(struct inject_pass *ps)
+{
+	if (ps->hold != NULL)
+		evbuffer_free(ps->hold);
+	free(ps->ranges);
+	memset(ps, 0, sizeof(*ps));
+}
+
+/* secretscan_scan()'s hit: a range to mask, merged with those it meets. */
+static void
+inject_pass_hit(void *arg, const struct secretscan_hit *h)
+{
+	struct inject_pass	*ps = arg;
+	struct inject_range	 r, *nr;
+	size_t			 cap;
+
+	r.start = h->offset;
+	r.end = h->offset + h->len;
+	while (ps->nranges > 0 && ps->ranges[ps->nranges - 1].end >= r.start) {
+		nr = &ps->ranges[--ps->nranges];
+		r.start = nr->start < r.start ? nr->start : r.start;
+		r.end = nr->end > r.end ? nr->end : r.end;
+	}
+	if (ps->nranges == ps->cranges) {
+		cap = ps->cranges > 0 ? ps->cranges * 2 : 8;
+		if ((nr = realloc(ps->ranges, cap * sizeof(*nr))) == NULL) {
+			ps->failed = true;
+			return;
+		}
+		ps->ranges = nr;
+		ps->cranges = cap;
+	}
+	ps->ranges[ps->nranges++] = r;
+}
+
+/* Moves n bytes of hold to out, the partial chain copied (if any). */
+static int
+inject_pass_move(struct inject_pass *ps, struct evbuffer *out, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (evbuffer_remove_buffer(ps->hold, out, n) != (int)n)
+		return -1;
+	ps->base += n;
+	return 0;
+}
+
+/* The longest prefix of hold's first n bytes made of whole chains. */
+static size_t
+inject_pass_chains(struct inject_pass *ps, size_t n)
+{
+	struct evbuffer_iovec	v[16];
+	size_t			k = 0;
+	int			nv, i;
+
+	nv = evbuffer_peek(ps->hold, (ev_ssize_t)n, NULL, v, 16);
+	for (i = 0; i < nv && i < 16 && k + v[i].iov_len <= n; i++)
+		k += v[i].iov_len;
+	return k;
+}
+
+/*
+ * Masks the ranges that begin before upto (each whole: it is known in
+ * full) and moves everything before upto, or all of hold with last.
+ * Short of last, only whole chains move (a chain is never copied for
+ * the few bytes that may begin a value at its end: they wait for the
+ * next bytes).
+ */
+static int
+inject_pass_flush(struct inject_pass *ps, uint64_t upto, bool last,
+    struct evbuffer *out)
+{
+	static const char	stars[] = "********************************"
+				    "********************************";
+	struct inject_range	*r;
+	size_t			 k, used = 0, m;
+
+	for (; used < ps->nranges; used++) {
+		r = &ps->ranges[used];
+		if (r->start >= upto && !last)
+			break;
+		if (r->start > ps->base &&
+		    inject_pass_move(ps, out, (size_t)(r->start - ps->base)) ==
+		    -1)
+			return -1;
+		if (r->end <= ps->base)
+			continue;	/* masked with the range before it */
+		for (k = (size_t)(r->end - ps->base); k > 0; k -= m) {
+			m = k < sizeof(stars) - 1 ? k : sizeof(stars) - 1;
+			if (evbuffer_drain(ps->hold, m) == -1 ||
+			    evbuffer_add(out, stars, m) == -1)
+				return -1;
+			ps->base += m;
+		}
+	}
+	if (used > 0) {
+		memmove(ps->ranges, ps->ranges + used,
+		    (ps->nranges - used) * sizeof(*ps->ranges));
+		ps->nranges -= used;
+	}
+	if (last)
+		return inject_pass_move(ps, out, evbuffer_get_length(ps->hold));
+	if (upto <= ps->base)
+		return 0;
+	return inject_pass_move(ps, out, inject_pass_chains(ps,
+	    (size_t)(upto - ps->base)));
+}
+
+int
+inject_response_pass(struct inject *in, struct evbuffer *src, size_t n,
+    bool last, struct evbuffer *out)
+{
+	struct inject_pass	*ps;
+	struct evbuffer_iovec	 v[8];
+	struct evbuffer_ptr	 at;
+	size_t			 off;
+	int			 nv, i;
+
+	if (in == NULL)
+		return -1;	/* nothing to scan with: fail closed */
+	ps = &in->pass;
+	if (ps->hold == NULL) {
+		if ((ps->hold = evbuffer_new()) == NULL ||
+		    secretscan_cursor_init(in->sv.scan, &in->resp_rules,
+		    &ps->cur) == -1)
+			return -1;
+	}
+	if (n > 0 && evbuffer_remove_buffer(src, ps->hold, n) != (int)n)
+		return -1;
+	/* Scan what came, in place; the chains do not move meanwhile. */
+	off = (size_t)(ps->cur.pos - ps->base);
+	while (off < evbuffer_get_length(ps->hold)) {
+		if (evbuffer_ptr_set(ps->hold, &at, off,
+		    EVBUFFER_PTR_SET) == -1)
+			return -1;
+		nv = evbuffer_peek(ps->hold, -1, &at, v, 8);
+		for (i = 0; i < nv && i < 8; i++) {
+			secretscan_scan(in->sv.scan, &in->resp_rules, &ps->cur,
+			    v[i].iov_base, v[i].iov_len, inject_pass_hit, ps);
+			off += v[i].iov_len;
+		}
+	}
+	if (ps->failed)
+		return -1;
+	return inject_pass_flush(ps, secretscan_cursor_final(in->sv.scan,
+	    &ps->cur), last, out);
 }
 
 void

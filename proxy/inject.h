@@ -159,10 +159,20 @@ const char *inject_leak_name(const struct inject *in);
 bool	inject_leaked(const struct inject *in);
 
 /*
- * Responses: starts one (returns false when nothing needs rewriting),
- * rewrites a header value (as inject_request_bytes, never a leak), and
- * moves body bytes through the response rewriter (all of them: its
- * output may be shorter or longer than its input).
+ * Responses.  inject_response_begin() starts one and says whether it is
+ * scanned at all: only when a secret is bound to the request's target
+ * (moatd sends a value nowhere else, so no other host can echo one);
+ * else the response passes as it came.  inject_response_bytes()
+ * rewrites a header value or a whole body (as inject_request_bytes,
+ * never a leak; unchanged where nothing is scanned).
+ * inject_response_body() moves body bytes through the response rewriter
+ * (all of them: its output may be shorter or longer than its input:
+ * bodies whose framing the client gets anew, chunked or delimited by
+ * close).  inject_response_pass() is for a body whose length the client
+ * was told: it moves n bytes of src to out, each echoed value replaced
+ * by as many "*" (the length holds), whole chains moved without a copy;
+ * bytes that may begin a value wait (at most one read's worth) until
+ * more come, or until last.  Both return 0, or -1 (memory).
  */
 bool	inject_response_begin(struct inject *in);
 int	inject_response_bytes(struct inject *in, const char *src, size_t len,
@@ -170,6 +180,8 @@ int	inject_response_bytes(struct inject *in, const char *src, size_t len,
 int	inject_response_body(struct inject *in, struct evbuffer *src,
 	    size_t n, bool last, void (*emit)(void *, const uint8_t *, size_t),
 	    void *arg);
+int	inject_response_pass(struct inject *in, struct evbuffer *src,
+	    size_t n, bool last, struct evbuffer *out);
 
 /*
  * The request's head went to the upstream (with the body moatd had of it

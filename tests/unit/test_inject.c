@@ -102,6 +102,7 @@ static void	test_percent(void);
 static void	test_body_split(void);
 static void	test_body_leak_split(void);
 static void	test_response(void);
+static void	test_response_pass(void);
 static void	test_add_headers(void);
 static void	test_needs_tls(void);
 static void	test_git(void);
@@ -110,6 +111,7 @@ static void	test_basic_bound(void);
 static void	test_basic_leak(void);
 static void	test_basic_unsafe(void);
 static char	*b64(const char *);
+static char	*masked(const char *);
 static char	*basic_field(const char *, const char *, const char *, bool);
 
 static int
@@ -545,17 +547,104 @@ test_response(void)
 	}
 	CU_ASSERT_EQUAL(bad, 0);
 	inject_end(in);
-	/* To a host no secret is bound to, alike. */
+	/* A host no secret is bound to got no value: not scanned. */
 	in = begin("other.example", 443, "/", true);
-	CU_ASSERT_TRUE(inject_response_begin(in));
+	CU_ASSERT_FALSE(inject_response_begin(in));
 	CU_ASSERT_EQUAL(inject_response_bytes(in, body, len, &out, &outlen),
 	    0);
-	CU_ASSERT_TRUE(is(out, outlen, want));
+	CU_ASSERT_PTR_EQUAL(out, body);
 	inject_end(in);
 	evbuffer_free(src);
 	evbuffer_free(dst);
 	free(body);
 	free(want);
+}
+
+/* body with each value of a bound secret as many "*" (malloc'd). */
+static char *
+masked(const char *body)
+{
+	char	*m = strdup(body), *at;
+	size_t	 i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	while ((at = strstr(m, KEY_VAL)) != NULL)
+		for (i = 0; i < strlen(KEY_VAL); i++)
+			at[i] = '*';
+	while ((at = strstr(m, BODY_VAL)) != NULL)
+		for (i = 0; i < strlen(BODY_VAL); i++)
+			at[i] = '*';
+	return m;
+}
+
+/*
+ * A body whose length the client was told: values become as many "*",
+ * whatever the cut of the pieces it comes in, values side by side and
+ * at the very end included; the output has the input's length; what is
+ * held back comes out with the last piece.
+ */
+static void
+test_response_pass(void)
+{
+	static const char *const bodies[] = {
+		"head " KEY_VAL " mid " BODY_VAL ".",
+		KEY_VAL BODY_VAL KEY_VAL,
+		"no value here, but sk-unit-0123 a piece of one",
+		"ends with the value " KEY_VAL,
+	};
+	struct inject	*in;
+	struct evbuffer	*src, *dst;
+	char		*want;
+	size_t		 b, k, len, bad = 0, early = 0;
+
+	src = evbuffer_new();
+	dst = evbuffer_new();
+	CU_ASSERT_FATAL(src != NULL && dst != NULL);
+	for (b = 0; b < sizeof(bodies) / sizeof(bodies[0]); b++) {
+		len = strlen(bodies[b]);
+		want = masked(bodies[b]);
+		for (k = 0; k <= len; k++) {
+			in = begin("api.example", 443, "/", true);
+			CU_ASSERT_TRUE(inject_response_begin(in));
+			evbuffer_drain(dst, evbuffer_get_length(dst));
+			evbuffer_add(src, bodies[b], k);
+			if (inject_response_pass(in, src, k, false, dst) != 0)
+				bad++;
+			/* What went out is final: never a piece of a value
+			 * not yet masked. */
+			if (evbuffer_get_length(dst) > 0 && memcmp(
+			    evbuffer_pullup(dst, -1), want,
+			    evbuffer_get_length(dst)) != 0)
+				early++;
+			evbuffer_add(src, bodies[b] + k, len - k);
+			if (inject_response_pass(in, src, len - k, true,
+			    dst) != 0)
+				bad++;
+			if (!buf_is(dst, want) || evbuffer_get_length(src) != 0)
+				bad++;
+			inject_end(in);
+		}
+		free(want);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT_EQUAL(early, 0);
+	/* Many pieces, one byte each. */
+	in = begin("api.example", 443, "/", true);
+	CU_ASSERT_TRUE(inject_response_begin(in));
+	evbuffer_drain(dst, evbuffer_get_length(dst));
+	len = strlen(bodies[1]);
+	for (k = 0; k < len; k++) {
+		evbuffer_add(src, bodies[1] + k, 1);
+		CU_ASSERT_EQUAL(inject_response_pass(in, src, 1, k + 1 == len,
+		    dst), 0);
+	}
+	want = masked(bodies[1]);
+	CU_ASSERT_TRUE(buf_is(dst, want));
+	free(want);
+	inject_end(in);
+	CU_ASSERT_EQUAL(inject_response_pass(NULL, src, 0, true, dst), -1);
+	evbuffer_free(src);
+	evbuffer_free(dst);
 }
 
 /* The rule's header and basic injections; a control byte refuses. */
@@ -973,6 +1062,8 @@ test_inject_register(void)
 	CU_add_test(s, "body leaks split at every point",
 	    test_body_leak_split);
 	CU_add_test(s, "responses: echoed values scrubbed", test_response);
+	CU_add_test(s, "responses of a set length: values masked",
+	    test_response_pass);
 	CU_add_test(s, "header and basic injections", test_add_headers);
 	CU_add_test(s, "needs-tls", test_needs_tls);
 	CU_add_test(s, "git preset", test_git);
