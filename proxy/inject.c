@@ -5,9 +5,12 @@
  * target (policy_secret_bound()), the rule's constraints (git preset,
  * plain HTTP), the rewriting of the request target, header values and
  * body (placeholders of bound secrets become values; a value or
- * placeholder of any other secret stops the request: secret-leak), and
- * the rule's header and basic injections.  For each response: values
- * echoed back become the sandbox's placeholders again.
+ * placeholder of any other secret stops the request: secret-leak), the
+ * same in the decoded credentials of Authorization: Basic, the rule's
+ * header and basic injections, and the names of the secrets that went
+ * out.  For each response of a bound target: values echoed back become
+ * the sandbox's placeholders again, or as many "*" where the length is
+ * fixed.
  *
  * Not here: matching bytes (secretscan.c), holding values (secrets.c),
  * framing (http.c), the connection (the caller says what the request is

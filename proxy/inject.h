@@ -7,11 +7,14 @@
  * bound to this target (its placeholder is swapped for its value) or not
  * (its value or placeholder anywhere in the request is a leak: denied,
  * audited with the secret's name); the rule's header and basic
- * injections are added, replacing what the client sent.  Per response,
+ * injections are added, replacing what the client sent; Basic
+ * credentials in Authorization are decoded for this and encoded again.
+ * Per response of a target a secret is bound to (no other got a value),
  * values an upstream echoes back become placeholders again, in the head
  * (reason phrase included) and anywhere in the body (streamed, never
- * buffered whole); Range is dropped to bound targets so that values come
- * back whole.
+ * buffered whole beyond limits.body_inspect_bytes), or as many "*" where
+ * the body's length is fixed; Range is dropped to bound targets so that
+ * values come back whole.
  *
  * Nothing here knows a connection: the caller describes the request in a
  * struct inject_req (conn_inject_req() fills one from a struct conn),
