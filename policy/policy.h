@@ -716,8 +716,9 @@ const struct policy_inject	*policy_rule_injects(
 /*
  * Every secret the rule injects (header, basic or placeholders), each
  * once, in order of first use; *idx points at their indexes (borrowed;
- * NULL when there are none).  Returns their number.  For the audit line's
- * "injected" (the names are cfg->secrets[idx[i]].name).
+ * NULL when there are none).  Returns their number.  The audit line's
+ * "injected" lists, in this order, those whose values a request carried
+ * (the names are cfg->secrets[idx[i]].name).
  */
 size_t		policy_rule_secrets(const struct policy_rule *r,
 		    const size_t **idx);

@@ -75,7 +75,9 @@ struct conn_body {
 
 #define CONN_XFORM_NONE		0
 #define CONN_XFORM_REQUEST	1	/* placeholders, leaks (inject.c) */
-#define CONN_XFORM_RESPONSE	2	/* echoed values */
+#define CONN_XFORM_RESPONSE	2	/* echoed values -> placeholders */
+#define CONN_XFORM_SIZED	3	/* echoed values -> "*", the length
+					   the client was told kept */
 
 /*
  * Each protocol's state, in a struct of its own.  HTTP's serves forward
@@ -97,6 +99,12 @@ struct http_state {
 	size_t			 up_scan_state;
 	struct http_response_head resp;
 	bool			 resp_head_done;
+	/* The response is scanned (a secret is bound to the target), and
+	 * its head waits until its body is here whole (a Content-Length of
+	 * at most limits.body_inspect_bytes): nothing of it has reached
+	 * the client yet. */
+	bool			 resp_scan;
+	bool			 resp_held;
 	bool			 sent_100;
 	struct conn_body	 reqb;
 	struct conn_body	 respb;

@@ -60,7 +60,9 @@ static void	http_pump_request(struct conn *c);
 static void	http_clock_start(struct conn *c);
 static void	http_clock_arm(struct conn *c);
 static void	http_read_response(struct conn *c);
+static void	http_response_begin(struct conn *c);
 static int	http_write_response_head(struct conn *c);
+static int	http_release_held(struct conn *c);
 static void	http_pump_response(struct conn *c);
 static void	http_finish(struct conn *c);
 static void	http_abort(struct conn *c, enum policy_reason reason,
@@ -94,6 +96,22 @@ eb_u64(struct evbuffer *b, uint64_t v)
 	evbuffer_add(b, q, (size_t)(buf + sizeof(buf) - q));
 }
 
+/* A chunk's size line: hex digits, CRLF. */
+static void
+eb_chunk_size(struct evbuffer *b, size_t n)
+{
+	static const char	hex[] = "0123456789abcdef";
+	char			buf[24], *q = buf + sizeof(buf);
+
+	*--q = '\n';
+	*--q = '\r';
+	do {
+		*--q = hex[n & 0xf];
+		n >>= 4;
+	} while (n != 0);
+	evbuffer_add(b, q, (size_t)(buf + sizeof(buf) - q));
+}
+
 static const struct http_limits *
 http_limits(struct conn *c, struct http_limits *lim)
 {
@@ -115,11 +133,15 @@ void
 http_start(struct conn *c)
 {
 	http_free_request(c);
+	/* The last request's secrets are not this one's (audit: injected). */
+	inject_end(c->http.inj);
+	c->http.inj = NULL;
 	conn_refresh_config(c);
 	c->kind = CONN_KIND_NONE;
 	c->http.scan_state = 0;
 	c->http.up_scan_state = 0;
 	c->http.resp_head_done = false;
+	c->http.resp_scan = c->http.resp_held = false;
 	c->http.sent_100 = false;
 	c->http.status = 0;
 	c->http.bytes_up = c->http.bytes_down = 0;
@@ -630,8 +652,9 @@ http_add_fields(struct conn *c, int dir, struct evbuffer *out,
 				if (inject_strips_range(c->http.inj) &&
 				    http_is_range(hv[i].name, hv[i].name_len))
 					continue;
-				rc = inject_request_bytes(c->http.inj,
-				    hv[i].value, hv[i].value_len, &v, &vlen);
+				rc = inject_request_field(c->http.inj,
+				    hv[i].name, hv[i].name_len, hv[i].value,
+				    hv[i].value_len, &v, &vlen);
 			} else
 				rc = inject_response_bytes(c->http.inj,
 				    hv[i].value, hv[i].value_len, &v, &vlen);
@@ -801,6 +824,7 @@ http_send_request(struct conn *c)
 		evbuffer_add_buffer(out, body);
 		evbuffer_free(body);
 	}
+	inject_sent(c->http.inj);	/* what it carries counts from here */
 
 	conn_enter_state(c, CONN_ST_HTTP_EXCHANGE);
 	c->http.up_clean = false;
@@ -931,7 +955,7 @@ http_emit(void *arg, const uint8_t *p, size_t n)
 	struct http_emit	*e = arg;
 
 	if (e->chunked)
-		evbuffer_add_printf(e->out, "%zx\r\n", n);
+		eb_chunk_size(e->out, n);
 	evbuffer_add(e->out, p, n);
 	if (e->chunked)
 		EVBUFFER_ADD_LIT(e->out, "\r\n");
@@ -961,10 +985,17 @@ http_move_data(struct conn *c, struct conn_body *b, struct evbuffer *in,
 		}
 		return 0;
 	}
+	if (b->xform == CONN_XFORM_SIZED) {
+		if (inject_response_pass(c->http.inj, in, n, last, out) == -1) {
+			*err = "out of memory";
+			return -1;
+		}
+		return 0;
+	}
 	if (n == 0)
 		return 0;
 	if (chunked)
-		evbuffer_add_printf(out, "%zx\r\n", n);
+		eb_chunk_size(out, n);
 	evbuffer_remove_buffer(in, out, n);
 	if (chunked)
 		EVBUFFER_ADD_LIT(out, "\r\n");
@@ -1058,7 +1089,7 @@ http_pump_request(struct conn *c)
 		if (err == HTTP_ERR_LEAK) {
 			/* The upstream saw part of the body; it never gets
 			 * the rest (the connection goes). */
-			if (!c->http.resp_head_done)
+			if (!c->http.resp_head_done || c->http.resp_held)
 				http_leak(c);
 			else
 				http_abort(c, POLICY_R_SECRET_LEAK,
@@ -1182,7 +1213,7 @@ http_upstream_lost(struct conn *c, const char *what)
 		conn_route(c);
 		return;
 	}
-	if (!c->http.resp_head_done) {
+	if (!c->http.resp_head_done || c->http.resp_held) {
 		http_denied(c, POLICY_R_UPSTREAM_UNREACHABLE, what);
 		return;
 	}
@@ -1246,19 +1277,27 @@ http_read_response(struct conn *c)
 			http_response_head_free(&c->http.resp);
 			continue;
 		}
-		if (http_write_response_head(c) == -1)
+		http_response_begin(c);
+		if (!c->http.resp_held && http_write_response_head(c) == -1)
 			return;
 	}
 	http_pump_response(c);
 }
 
-static int
-http_write_response_head(struct conn *c)
+/*
+ * The response head was read: the body's framing towards the client.
+ * A response of a host a secret is bound to is scanned for echoed
+ * values, and keeps its framing: a Content-Length body of at most
+ * limits.body_inspect_bytes is read whole before the head goes out
+ * (values become placeholders, the new length is sent), a longer one
+ * goes on with the length the upstream gave (values become as many "*"
+ * bytes), a chunked or close-delimited one goes on as it came (values
+ * become placeholders).  Any other response is not scanned at all.
+ */
+static void
+http_response_begin(struct conn *c)
 {
 	struct http_response_head	*r = &c->http.resp;
-	struct evbuffer			*out = io_out(c->cio);
-	const char			*reason;
-	size_t				 rlen;
 
 	c->http.resp_head_done = true;
 	c->http.status = r->status;
@@ -1276,20 +1315,63 @@ http_write_response_head(struct conn *c)
 		c->http.client_keepalive = false;
 	if (c->w->draining)
 		c->http.client_keepalive = false;
-	/*
-	 * Secret values the upstream echoes become placeholders again; the
-	 * body may change size, so a sized one goes on chunked (HTTP/1.1
-	 * clients) or delimited by close (HTTP/1.0).
-	 */
-	if (inject_response_begin(c->http.inj) && !c->http.respb.done) {
+	c->http.resp_scan = inject_response_begin(c->http.inj);
+	c->http.resp_held = false;
+	if (!c->http.resp_scan || c->http.respb.done)
+		return;
+	if (r->body != HTTP_BODY_LENGTH)
 		c->http.respb.xform = CONN_XFORM_RESPONSE;
-		if (r->body == HTTP_BODY_LENGTH) {
-			if (c->http.req.version_minor >= 1)
-				c->http.respb.out_chunked = true;
-			else
-				c->http.client_keepalive = false;
-		}
+	else if (r->content_length <= c->cfg->limits.body_inspect_bytes)
+		c->http.resp_held = true;
+	else
+		c->http.respb.xform = CONN_XFORM_SIZED;
+}
+
+/*
+ * A held response (http_response_begin()) whose body is all here: the
+ * body scrubbed whole, then the head with its length, then the body.
+ * Returns 0 (sent), 1 (more to come), or -1 after aborting.
+ */
+static int
+http_release_held(struct conn *c)
+{
+	struct evbuffer	*in = io_in(c->uio), *out = io_out(c->cio);
+	uint64_t	 cl = c->http.respb.left;
+	const char	*nb;
+	size_t		 nl;
+	unsigned char	*raw;
+
+	if (evbuffer_get_length(in) < cl)
+		return 1;
+	if ((raw = evbuffer_pullup(in, (ev_ssize_t)cl)) == NULL ||
+	    inject_response_bytes(c->http.inj, (const char *)raw, (size_t)cl,
+	    &nb, &nl) == -1) {
+		http_abort(c, POLICY_R_INTERNAL, "out of memory");
+		return -1;
 	}
+	c->http.resp.content_length = nl;
+	c->http.resp_held = false;
+	if (http_write_response_head(c) == -1)
+		return -1;
+	if (nb == (const char *)raw)
+		evbuffer_remove_buffer(in, out, (size_t)cl);
+	else {
+		evbuffer_add(out, nb, nl);
+		evbuffer_drain(in, (size_t)cl);
+	}
+	c->http.bytes_down += cl;
+	c->http.respb.left = 0;
+	c->http.respb.done = true;
+	return 0;
+}
+
+static int
+http_write_response_head(struct conn *c)
+{
+	struct http_response_head	*r = &c->http.resp;
+	struct evbuffer			*out = io_out(c->cio);
+	const char			*reason;
+	size_t				 rlen;
 
 	/* The reason phrase is the upstream's text too: scrubbed alike. */
 	reason = r->reason;
@@ -1311,10 +1393,7 @@ http_write_response_head(struct conn *c)
 		http_abort(c, POLICY_R_INTERNAL, "out of memory");
 		return -1;
 	}
-	if (c->http.respb.xform != CONN_XFORM_NONE && r->body == HTTP_BODY_LENGTH) {
-		if (c->http.respb.out_chunked)
-			EVBUFFER_ADD_LIT(out, "Transfer-Encoding: chunked\r\n");
-	} else if (r->body == HTTP_BODY_LENGTH ||
+	if (r->body == HTTP_BODY_LENGTH ||
 	    (r->body == HTTP_BODY_NONE && r->content_length > 0 &&
 	    strcmp(c->http.req.method, "HEAD") == 0)) {
 		EVBUFFER_ADD_LIT(out, "Content-Length: ");
@@ -1335,6 +1414,18 @@ http_pump_response(struct conn *c)
 {
 	const char	*err = NULL;
 
+	if (c->http.resp_held) {
+		switch (http_release_held(c)) {
+		case -1:
+			return;
+		case 1:
+			if (!c->http.xfer_ticking)
+				http_clock_arm(c);
+			return;
+		default:
+			break;
+		}
+	}
 	if (!c->http.respb.done && http_move_body(c, &c->http.respb, io_in(c->uio),
 	    io_out(c->cio), &c->http.bytes_down, &err) == -1) {
 		char d[160];
@@ -1403,7 +1494,7 @@ http_finish(struct conn *c)
 static void
 http_abort(struct conn *c, enum policy_reason reason, const char *detail)
 {
-	if (!c->http.resp_head_done) {
+	if (!c->http.resp_head_done || c->http.resp_held) {
 		http_denied(c, reason, detail);
 		return;
 	}

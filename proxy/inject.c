@@ -5,9 +5,12 @@
  * target (policy_secret_bound()), the rule's constraints (git preset,
  * plain HTTP), the rewriting of the request target, header values and
  * body (placeholders of bound secrets become values; a value or
- * placeholder of any other secret stops the request: secret-leak), and
- * the rule's header and basic injections.  For each response: values
- * echoed back become the sandbox's placeholders again.
+ * placeholder of any other secret stops the request: secret-leak), the
+ * same in the decoded credentials of Authorization: Basic, the rule's
+ * header and basic injections, and the names of the secrets that went
+ * out.  For each response of a bound target: values echoed back become
+ * the sandbox's placeholders again, or as many "*" where the length is
+ * fixed.
  *
  * Not here: matching bytes (secretscan.c), holding values (secrets.c),
  * framing (http.c), the connection (the caller says what the request is
@@ -17,6 +20,7 @@
  */
 #include "config.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -40,11 +44,35 @@ struct inject_copy {
 	struct inject_copy	*next;
 };
 
+/* Bytes of a response body to mask: [start, end), message offsets. */
+struct inject_range {
+	uint64_t	start;
+	uint64_t	end;
+};
+
+/*
+ * A response body that keeps its length (inject_response_pass()): the
+ * bytes moved from the upstream's buffer but not yet final, the scan's
+ * cursor, and the matches found and not yet masked (ascending, disjoint).
+ */
+struct inject_pass {
+	struct evbuffer			*hold;
+	uint64_t			 base;		/* offset of hold's
+							   first byte */
+	struct secretscan_cursor	 cur;
+	struct inject_range		*ranges;
+	size_t				 nranges;
+	size_t				 cranges;
+	bool				 failed;	/* memory */
+};
+
 /* Where in a request a rewrite happens (what may break there). */
 enum inject_where {
 	INJECT_IN_HEADER = 0,	/* a header field value */
 	INJECT_IN_TARGET,	/* the request target */
 	INJECT_IN_BODY,		/* the body */
+	INJECT_IN_BASIC,	/* user:password of Authorization: Basic,
+				   decoded */
 	INJECT_IN__COUNT
 };
 
@@ -59,6 +87,10 @@ struct inject {
 	bool				*bound;		/* per secret */
 	bool				*encode;	/* per secret: target
 							   gets %XX */
+	uint8_t				*used;		/* per secret: its value
+							   went into the
+							   request */
+	bool				 sent;		/* the head went out */
 	bool				 any_encode;
 	bool				 any_bound;
 	bool				 body_grows;	/* a body swap */
@@ -68,15 +100,21 @@ struct inject {
 							   framing */
 	bool				 too_long;	/* ... or makes the
 							   target too long */
+	bool				 colon;		/* ... or puts a ":" in
+							   a Basic user */
 	enum inject_where		 leak_where;
 	struct secretscan_stream	*req_st;
 	struct secretscan_stream	*resp_st;
+	struct inject_pass		 pass;
 	uint32_t			 leak;
 	const struct policy_inject	*injs;
 	size_t				 ninjs;
 	struct inject_copy		*copies;	/* wiped at the end */
+	const struct policy_rule	*rule;		/* or NULL */
 	const char			*names[INJECT_NAMES_MAX + 1];
 };
+
+static void	inject_pass_clear(struct inject_pass *);
 
 int
 inject_precheck(const struct inject_req *rq, enum policy_reason *reason,
@@ -126,6 +164,18 @@ inject_breaks_target(const uint8_t *v, size_t len)
 	return false;
 }
 
+/* Whether v holds a byte Basic credentials may not: any CTL (RFC 7617). */
+static bool
+inject_breaks_basic(const uint8_t *v, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < len; i++)
+		if (v[i] < 0x20 || v[i] == 0x7f)
+			return true;
+	return false;
+}
+
 /*
  * The options the rule's placeholders entries give secret i: "encode"
  * (the target) and "body".
@@ -162,6 +212,7 @@ inject_free(struct inject *in)
 	free(in->resp_act);
 	free(in->bound);
 	free(in->encode);
+	free(in->used);
 	free(in);
 }
 
@@ -189,12 +240,16 @@ inject_actions(const struct inject_req *rq, struct inject *in, size_t i)
 		in->req_act[INJECT_IN_HEADER][i] = SECRETSCAN_ACT_LEAK;
 		in->req_act[INJECT_IN_TARGET][i] = SECRETSCAN_ACT_LEAK;
 		in->req_act[INJECT_IN_BODY][i] = SECRETSCAN_ACT_LEAK;
+		in->req_act[INJECT_IN_BASIC][i] = SECRETSCAN_ACT_LEAK;
 		in->scan_body = true;
 		return;
 	}
 	inject_opts(in->injs, in->ninjs, i, &enc, &body);
 	v = secrets_value(in->sv.vals, i, &vl);
 	in->req_act[INJECT_IN_HEADER][i] = inject_breaks_field(v, vl) ?
+	    SECRETSCAN_ACT_LEAK : SECRETSCAN_ACT_PH_TO_VALUE;
+	/* RFC 7617: neither user nor password holds a control byte. */
+	in->req_act[INJECT_IN_BASIC][i] = inject_breaks_basic(v, vl) ?
 	    SECRETSCAN_ACT_LEAK : SECRETSCAN_ACT_PH_TO_VALUE;
 	if (enc) {
 		/* Swapped by inject_encode(), after the rewriter. */
@@ -216,8 +271,7 @@ inject_begin(const struct inject_req *rq, enum policy_reason *reason,
 {
 	const struct policy_rule	*r = rq->rule;
 	struct inject			*in = NULL;
-	const size_t			*idx;
-	size_t				 i, k, ninj = 0;
+	size_t				 i, ninj = 0;
 	const struct policy_inject	*injs = NULL;
 	struct secrets_view		 sv;
 	int				 w;
@@ -247,23 +301,21 @@ inject_begin(const struct inject_req *rq, enum policy_reason *reason,
 		in->resp_act = calloc(in->n, sizeof(*in->resp_act));
 		in->bound = calloc(in->n, sizeof(*in->bound));
 		in->encode = calloc(in->n, sizeof(*in->encode));
+		in->used = calloc(in->n, sizeof(*in->used));
 		if (in->resp_act == NULL || in->bound == NULL ||
-		    in->encode == NULL)
+		    in->encode == NULL || in->used == NULL)
 			goto nomem;
 		for (i = 0; i < in->n; i++)
 			inject_actions(rq, in, i);
 		for (w = 0; w < INJECT_IN__COUNT; w++) {
 			in->req_rules[w].action = in->req_act[w];
 			in->req_rules[w].nsecrets = in->n;
+			in->req_rules[w].replaced = in->used;
 		}
 		in->resp_rules.action = in->resp_act;
 		in->resp_rules.nsecrets = in->n;
 	}
-	if (r != NULL && in->sv.vals != NULL) {
-		k = policy_rule_secrets(r, &idx);
-		for (i = 0; i < k && i < INJECT_NAMES_MAX; i++)
-			in->names[i] = secrets_name(in->sv.vals, idx[i]);
-	}
+	in->rule = r;
 	return in;
  nomem:
 	inject_free(in);
@@ -286,6 +338,7 @@ inject_end(struct inject *in)
 	}
 	secretscan_stream_free(in->req_st);
 	secretscan_stream_free(in->resp_st);
+	inject_pass_clear(&in->pass);
 	inject_free(in);
 }
 
@@ -359,6 +412,173 @@ inject_request_bytes(struct inject *in, const char *src, size_t len,
 	return inject_request_in(in, INJECT_IN_HEADER, src, len, out, outlen);
 }
 
+/* A byte of RFC 4648's base64 alphabet (not "=", not base64url's). */
+static bool
+inject_b64_char(char ch)
+{
+	return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+	    (ch >= '0' && ch <= '9') || ch == '+' || ch == '/';
+}
+
+/*
+ * The credentials of an Authorization field that uses the Basic scheme
+ * (RFC 7617): the scheme in any case, at least one SP or HTAB, then the
+ * token, which must be base64: RFC 4648's alphabet, with its "=" padding
+ * or without (a length no base64 has, or "=" anywhere but at the end, is
+ * not).  Returns the token's offset in v, or 0 if v is not that.
+ */
+static size_t
+inject_basic_token(const char *v, size_t len)
+{
+	size_t	off = LIT_LEN("basic"), n, pad = 0, i;
+
+	if (len <= off || strncasecmp(v, "basic", off) != 0 ||
+	    (v[off] != ' ' && v[off] != '\t'))
+		return 0;
+	while (off < len && (v[off] == ' ' || v[off] == '\t'))
+		off++;
+	n = len - off;
+	while (pad < 2 && pad < n && v[len - 1 - pad] == '=')
+		pad++;
+	if (n == pad || n > INT_MAX / 2 || (pad > 0 && n % 4 != 0) ||
+	    (n - pad) % 4 == 1)
+		return 0;
+	for (i = off; i < len - pad; i++)
+		if (!inject_b64_char(v[i]))
+			return 0;
+	return off;
+}
+
+/*
+ * Decodes the base64 token t[0..n) (inject_basic_token() checked it):
+ * 0 with *out (malloc'd, cap *cap bytes: wipe it) and *outlen, or -1.
+ */
+static int
+inject_b64_decode(const char *t, size_t n, uint8_t **out, size_t *outlen,
+    size_t *cap)
+{
+	unsigned char	*quad;
+	size_t		 body = n, q;
+	int		 k;
+
+	while (body > 0 && t[body - 1] == '=')
+		body--;
+	q = (body + 3) / 4 * 4;
+	if ((quad = malloc(q)) == NULL)
+		return -1;
+	memcpy(quad, t, body);
+	memset(quad + body, '=', q - body);
+	*cap = q / 4 * 3 + 1;
+	if ((*out = malloc(*cap)) == NULL) {
+		secretscan_out_free(quad, q);
+		return -1;
+	}
+	/* Valid input: it decodes, each "=" to a NUL that is not data. */
+	k = EVP_DecodeBlock(*out, quad, (int)q);
+	secretscan_out_free(quad, q);
+	if (k < 0 || (size_t)k < q - body) {
+		secretscan_out_free(*out, *cap);
+		*out = NULL;
+		return -1;
+	}
+	*outlen = (size_t)k - (q - body);
+	return 0;
+}
+
+/*
+ * The secret whose placeholder is in u[0..len), the user of Basic
+ * credentials, and whose value holds a ":".
+ */
+static uint32_t
+inject_colon_secret(const struct inject *in, const uint8_t *u, size_t len)
+{
+	const uint8_t	*v;
+	size_t		 i, vl;
+
+	for (i = 0; in->sv.ph != NULL && i < in->n; i++) {
+		v = secrets_value(in->sv.vals, i, &vl);
+		if (in->bound[i] && memchr(v, ':', vl) != NULL &&
+		    memmem(u, len, in->sv.ph[i], strlen(in->sv.ph[i])) != NULL)
+			return (uint32_t)i;
+	}
+	return UINT32_MAX;
+}
+
+/*
+ * The user:password of Basic credentials, decoded from v[off..len): its
+ * placeholders of bound secrets become values and it is encoded again
+ * (with padding, after the scheme and spaces as sent); a value or
+ * placeholder of an unbound secret is a leak.  A value swapped into the
+ * user (before the first ":") may not hold a ":", which would move the
+ * split (unsafe).  0 with *out and *outlen (v itself if nothing
+ * changed), or -1.
+ */
+static int
+inject_basic(struct inject *in, const char *v, size_t len, size_t off,
+    const char **out, size_t *outlen)
+{
+	uint8_t		*dec = NULL, *enc;
+	const char	*rw, *urw;
+	const uint8_t	*colon;
+	size_t		 declen = 0, cap = 0, rwlen, urwlen, ulen, elen;
+	int		 rc = -1, n;
+
+	*out = v;
+	*outlen = len;
+	if (inject_b64_decode(v + off, len - off, &dec, &declen, &cap) == -1)
+		return -1;
+	if (inject_request_in(in, INJECT_IN_BASIC, (const char *)dec, declen,
+	    &rw, &rwlen) == -1)
+		goto done;
+	if (rw == (const char *)dec) {
+		rc = 0;		/* nothing to swap: as sent */
+		goto done;
+	}
+	colon = memchr(dec, ':', declen);
+	ulen = colon != NULL ? (size_t)(colon - dec) : declen;
+	if (inject_request_in(in, INJECT_IN_BASIC, (const char *)dec, ulen,
+	    &urw, &urwlen) == -1)
+		goto done;
+	if (urw != (const char *)dec && memchr(urw, ':', urwlen) != NULL) {
+		in->unsafe = in->colon = true;
+		in->leak_where = INJECT_IN_BASIC;
+		in->leak = inject_colon_secret(in, dec, ulen);
+		goto done;
+	}
+	if (rwlen > (size_t)INT_MAX / 2)
+		goto done;
+	elen = off + (rwlen + 2) / 3 * 4;
+	if ((enc = malloc(elen + 1)) == NULL)
+		goto done;
+	memcpy(enc, v, off);
+	n = EVP_EncodeBlock(enc + off, (const unsigned char *)rw, (int)rwlen);
+	if (inject_keep(in, enc, elen + 1) == -1)
+		goto done;
+	*out = (const char *)enc;
+	*outlen = off + (size_t)n;
+	rc = 0;
+ done:
+	secretscan_out_free(dec, cap);
+	return rc;
+}
+
+int
+inject_request_field(struct inject *in, const char *name, size_t nlen,
+    const char *src, size_t len, const char **out, size_t *outlen)
+{
+	size_t	off;
+
+	if (inject_request_in(in, INJECT_IN_HEADER, src, len, out,
+	    outlen) == -1)
+		return -1;
+	if (in == NULL || in->n == 0 || *out != src ||
+	    nlen != LIT_LEN("authorization") ||
+	    strncasecmp(name, "authorization", nlen) != 0 ||
+	    (off = inject_basic_token(src, len)) == 0)
+		return 0;
+	return inject_basic(in, src, len, off, out, outlen);
+}
+
 int
 inject_request_host(struct inject *in, const char *host)
 {
@@ -403,6 +623,7 @@ inject_encode(struct inject *in, const char *t, size_t len,
 		}
 		if (k == 0)
 			continue;
+		in->used[i] = 1;
 		v = secrets_value(in->sv.vals, i, &vl);
 		/* Each placeholder (pl > 0 bytes) becomes at most 3 vl. */
 		if (vl > INJECT_TARGET_MAX_BYTES || k > INJECT_TARGET_MAX_BYTES ||
@@ -457,8 +678,13 @@ int
 inject_response_bytes(struct inject *in, const char *src, size_t len,
     const char **out, size_t *outlen)
 {
-	return inject_rewrite(in, in != NULL ? &in->resp_rules : NULL, src,
-	    len, out, outlen);
+	if (in == NULL || !in->any_bound) {
+		/* No value went to this host: nothing of it comes back. */
+		*out = src;
+		*outlen = len;
+		return 0;
+	}
+	return inject_rewrite(in, &in->resp_rules, src, len, out, outlen);
 }
 
 const char *
@@ -469,6 +695,13 @@ inject_unsafe(const struct inject *in)
 	if (in->too_long)
 		return "the request target with the secret's value "
 		    "percent-encoded would be longer than 64 KiB";
+	if (in->colon)
+		return "the value of a secret holds a \":\" and its "
+		    "placeholder is in the user of Basic credentials, where "
+		    "the value would change which part is the password";
+	if (in->leak_where == INJECT_IN_BASIC)
+		return "the value of a secret holds control bytes (CR, LF, "
+		    "NUL, ...), which Basic credentials may not hold";
 	return in->leak_where == INJECT_IN_TARGET ?
 	    "the value of a secret holds a space or control bytes, which "
 	    "would break the request line (set \"encode\": \"percent\" on "
@@ -507,6 +740,18 @@ inject_overrides(const struct inject *in, const char *name, size_t len)
 			return true;
 	}
 	return false;
+}
+
+/* The secrets template t puts in: their values went into the request. */
+static void
+inject_template_used(struct inject *in, const struct policy_template *t)
+{
+	size_t	i;
+
+	for (i = 0; i < t->nparts; i++)
+		if (t->parts[i].secret != POLICY_TPL_LITERAL &&
+		    t->parts[i].secret < in->n)
+			in->used[t->parts[i].secret] = 1;
 }
 
 /* Appends template t, with secret values, to buf (size cap, *len used). */
@@ -576,6 +821,7 @@ inject_add_headers(struct inject *in, struct evbuffer *out,
 			evbuffer_add_printf(out, "%s: ", j->header);
 			evbuffer_add(out, v, vl);
 			EVBUFFER_ADD_LIT(out, "\r\n");
+			inject_template_used(in, &j->value);
 		} else if (j->kind == POLICY_INJECT_BASIC) {
 			tr = inject_template(in, &j->user, up, sizeof(up), &ul);
 			umax = ul > umax ? ul : umax;
@@ -599,6 +845,8 @@ inject_add_headers(struct inject *in, struct evbuffer *out,
 			EVBUFFER_ADD_LIT(out, "Authorization: Basic ");
 			evbuffer_add(out, b64, (size_t)n);
 			EVBUFFER_ADD_LIT(out, "\r\n");
+			inject_template_used(in, &j->user);
+			inject_template_used(in, &j->password);
 			OPENSSL_cleanse(b64, (size_t)n + 1);	/* and its NUL */
 		}
 	}
@@ -679,10 +927,15 @@ inject_body(struct inject *in, struct evbuffer *src, size_t n, bool last,
 bool
 inject_response_begin(struct inject *in)
 {
-	if (in == NULL || in->n == 0)
+	/*
+	 * Only a host a secret is bound to gets a value from moatd (to any
+	 * other a value is a leak), so only its responses can echo one.
+	 */
+	if (in == NULL || in->n == 0 || !in->any_bound)
 		return false;
 	secretscan_stream_free(in->resp_st);
 	in->resp_st = NULL;
+	inject_pass_clear(&in->pass);
 	return true;
 }
 
@@ -701,10 +954,192 @@ inject_response_body(struct inject *in, struct evbuffer *src, size_t n,
 	    emit, arg);
 }
 
-const char *const *
-inject_names(const struct inject *in)
+static void
+inject_pass_clear(struct inject_pass *ps)
 {
-	if (in == NULL || in->names[0] == NULL)
+	if (ps->hold != NULL)
+		evbuffer_free(ps->hold);
+	free(ps->ranges);
+	memset(ps, 0, sizeof(*ps));
+}
+
+/* secretscan_scan()'s hit: a range to mask, merged with those it meets. */
+static void
+inject_pass_hit(void *arg, const struct secretscan_hit *h)
+{
+	struct inject_pass	*ps = arg;
+	struct inject_range	 r, *nr;
+	size_t			 cap;
+
+	r.start = h->offset;
+	r.end = h->offset + h->len;
+	while (ps->nranges > 0 && ps->ranges[ps->nranges - 1].end >= r.start) {
+		nr = &ps->ranges[--ps->nranges];
+		r.start = nr->start < r.start ? nr->start : r.start;
+		r.end = nr->end > r.end ? nr->end : r.end;
+	}
+	if (ps->nranges == ps->cranges) {
+		cap = ps->cranges > 0 ? ps->cranges * 2 : 8;
+		if ((nr = realloc(ps->ranges, cap * sizeof(*nr))) == NULL) {
+			ps->failed = true;
+			return;
+		}
+		ps->ranges = nr;
+		ps->cranges = cap;
+	}
+	ps->ranges[ps->nranges++] = r;
+}
+
+/* Moves n bytes of hold to out, the partial chain copied (if any). */
+static int
+inject_pass_move(struct inject_pass *ps, struct evbuffer *out, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (evbuffer_remove_buffer(ps->hold, out, n) != (int)n)
+		return -1;
+	ps->base += n;
+	return 0;
+}
+
+/* The longest prefix of hold's first n bytes made of whole chains. */
+static size_t
+inject_pass_chains(struct inject_pass *ps, size_t n)
+{
+	struct evbuffer_iovec	v[16];
+	size_t			k = 0;
+	int			nv, i;
+
+	nv = evbuffer_peek(ps->hold, (ev_ssize_t)n, NULL, v, 16);
+	for (i = 0; i < nv && i < 16 && k + v[i].iov_len <= n; i++)
+		k += v[i].iov_len;
+	return k;
+}
+
+/*
+ * Masks the ranges that begin before upto (each whole: it is known in
+ * full) and moves everything before upto, or all of hold with last.
+ * Short of last, only whole chains move (a chain is never copied for
+ * the few bytes that may begin a value at its end: they wait for the
+ * next bytes).
+ */
+static int
+inject_pass_flush(struct inject_pass *ps, uint64_t upto, bool last,
+    struct evbuffer *out)
+{
+	static const char	stars[] = "********************************"
+				    "********************************";
+	struct inject_range	*r;
+	size_t			 k, used = 0, m;
+
+	for (; used < ps->nranges; used++) {
+		r = &ps->ranges[used];
+		if (r->start >= upto && !last)
+			break;
+		if (r->start > ps->base &&
+		    inject_pass_move(ps, out, (size_t)(r->start - ps->base)) ==
+		    -1)
+			return -1;
+		if (r->end <= ps->base)
+			continue;	/* masked with the range before it */
+		for (k = (size_t)(r->end - ps->base); k > 0; k -= m) {
+			m = k < sizeof(stars) - 1 ? k : sizeof(stars) - 1;
+			if (evbuffer_drain(ps->hold, m) == -1 ||
+			    evbuffer_add(out, stars, m) == -1)
+				return -1;
+			ps->base += m;
+		}
+	}
+	if (used > 0) {
+		memmove(ps->ranges, ps->ranges + used,
+		    (ps->nranges - used) * sizeof(*ps->ranges));
+		ps->nranges -= used;
+	}
+	if (last)
+		return inject_pass_move(ps, out, evbuffer_get_length(ps->hold));
+	if (upto <= ps->base)
+		return 0;
+	return inject_pass_move(ps, out, inject_pass_chains(ps,
+	    (size_t)(upto - ps->base)));
+}
+
+int
+inject_response_pass(struct inject *in, struct evbuffer *src, size_t n,
+    bool last, struct evbuffer *out)
+{
+	struct inject_pass	*ps;
+	struct evbuffer_iovec	 v[8];
+	struct evbuffer_ptr	 at;
+	size_t			 off;
+	int			 nv, i;
+
+	if (in == NULL)
+		return -1;	/* nothing to scan with: fail closed */
+	ps = &in->pass;
+	if (ps->hold == NULL) {
+		if ((ps->hold = evbuffer_new()) == NULL ||
+		    secretscan_cursor_init(in->sv.scan, &in->resp_rules,
+		    &ps->cur) == -1)
+			return -1;
+	}
+	if (n > 0 && evbuffer_remove_buffer(src, ps->hold, n) != (int)n)
+		return -1;
+	/* Scan what came, in place; the chains do not move meanwhile. */
+	off = (size_t)(ps->cur.pos - ps->base);
+	while (off < evbuffer_get_length(ps->hold)) {
+		if (evbuffer_ptr_set(ps->hold, &at, off,
+		    EVBUFFER_PTR_SET) == -1)
+			return -1;
+		nv = evbuffer_peek(ps->hold, -1, &at, v, 8);
+		for (i = 0; i < nv && i < 8; i++) {
+			secretscan_scan(in->sv.scan, &in->resp_rules, &ps->cur,
+			    v[i].iov_base, v[i].iov_len, inject_pass_hit, ps);
+			off += v[i].iov_len;
+		}
+	}
+	if (ps->failed)
+		return -1;
+	return inject_pass_flush(ps, secretscan_cursor_final(in->sv.scan,
+	    &ps->cur), last, out);
+}
+
+void
+inject_sent(struct inject *in)
+{
+	if (in != NULL)
+		in->sent = true;
+}
+
+/* Adds secret i to the names, once. */
+static void
+inject_name_add(struct inject *in, size_t *k, size_t i)
+{
+	size_t	j;
+
+	for (j = 0; j < *k; j++)
+		if (in->names[j] == secrets_name(in->sv.vals, i))
+			return;
+	if (*k < INJECT_NAMES_MAX)
+		in->names[(*k)++] = secrets_name(in->sv.vals, i);
+}
+
+const char *const *
+inject_names(struct inject *in)
+{
+	const size_t	*idx;
+	size_t		 i, k = 0, nr = 0;
+
+	if (in == NULL || !in->sent || in->used == NULL)
 		return NULL;
-	return in->names;
+	/* The rule's secrets in its order, then those other rules bound. */
+	if (in->rule != NULL)
+		nr = policy_rule_secrets(in->rule, &idx);
+	for (i = 0; i < nr; i++)
+		if (idx[i] < in->n && in->used[idx[i]])
+			inject_name_add(in, &k, idx[i]);
+	for (i = 0; i < in->n; i++)
+		if (in->used[i])
+			inject_name_add(in, &k, i);
+	in->names[k] = NULL;
+	return k > 0 ? in->names : NULL;
 }

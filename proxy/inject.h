@@ -7,11 +7,14 @@
  * bound to this target (its placeholder is swapped for its value) or not
  * (its value or placeholder anywhere in the request is a leak: denied,
  * audited with the secret's name); the rule's header and basic
- * injections are added, replacing what the client sent.  Per response,
+ * injections are added, replacing what the client sent; Basic
+ * credentials in Authorization are decoded for this and encoded again.
+ * Per response of a target a secret is bound to (no other got a value),
  * values an upstream echoes back become placeholders again, in the head
  * (reason phrase included) and anywhere in the body (streamed, never
- * buffered whole); Range is dropped to bound targets so that values come
- * back whole.
+ * buffered whole beyond limits.body_inspect_bytes), or as many "*" where
+ * the body's length is fixed; Range is dropped to bound targets so that
+ * values come back whole.
  *
  * Nothing here knows a connection: the caller describes the request in a
  * struct inject_req (conn_inject_req() fills one from a struct conn),
@@ -88,6 +91,17 @@ void	inject_end(struct inject *in);
 int	inject_request_bytes(struct inject *in, const char *src, size_t len,
 	    const char **out, size_t *outlen);
 /*
+ * The same for a header field of the request named name[0..nlen): in an
+ * Authorization field with Basic credentials (the scheme in any case,
+ * then SP or HTAB, then base64 with or without its padding), the
+ * decoded user:password is rewritten too and encoded again; there a
+ * value with a control byte, or one with a ":" swapped into the user,
+ * is unsafe.  Other fields, and a token that is not base64, are rewritten
+ * as inject_request_bytes() does.
+ */
+int	inject_request_field(struct inject *in, const char *name, size_t nlen,
+	    const char *src, size_t len, const char **out, size_t *outlen);
+/*
  * Checks the Host moatd sends (it is never rewritten): 0, or -1 if it
  * holds a value or placeholder of a secret not bound to the target.
  */
@@ -148,10 +162,20 @@ const char *inject_leak_name(const struct inject *in);
 bool	inject_leaked(const struct inject *in);
 
 /*
- * Responses: starts one (returns false when nothing needs rewriting),
- * rewrites a header value (as inject_request_bytes, never a leak), and
- * moves body bytes through the response rewriter (all of them: its
- * output may be shorter or longer than its input).
+ * Responses.  inject_response_begin() starts one and says whether it is
+ * scanned at all: only when a secret is bound to the request's target
+ * (moatd sends a value nowhere else, so no other host can echo one);
+ * else the response passes as it came.  inject_response_bytes()
+ * rewrites a header value or a whole body (as inject_request_bytes,
+ * never a leak; unchanged where nothing is scanned).
+ * inject_response_body() moves body bytes through the response rewriter
+ * (all of them: its output may be shorter or longer than its input:
+ * bodies whose framing the client gets anew, chunked or delimited by
+ * close).  inject_response_pass() is for a body whose length the client
+ * was told: it moves n bytes of src to out, each echoed value replaced
+ * by as many "*" (the length holds), whole chains moved without a copy;
+ * bytes that may begin a value wait (at most one read's worth) until
+ * more come, or until last.  Both return 0, or -1 (memory).
  */
 bool	inject_response_begin(struct inject *in);
 int	inject_response_bytes(struct inject *in, const char *src, size_t len,
@@ -159,8 +183,22 @@ int	inject_response_bytes(struct inject *in, const char *src, size_t len,
 int	inject_response_body(struct inject *in, struct evbuffer *src,
 	    size_t n, bool last, void (*emit)(void *, const uint8_t *, size_t),
 	    void *arg);
+int	inject_response_pass(struct inject *in, struct evbuffer *src,
+	    size_t n, bool last, struct evbuffer *out);
 
-/* The secret names injected or swapped in this request (for audit). */
-const char *const *inject_names(const struct inject *in);
+/*
+ * The request's head went to the upstream (with the body moatd had of it
+ * already): from now on inject_names() names what was put into it.
+ */
+void	inject_sent(struct inject *in);
+/*
+ * For the audit line's "injected": the names of the secrets whose values
+ * moatd put into this request (a placeholder swapped anywhere, Basic
+ * credentials included, or a header or basic injection added), the
+ * rule's secrets first in its order; NULL if none, or if the request
+ * never went out (refused before inject_sent()).  Valid until the next
+ * call or inject_end().
+ */
+const char *const *inject_names(struct inject *in);
 
 #endif /* MOAT_INJECT_H */

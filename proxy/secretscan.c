@@ -39,6 +39,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "proxy/secretscan.h"
 
 #define SS_NONE		UINT32_MAX	/* no state, no pattern */
@@ -46,6 +50,7 @@
 #define SS_CAND_SLACK	2		/* ring slots beyond the bound */
 #define SS_RANDOM_TRIES	16		/* getrandom(2) calls at most */
 #define SS_OUT_MIN_CAP	64		/* one-shot output slack, bytes */
+#define SS_FIRST_VEC	8		/* first bytes the vector skip takes */
 /* Placeholder: the prefix, then hex digits of SS_PH_RANDOM_BYTES bytes. */
 #define SS_PH_PREFIX_LEN	(sizeof(SECRETSCAN_PLACEHOLDER_PREFIX) - 1)
 #define SS_PH_RANDOM_BYTES	\
@@ -82,6 +87,18 @@ struct secretscan {
 					   or SS_NONE */
 	uint32_t	*dict;		/* per state: next suffix state with a
 					   pattern, or SS_NONE */
+	/*
+	 * The bytes that leave the root state (the patterns' first
+	 * bytes): leave[b] is 1 for each; the first SS_FIRST_VEC of them
+	 * are in first[], and as many of the distinct pairs of first two
+	 * bytes in pair[], for the vector skip (ss_skip()).  They spell
+	 * part of the patterns: wiped with the rest.
+	 */
+	uint8_t		 leave[256];
+	uint8_t		 first[SS_FIRST_VEC];
+	uint32_t	 nfirst;
+	uint8_t		 pair[SS_FIRST_VEC][2];
+	uint32_t	 npairs;
 };
 
 /* A pending replacement: pattern pat at absolute input offset start. */
@@ -99,6 +116,7 @@ enum ss_status {
 struct secretscan_stream {
 	const struct secretscan		*set;
 	const enum secretscan_action	*action;
+	uint8_t				*replaced;	/* or NULL */
 	enum ss_status			 status;
 	uint32_t			 leak_secret;
 	bool				 changed;	/* replaced something */
@@ -139,6 +157,9 @@ static int	ss_counterparts(struct secretscan *, char *, size_t);
 static int	ss_count_states(struct secretscan *, char *, size_t);
 static void	ss_classes(struct secretscan *);
 static int	ss_build(struct secretscan *, char *, size_t);
+static void	ss_first(struct secretscan *);
+static size_t	ss_skip(const struct secretscan *, const uint8_t *, size_t,
+		    size_t);
 static bool	ss_rewrites(enum secretscan_action, enum secretscan_kind);
 static int	ss_stream_init(struct secretscan_stream *,
 		    const struct secretscan *, const struct secretscan_rules *,
@@ -431,6 +452,102 @@ ss_build(struct secretscan *s, char *err, size_t errlen)
 	return rc;
 }
 
+/* The bytes that leave the root (none reports a match: patterns are
+ * SECRETSCAN_MIN_LEN long at least). */
+static void
+ss_first(struct secretscan *s)
+{
+	const uint8_t	*pb;
+	unsigned int	 b;
+	size_t		 i, k;
+
+	for (b = 0; b < 256; b++) {
+		if (s->delta[s->cls[b]] == 0)
+			continue;
+		s->leave[b] = 1;
+		if (s->nfirst < SS_FIRST_VEC)
+			s->first[s->nfirst] = (uint8_t)b;
+		s->nfirst++;
+	}
+	for (i = 0; i < s->npats; i++) {
+		pb = s->pats[i].bytes;	/* SECRETSCAN_MIN_LEN bytes at least */
+		for (k = 0; k < s->npairs && k < SS_FIRST_VEC; k++)
+			if (s->pair[k][0] == pb[0] && s->pair[k][1] == pb[1])
+				break;
+		if (k < s->npairs && k < SS_FIRST_VEC)
+			continue;
+		if (s->npairs < SS_FIRST_VEC) {
+			s->pair[s->npairs][0] = pb[0];
+			s->pair[s->npairs][1] = pb[1];
+		}
+		s->npairs++;
+	}
+}
+
+/*
+ * In the root state, the bytes that lead back to it need no table step:
+ * returns the first i' >= i at which a match may begin, or len; the
+ * state at i' is the root still.  Most traffic is such bytes, so this is
+ * where a scan spends its time.  With at most SS_FIRST_VEC distinct
+ * pairs of first two bytes (a sandbox with a few secrets: its
+ * placeholders all begin with "mo"), 16 positions are compared at once
+ * (SSE2), against both bytes: a position whose two bytes begin no
+ * pattern cannot begin a match, and the DFA would be back in the root
+ * (or in a state the next position gives) after it.  Else with at most
+ * SS_FIRST_VEC first bytes, against those.  Else, and for the last
+ * bytes, one table look-up a byte, with no dependency from one byte to
+ * the next (the DFA's steps each wait for the one before).
+ */
+static size_t
+ss_skip(const struct secretscan *s, const uint8_t *in, size_t i, size_t len)
+{
+#if defined(__SSE2__)
+	__m128i		a[SS_FIRST_VEC], b[SS_FIRST_VEC], v0, v1, m;
+	uint32_t	k, n = s->npairs;
+	int		bits;
+
+	if (n >= 1 && n <= SS_FIRST_VEC && len - i > 16) {
+		for (k = 0; k < n; k++) {
+			a[k] = _mm_set1_epi8((char)s->pair[k][0]);
+			b[k] = _mm_set1_epi8((char)s->pair[k][1]);
+		}
+		for (; len - i > 16; i += 16) {
+			v0 = _mm_loadu_si128((const __m128i *)(const void *)
+			    (in + i));
+			v1 = _mm_loadu_si128((const __m128i *)(const void *)
+			    (in + i + 1));
+			m = _mm_and_si128(_mm_cmpeq_epi8(v0, a[0]),
+			    _mm_cmpeq_epi8(v1, b[0]));
+			for (k = 1; k < n; k++)
+				m = _mm_or_si128(m, _mm_and_si128(
+				    _mm_cmpeq_epi8(v0, a[k]),
+				    _mm_cmpeq_epi8(v1, b[k])));
+			if ((bits = _mm_movemask_epi8(m)) != 0)
+				return i + (size_t)__builtin_ctz((unsigned)bits);
+		}
+	} else if ((n = s->nfirst) >= 1 && n <= SS_FIRST_VEC &&
+	    len - i >= 16) {
+		for (k = 0; k < n; k++)
+			a[k] = _mm_set1_epi8((char)s->first[k]);
+		for (; len - i >= 16; i += 16) {
+			v0 = _mm_loadu_si128((const __m128i *)(const void *)
+			    (in + i));
+			m = _mm_cmpeq_epi8(v0, a[0]);
+			for (k = 1; k < n; k++)
+				m = _mm_or_si128(m, _mm_cmpeq_epi8(v0, a[k]));
+			if ((bits = _mm_movemask_epi8(m)) != 0)
+				return i + (size_t)__builtin_ctz((unsigned)bits);
+		}
+	}
+#endif
+	while (len - i >= 4 && !(s->leave[in[i]] | s->leave[in[i + 1]] |
+	    s->leave[in[i + 2]] | s->leave[in[i + 3]]))
+		i += 4;
+	while (i < len && !s->leave[in[i]])
+		i++;
+	return i;
+}
+
 struct secretscan *
 secretscan_new(const struct secretscan_pattern *p, size_t n, char *err,
     size_t errlen)
@@ -466,6 +583,7 @@ secretscan_new(const struct secretscan_pattern *p, size_t n, char *err,
 	ss_classes(s);
 	if (ss_build(s, err, errlen) == -1)
 		goto fail;
+	ss_first(s);
 	return s;
  nomem:
 	snprintf(err, errlen, "out of memory");
@@ -523,6 +641,8 @@ secretscan_find(const struct secretscan *s, const uint8_t *buf, size_t len,
 	if (max == 0)
 		return 0;
 	for (i = 0; i < len; i++) {
+		if (st == 0 && (i = ss_skip(s, buf, i, len)) == len)
+			break;
 		e = s->delta[st + s->cls[buf[i]]];
 		st = e & ~SS_HIT;
 		if ((e & SS_HIT) == 0)
@@ -603,6 +723,7 @@ ss_stream_init(struct secretscan_stream *st, const struct secretscan *s,
 	}
 	st->set = s;
 	st->action = r->action;
+	st->replaced = r->replaced;
 	st->ccap = (s->maxlen - 1) / SECRETSCAN_MIN_LEN + SS_CAND_SLACK;
 	if ((st->cand = calloc(st->ccap, sizeof(*st->cand))) == NULL) {
 		errno = ENOMEM;
@@ -695,6 +816,8 @@ ss_commit(struct secretscan_stream *st, uint64_t lo)
 		st->emit(st->arg, r->bytes, r->len);
 		st->done = c->start + p->len;
 		st->changed = true;
+		if (st->replaced != NULL)
+			st->replaced[p->secret] = 1;
 		st->chead = (st->chead + 1) % st->ccap;
 		st->ccount--;
 	}
@@ -823,6 +946,8 @@ ss_run(struct secretscan_stream *st, const uint8_t *in, size_t len,
 	st->holdbase = st->done;
 	state = st->state;
 	for (i = 0; i < len; i++) {
+		if (state == 0 && (i = ss_skip(s, in, i, len)) == len)
+			break;
 		e = delta[state + cls[in[i]]];
 		state = e & ~SS_HIT;
 		if ((e & SS_HIT) == 0)
@@ -898,6 +1023,69 @@ secretscan_stream_free(struct secretscan_stream *st)
 	free(st);
 }
 
+int
+secretscan_cursor_init(const struct secretscan *s,
+    const struct secretscan_rules *r, struct secretscan_cursor *cur)
+{
+	char	err[160];
+
+	memset(cur, 0, sizeof(*cur));
+	if (secretscan_rules_check(s, r, err, sizeof(err)) == -1) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+void
+secretscan_scan(const struct secretscan *s, const struct secretscan_rules *r,
+    struct secretscan_cursor *cur, const uint8_t *in, size_t len,
+    void (*hit)(void *, const struct secretscan_hit *), void *arg)
+{
+	const struct ss_pat	*p;
+	struct secretscan_hit	 h;
+	enum secretscan_action	 a;
+	uint32_t		 state = cur->state, e, x;
+	size_t			 i;
+
+	for (i = 0; i < len; i++) {
+		if (state == 0 && (i = ss_skip(s, in, i, len)) == len)
+			break;
+		e = s->delta[state + s->cls[in[i]]];
+		state = e & ~SS_HIT;
+		if ((e & SS_HIT) == 0)
+			continue;
+		x = state / s->ncls;
+		if (s->out[x] == SS_NONE)
+			x = s->dict[x];
+		for (; x != SS_NONE; x = s->dict[x]) {
+			p = &s->pats[s->out[x]];
+			a = r->action[p->secret];
+			if (a != SECRETSCAN_ACT_LEAK && !ss_rewrites(a, p->kind))
+				continue;
+			h.offset = (size_t)(cur->pos + i + 1 - p->len);
+			h.len = p->len;
+			h.pattern = s->out[x];
+			h.secret = p->secret;
+			h.kind = p->kind;
+			hit(arg, &h);
+		}
+	}
+	cur->state = state;
+	cur->pos += len;
+}
+
+uint64_t
+secretscan_cursor_final(const struct secretscan *s,
+    const struct secretscan_cursor *cur)
+{
+	size_t	d = s->depth[cur->state / s->ncls];
+
+	if (d > s->maxlen - 1)
+		d = s->maxlen - 1;
+	return cur->pos - d;
+}
+
 /*
  * Whether buf has any match the rules act on (a leak or a candidate), so
  * that the common case, nothing to do, costs one pass and no memory.
@@ -911,6 +1099,8 @@ ss_relevant(const struct secretscan *s, const enum secretscan_action *act,
 	size_t			 i;
 
 	for (i = 0; i < len; i++) {
+		if (st == 0 && (i = ss_skip(s, buf, i, len)) == len)
+			break;
 		e = s->delta[st + s->cls[buf[i]]];
 		st = e & ~SS_HIT;
 		if ((e & SS_HIT) == 0)

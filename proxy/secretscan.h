@@ -12,7 +12,12 @@
  *
  * Patterns are compiled once into a DFA (Aho-Corasick with byte classes),
  * so scanning costs one table step per input byte whatever the number of
- * patterns, plus one step per match reported.
+ * patterns, plus one step per match reported.  In the root state, the
+ * bytes that cannot begin a match need no step: they are skipped 16 at a
+ * time (SSE2) when the patterns begin with at most 8 distinct pairs of
+ * bytes, or 8 distinct bytes (a sandbox's placeholders all begin with
+ * "mo"), else one table look-up each, without the DFA's chain of
+ * dependent loads.
  *
  * What is rewritten, exactly (the same for the stream and the one-shot
  * helper, whatever the pieces the input arrives in):
@@ -106,12 +111,16 @@ enum secretscan_action {
 
 /*
  * action[i] is the action for secret i; every secret of the set must be
- * below nsecrets.  The array is borrowed: it must outlive every stream
- * made with it.
+ * below nsecrets.  replaced, if not NULL, has nsecrets bytes: the
+ * rewriters set replaced[i] to 1 when they replace a match of secret i
+ * (so that a caller knows which values it put into a request), and
+ * never clear it.  The arrays are borrowed: they must outlive every
+ * stream made with them.
  */
 struct secretscan_rules {
 	const enum secretscan_action	*action;
 	size_t				 nsecrets;
+	uint8_t				*replaced;
 };
 
 struct secretscan;
@@ -209,6 +218,47 @@ size_t	 secretscan_stream_held(const struct secretscan_stream *st);
 
 /* Wipes the holdback and frees st.  NULL is ok. */
 void	 secretscan_stream_free(struct secretscan_stream *st);
+
+/*
+ * Finding without rewriting, for bytes the caller keeps and moves itself
+ * (a body whose length is fixed: the caller masks what is found in
+ * place of copying every byte through a stream).  A cursor is where one
+ * message's scan stands: zeroed by secretscan_cursor_init() at the
+ * message's start.
+ */
+struct secretscan_cursor {
+	uint32_t	state;		/* DFA row */
+	uint64_t	pos;		/* bytes of the message scanned */
+};
+
+/*
+ * Starts a message.  Returns 0, or -1 with errno EINVAL if r fails
+ * secretscan_rules_check() (secretscan_scan() does not check it again).
+ */
+int	 secretscan_cursor_init(const struct secretscan *s,
+	    const struct secretscan_rules *r, struct secretscan_cursor *cur);
+
+/*
+ * Scans in[0..len), the message's next bytes, and calls hit(arg, h) for
+ * every match the rules act on (a leak, or a candidate: a match the
+ * rules replace), overlapping ones included, in order of their last
+ * byte (matches ending at the same byte: longest first); h->offset
+ * counts from the message's first byte, so a match may begin in bytes
+ * given to an earlier call.  h is borrowed for the call.  Never fails.
+ */
+void	 secretscan_scan(const struct secretscan *s,
+	    const struct secretscan_rules *r, struct secretscan_cursor *cur,
+	    const uint8_t *in, size_t len,
+	    void (*hit)(void *, const struct secretscan_hit *), void *arg);
+
+/*
+ * The message offset before which every match has been reported: one
+ * found later begins at this offset or after (it is cur->pos less the
+ * longest suffix of what was scanned that may begin a pattern, at most
+ * the longest pattern less one byte).
+ */
+uint64_t secretscan_cursor_final(const struct secretscan *s,
+	    const struct secretscan_cursor *cur);
 
 /*
  * Rewrites in[0..len) at once (a header value, a query string).  Returns

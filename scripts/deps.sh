@@ -22,9 +22,11 @@ BUILD="build-essential autoconf automake pkg-config
 # on compressed files).
 TEST="iproute2 nftables curl socat openssl python3 procps util-linux
     coreutils gzip"
+# Benchmarks: the origin of scripts/bench-inspect.sh (nginx-light).
+BENCH="nginx-light"
 
 missing=""
-for p in $BUILD $TEST; do
+for p in $BUILD $TEST $BENCH; do
 	if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null |
 	    grep -q '^install ok installed$'; then
 		missing="$missing $p"

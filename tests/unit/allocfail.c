@@ -754,7 +754,7 @@ static const struct secretscan_pattern	af_pats[] = {
 static const enum secretscan_action	af_act[2] = {
 	SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_KEEP
 };
-static const struct secretscan_rules	af_rules = { af_act, 2 };
+static const struct secretscan_rules	af_rules = { af_act, 2, NULL };
 static const char	af_text[] = "Authorization: Bearer " AF_PH
 			    " and " AF_PH2 " end";
 static const char	af_want[] = "Authorization: Bearer " AF_VALUE

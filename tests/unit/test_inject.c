@@ -24,6 +24,7 @@
 
 #include <CUnit/CUnit.h>
 #include <event2/buffer.h>
+#include <openssl/evp.h>
 
 #include "policy/policy.h"
 #include "proxy/inject.h"
@@ -45,16 +46,19 @@
 #define PCT_ENC		"line%20one%0Aline%20two"
 #define BODY_ENV	"MOAT_UT_INJ_BODY"
 #define BODY_VAL	"body-secret-42424242"
+#define COLON_ENV	"MOAT_UT_INJ_COLON"
+#define COLON_VAL	"colon:secret:4242"
 /* base64("u:" KEY_VAL) */
 #define KEY_BASIC	"dTpzay11bml0LTAxMjM0NTY3ODlhYmNkZWY="
 
 static const char inj_json[] = "{" LISTEN ",\n"
     "\"secrets\": {\"KEY\": {\"env\": \"" KEY_ENV "\"}, "
     "\"PCT\": {\"env\": \"" PCT_ENV "\"}, "
-    "\"BODY\": {\"env\": \"" BODY_ENV "\"}},\n"
+    "\"BODY\": {\"env\": \"" BODY_ENV "\"}, "
+    "\"COLON\": {\"env\": \"" COLON_ENV "\"}},\n"
     "\"policy\": {\"rules\": [\n"
     RULE("api", "api.example", "443", ", \"inject\": ["
-	"{\"placeholders\": [\"KEY\"]}, "
+	"{\"placeholders\": [\"KEY\", \"COLON\"]}, "
 	"{\"header\": \"X-Api-Key\", \"value\": \"k=${KEY}\"}, "
 	"{\"basic\": {\"user\": \"u\", \"password\": \"${KEY}\"}}]") ",\n"
     RULE("pct", "pct.example", "443", ", \"inject\": ["
@@ -68,6 +72,8 @@ static const char inj_json[] = "{" LISTEN ",\n"
     RULE("plainok", "plainok.example", "80", ", \"plain_http\": true, "
 	"\"inject\": [{\"header\": \"X-K\", \"value\": \"${KEY}\"}]") ",\n"
     RULE("git", "git.example", "443", ", \"git\": \"read-only\"") ",\n"
+    RULE("ph", "ph.example", "443", ", \"inject\": ["
+	"{\"placeholders\": [\"KEY\"]}]") ",\n"
     RULE("open", "other.example", "80, 443", "") "]}}";
 
 /* What every test uses: built once by the suite's init. */
@@ -75,7 +81,7 @@ static struct moat_config	*fx_cfg;
 static struct secrets		*fx_sec;
 static struct sandbox		*fx_sb;
 static struct secrets_view	 fx_sv;		/* for the placeholders */
-static size_t			 fx_key, fx_pct, fx_body;	/* indexes */
+static size_t			 fx_key, fx_pct, fx_body, fx_colon;
 
 static int	inj_init(void);
 static int	inj_clean(void);
@@ -96,10 +102,17 @@ static void	test_percent(void);
 static void	test_body_split(void);
 static void	test_body_leak_split(void);
 static void	test_response(void);
+static void	test_response_pass(void);
 static void	test_add_headers(void);
 static void	test_needs_tls(void);
 static void	test_git(void);
 static void	test_names(void);
+static void	test_basic_bound(void);
+static void	test_basic_leak(void);
+static void	test_basic_unsafe(void);
+static char	*b64(const char *);
+static char	*masked(const char *);
+static char	*basic_field(const char *, const char *, const char *, bool);
 
 static int
 inj_init(void)
@@ -109,7 +122,8 @@ inj_init(void)
 
 	if (setenv(KEY_ENV, KEY_VAL, 1) == -1 ||
 	    setenv(PCT_ENV, PCT_VAL, 1) == -1 ||
-	    setenv(BODY_ENV, BODY_VAL, 1) == -1)
+	    setenv(BODY_ENV, BODY_VAL, 1) == -1 ||
+	    setenv(COLON_ENV, COLON_VAL, 1) == -1)
 		return -1;
 	policy_diags_init(&d);
 	fx_cfg = policy_config_load("inj.json", inj_json, sizeof(inj_json) - 1,
@@ -130,6 +144,7 @@ inj_init(void)
 	fx_key = secret_index("KEY");
 	fx_pct = secret_index("PCT");
 	fx_body = secret_index("BODY");
+	fx_colon = secret_index("COLON");
 	return 0;
 }
 
@@ -143,6 +158,7 @@ inj_clean(void)
 	unsetenv(KEY_ENV);
 	unsetenv(PCT_ENV);
 	unsetenv(BODY_ENV);
+	unsetenv(COLON_ENV);
 	return 0;
 }
 
@@ -217,6 +233,18 @@ cat(const char *a, const char *b, const char *c)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
 	snprintf(s, n, "%s%s%s", a, b, c);
 	return s;
+}
+
+/* base64 of s, padded (malloc'd; the test frees it). */
+static char *
+b64(const char *s)
+{
+	size_t	 n = strlen(s);
+	char	*o = malloc((n + 2) / 3 * 4 + 1);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	EVP_EncodeBlock((unsigned char *)o, (const unsigned char *)s, (int)n);
+	return o;
 }
 
 /* emit callback of the body rewriters: appends to an evbuffer. */
@@ -519,17 +547,104 @@ test_response(void)
 	}
 	CU_ASSERT_EQUAL(bad, 0);
 	inject_end(in);
-	/* To a host no secret is bound to, alike. */
+	/* A host no secret is bound to got no value: not scanned. */
 	in = begin("other.example", 443, "/", true);
-	CU_ASSERT_TRUE(inject_response_begin(in));
+	CU_ASSERT_FALSE(inject_response_begin(in));
 	CU_ASSERT_EQUAL(inject_response_bytes(in, body, len, &out, &outlen),
 	    0);
-	CU_ASSERT_TRUE(is(out, outlen, want));
+	CU_ASSERT_PTR_EQUAL(out, body);
 	inject_end(in);
 	evbuffer_free(src);
 	evbuffer_free(dst);
 	free(body);
 	free(want);
+}
+
+/* body with each value of a bound secret as many "*" (malloc'd). */
+static char *
+masked(const char *body)
+{
+	char	*m = strdup(body), *at;
+	size_t	 i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	while ((at = strstr(m, KEY_VAL)) != NULL)
+		for (i = 0; i < strlen(KEY_VAL); i++)
+			at[i] = '*';
+	while ((at = strstr(m, BODY_VAL)) != NULL)
+		for (i = 0; i < strlen(BODY_VAL); i++)
+			at[i] = '*';
+	return m;
+}
+
+/*
+ * A body whose length the client was told: values become as many "*",
+ * whatever the cut of the pieces it comes in, values side by side and
+ * at the very end included; the output has the input's length; what is
+ * held back comes out with the last piece.
+ */
+static void
+test_response_pass(void)
+{
+	static const char *const bodies[] = {
+		"head " KEY_VAL " mid " BODY_VAL ".",
+		KEY_VAL BODY_VAL KEY_VAL,
+		"no value here, but sk-unit-0123 a piece of one",
+		"ends with the value " KEY_VAL,
+	};
+	struct inject	*in;
+	struct evbuffer	*src, *dst;
+	char		*want;
+	size_t		 b, k, len, bad = 0, early = 0;
+
+	src = evbuffer_new();
+	dst = evbuffer_new();
+	CU_ASSERT_FATAL(src != NULL && dst != NULL);
+	for (b = 0; b < sizeof(bodies) / sizeof(bodies[0]); b++) {
+		len = strlen(bodies[b]);
+		want = masked(bodies[b]);
+		for (k = 0; k <= len; k++) {
+			in = begin("api.example", 443, "/", true);
+			CU_ASSERT_TRUE(inject_response_begin(in));
+			evbuffer_drain(dst, evbuffer_get_length(dst));
+			evbuffer_add(src, bodies[b], k);
+			if (inject_response_pass(in, src, k, false, dst) != 0)
+				bad++;
+			/* What went out is final: never a piece of a value
+			 * not yet masked. */
+			if (evbuffer_get_length(dst) > 0 && memcmp(
+			    evbuffer_pullup(dst, -1), want,
+			    evbuffer_get_length(dst)) != 0)
+				early++;
+			evbuffer_add(src, bodies[b] + k, len - k);
+			if (inject_response_pass(in, src, len - k, true,
+			    dst) != 0)
+				bad++;
+			if (!buf_is(dst, want) || evbuffer_get_length(src) != 0)
+				bad++;
+			inject_end(in);
+		}
+		free(want);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT_EQUAL(early, 0);
+	/* Many pieces, one byte each. */
+	in = begin("api.example", 443, "/", true);
+	CU_ASSERT_TRUE(inject_response_begin(in));
+	evbuffer_drain(dst, evbuffer_get_length(dst));
+	len = strlen(bodies[1]);
+	for (k = 0; k < len; k++) {
+		evbuffer_add(src, bodies[1] + k, 1);
+		CU_ASSERT_EQUAL(inject_response_pass(in, src, 1, k + 1 == len,
+		    dst), 0);
+	}
+	want = masked(bodies[1]);
+	CU_ASSERT_TRUE(buf_is(dst, want));
+	free(want);
+	inject_end(in);
+	CU_ASSERT_EQUAL(inject_response_pass(NULL, src, 0, true, dst), -1);
+	evbuffer_free(src);
+	evbuffer_free(dst);
 }
 
 /* The rule's header and basic injections; a control byte refuses. */
@@ -640,37 +755,295 @@ test_git(void)
 	CU_ASSERT_EQUAL(inject_precheck(&rq, &why, &detail), 0);
 }
 
-/* inject_names: what the rule injects, by name; nothing to do: NULL. */
+/*
+ * inject_names: the secrets whose values went into the request, once it
+ * went out (inject_sent); none for a request refused before.
+ */
 static void
 test_names(void)
 {
 	struct inject		*in = begin("api.example", 443, "/", true);
-	const char *const	*n = inject_names(in);
+	const char *const	*n;
+	struct evbuffer		*out;
 	struct inject_req	 rq;
 	struct policy_decision	 d;
 	enum policy_reason	 why;
-	const char		*detail;
+	const char		*detail, *o;
+	char			*src;
+	size_t			 ol;
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(n);
+	CU_ASSERT_FATAL((out = evbuffer_new()) != NULL);
+	/* The rule's header and basic injections put KEY in. */
+	CU_ASSERT_EQUAL(inject_add_headers(in, out, &detail), 0);
+	CU_ASSERT_PTR_NULL(inject_names(in));	/* not sent yet */
+	inject_sent(in);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(n = inject_names(in));
 	CU_ASSERT_STRING_EQUAL(n[0], "KEY");
 	CU_ASSERT_PTR_NULL(n[1]);
 	inject_end(in);
-	in = begin("ctl.example", 443, "/", true);
-	n = inject_names(in);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(n);
-	CU_ASSERT_STRING_EQUAL(n[0], "PCT");
+
+	/* Placeholders alone: a secret counts once swapped, not before. */
+	in = begin("ph.example", 443, "/", true);
+	inject_sent(in);
+	CU_ASSERT_PTR_NULL(inject_names(in));
+	src = cat("/q?k=", ph(fx_key), "");
+	CU_ASSERT_EQUAL(inject_request_target(in, src, strlen(src), &o, &ol),
+	    0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(n = inject_names(in));
+	CU_ASSERT_STRING_EQUAL(n[0], "KEY");
 	CU_ASSERT_PTR_NULL(n[1]);
 	inject_end(in);
+	free(src);
+
+	/* Refused: swapped in one field, a leak in the next, never sent. */
+	in = begin("ctl.example", 443, "/", true);
+	CU_ASSERT_EQUAL(inject_add_headers(in, out, &detail), -1);
+	CU_ASSERT_PTR_NULL(inject_names(in));
+	inject_end(in);
+	in = begin("ph.example", 443, "/", true);
+	src = cat("Bearer ", ph(fx_key), "");
+	CU_ASSERT_EQUAL(inject_request_bytes(in, src, strlen(src), &o, &ol),
+	    0);
+	free(src);
+	src = cat("Bearer ", ph(fx_body), "");
+	CU_ASSERT_EQUAL(inject_request_bytes(in, src, strlen(src), &o, &ol),
+	    -1);
+	CU_ASSERT_PTR_NULL(inject_names(in));
+	inject_end(in);
+	free(src);
+
+	/* A rule that binds nothing: nothing, sent or not. */
 	in = begin("other.example", 443, "/", true);
+	inject_sent(in);
 	CU_ASSERT_PTR_NULL(inject_names(in));
 	inject_end(in);
 	CU_ASSERT_PTR_NULL(inject_names(NULL));
+	inject_sent(NULL);
 	/* No secrets and a rule that injects none: no struct at all. */
 	req_fill(&rq, &d, "other.example", 443, "GET", "/", true);
 	rq.secrets = NULL;
 	in = inject_begin(&rq, &why, &detail);
 	CU_ASSERT_PTR_NULL(in);
 	CU_ASSERT_EQUAL(why, POLICY_R_ALLOWED);
+	evbuffer_free(out);
+}
+
+/* "Authorization: " scheme-and-spaces base64(user ":" password). */
+static char *
+basic_field(const char *scheme, const char *user, const char *pass,
+    bool unpadded)
+{
+	char	*up = cat(user, ":", pass), *t = b64(up), *f;
+	size_t	 n = strlen(t);
+
+	while (unpadded && n > 0 && t[n - 1] == '=')
+		t[--n] = '\0';
+	f = cat(scheme, t, "");
+	free(up);
+	free(t);
+	return f;
+}
+
+/*
+ * Placeholders inside Basic credentials (curl -u, URL userinfo, .netrc,
+ * npm's _auth) to a bound host: decoded, swapped, encoded again, in the
+ * password and in the user, whatever the scheme's case, the spaces
+ * after it and the padding; the value itself, or nothing to swap, goes
+ * as sent.
+ */
+static void
+test_basic_bound(void)
+{
+	static const struct {
+		const char	*scheme;
+		bool		 unpadded, user;
+	} v[] = {
+		{ "Basic ", false, false },
+		{ "basic ", false, false },
+		{ "BASIC ", false, true },
+		{ "Basic    ", false, false },
+		{ "Basic \t ", false, false },
+		{ "Basic ", true, false },
+		{ "bAsIc  ", true, true },
+	};
+	struct inject	*in;
+	const char	*out;
+	char		*src, *want, *pw;
+	size_t		 outlen, i, bad = 0;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		in = begin("ph.example", 443, "/", true);
+		/* The user as in a URL for PyPI, or the placeholder itself. */
+		src = v[i].user ?
+		    basic_field(v[i].scheme, ph(fx_key), "x", v[i].unpadded) :
+		    basic_field(v[i].scheme, "__token__", ph(fx_key),
+		    v[i].unpadded);
+		want = v[i].user ? basic_field(v[i].scheme, KEY_VAL, "x",
+		    false) : basic_field(v[i].scheme, "__token__", KEY_VAL,
+		    false);
+		if (inject_request_field(in, "Authorization", 13, src,
+		    strlen(src), &out, &outlen) != 0 ||
+		    !is(out, outlen, want))
+			bad++;
+		inject_sent(in);
+		if (inject_names(in) == NULL)
+			bad++;
+		inject_end(in);
+		free(src);
+		free(want);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+
+	in = begin("ph.example", 443, "/", true);
+	/* Without a placeholder, or with the value: the field as sent. */
+	src = basic_field("Basic ", "u", "p4ssw0rd", false);
+	CU_ASSERT_EQUAL(inject_request_field(in, "authorization", 13, src,
+	    strlen(src), &out, &outlen), 0);
+	CU_ASSERT_PTR_EQUAL(out, src);
+	free(src);
+	src = basic_field("Basic ", "u", KEY_VAL, false);
+	CU_ASSERT_EQUAL(inject_request_field(in, "authorization", 13, src,
+	    strlen(src), &out, &outlen), 0);
+	CU_ASSERT_PTR_EQUAL(out, src);
+	free(src);
+	/* Two placeholders, one in each half. */
+	pw = cat(ph(fx_key), "-and-", ph(fx_key));
+	src = basic_field("Basic ", ph(fx_key), pw, false);
+	free(pw);
+	want = basic_field("Basic ", KEY_VAL, KEY_VAL "-and-" KEY_VAL, false);
+	CU_ASSERT_EQUAL(inject_request_field(in, "Authorization", 13, src,
+	    strlen(src), &out, &outlen), 0);
+	CU_ASSERT_TRUE(is(out, outlen, want));
+	free(src);
+	free(want);
+	/* Only Authorization is decoded; other fields are text. */
+	src = basic_field("Basic ", "u", ph(fx_key), false);
+	CU_ASSERT_EQUAL(inject_request_field(in, "X-Authorization", 15, src,
+	    strlen(src), &out, &outlen), 0);
+	CU_ASSERT_PTR_EQUAL(out, src);
+	free(src);
+	/* A value with a ":" swapped into the password is fine. */
+	inject_end(in);
+	in = begin("api.example", 443, "/", true);
+	src = basic_field("Basic ", "u", ph(fx_colon), false);
+	want = basic_field("Basic ", "u", COLON_VAL, false);
+	CU_ASSERT_EQUAL(inject_request_field(in, "Authorization", 13, src,
+	    strlen(src), &out, &outlen), 0);
+	CU_ASSERT_TRUE(is(out, outlen, want));
+	inject_end(in);
+	free(src);
+	free(want);
+}
+
+/*
+ * The same credentials to a host the secret is not bound to: a leak,
+ * named, whatever the spelling; a real value hidden in Basic too.  What
+ * is not decoded (documented): a Bearer token that is base64, a token
+ * that is not base64, another field.
+ */
+static void
+test_basic_leak(void)
+{
+	static const struct {
+		const char	*scheme;
+		bool		 unpadded, user;
+	} v[] = {
+		{ "Basic ", false, false },
+		{ "basic ", true, false },
+		{ "BASIC   ", false, true },
+		{ "Basic\t", true, true },
+	};
+	struct inject	*in = begin("other.example", 443, "/", true);
+	const char	*out;
+	char		*src, *t;
+	size_t		 outlen, i, missed = 0;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		src = v[i].user ?
+		    basic_field(v[i].scheme, ph(fx_key), "x", v[i].unpadded) :
+		    basic_field(v[i].scheme, "__token__", ph(fx_key),
+		    v[i].unpadded);
+		if (inject_request_field(in, "Authorization", 13, src,
+		    strlen(src), &out, &outlen) != -1 ||
+		    strcmp(inject_leak_name(in), "KEY") != 0 ||
+		    inject_unsafe(in) != NULL)
+			missed++;
+		free(src);
+	}
+	CU_ASSERT_EQUAL(missed, 0);
+	/* The real value, in either half. */
+	src = basic_field("Basic ", "u", BODY_VAL, false);
+	CU_ASSERT_EQUAL(inject_request_field(in, "Authorization", 13, src,
+	    strlen(src), &out, &outlen), -1);
+	CU_ASSERT_STRING_EQUAL(inject_leak_name(in), "BODY");
+	free(src);
+	src = cat("Basic ", KEY_BASIC, "");
+	CU_ASSERT_EQUAL(inject_request_field(in, "Authorization", 13, src,
+	    strlen(src), &out, &outlen), -1);
+	CU_ASSERT_STRING_EQUAL(inject_leak_name(in), "KEY");
+	free(src);
+	/* Not decoded: Bearer, garbage, a length no base64 has, a field
+	 * other than Authorization. */
+	t = b64(ph(fx_key));
+	src = cat("Bearer ", t, "");
+	CU_ASSERT_EQUAL(inject_request_field(in, "Authorization", 13, src,
+	    strlen(src), &out, &outlen), 0);
+	CU_ASSERT_PTR_EQUAL(out, src);
+	free(src);
+	src = cat("Basic ", t, "A");	/* "=" inside */
+	CU_ASSERT_EQUAL(inject_request_field(in, "Authorization", 13, src,
+	    strlen(src), &out, &outlen), 0);
+	free(src);
+	src = cat("Basic ", t, "");
+	src[strlen(src) - 1] = '\0';	/* padded, one "=" short */
+	CU_ASSERT_EQUAL(inject_request_field(in, "Authorization", 13, src,
+	    strlen(src), &out, &outlen), 0);
+	free(src);
+	src = cat("Basic", t, "");	/* no space: another scheme */
+	CU_ASSERT_EQUAL(inject_request_field(in, "Authorization", 13, src,
+	    strlen(src), &out, &outlen), 0);
+	free(src);
+	src = cat("Basic ", t, "");
+	CU_ASSERT_EQUAL(inject_request_field(in, "X-Basic", 7, src,
+	    strlen(src), &out, &outlen), 0);
+	/* ...but the same is a leak in Authorization. */
+	CU_ASSERT_EQUAL(inject_request_field(in, "AUTHORIZATION", 13, src,
+	    strlen(src), &out, &outlen), -1);
+	free(src);
+	free(t);
+	inject_end(in);
+}
+
+/*
+ * A bound value that Basic credentials cannot carry: a control byte
+ * (RFC 7617), or a ":" swapped into the user, which would move the
+ * split: refused as unsafe, naming the secret.
+ */
+static void
+test_basic_unsafe(void)
+{
+	struct inject	*in = begin("pct.example", 443, "/", true);
+	const char	*out, *why;
+	char		*src;
+	size_t		 outlen;
+
+	src = basic_field("Basic ", "u", ph(fx_pct), false);
+	CU_ASSERT_EQUAL(inject_request_field(in, "Authorization", 13, src,
+	    strlen(src), &out, &outlen), -1);
+	CU_ASSERT_STRING_EQUAL(inject_leak_name(in), "PCT");
+	why = inject_unsafe(in);
+	CU_ASSERT(why != NULL && strstr(why, "Basic") != NULL);
+	inject_end(in);
+	free(src);
+	in = begin("api.example", 443, "/", true);
+	src = basic_field("Basic ", ph(fx_colon), "pw", false);
+	CU_ASSERT_EQUAL(inject_request_field(in, "Authorization", 13, src,
+	    strlen(src), &out, &outlen), -1);
+	CU_ASSERT_STRING_EQUAL(inject_leak_name(in), "COLON");
+	why = inject_unsafe(in);
+	CU_ASSERT(why != NULL && strstr(why, "user") != NULL);
+	inject_end(in);
+	free(src);
 }
 
 void
@@ -689,8 +1062,13 @@ test_inject_register(void)
 	CU_add_test(s, "body leaks split at every point",
 	    test_body_leak_split);
 	CU_add_test(s, "responses: echoed values scrubbed", test_response);
+	CU_add_test(s, "responses of a set length: values masked",
+	    test_response_pass);
 	CU_add_test(s, "header and basic injections", test_add_headers);
 	CU_add_test(s, "needs-tls", test_needs_tls);
 	CU_add_test(s, "git preset", test_git);
 	CU_add_test(s, "inject_names", test_names);
+	CU_add_test(s, "Basic credentials, bound host", test_basic_bound);
+	CU_add_test(s, "Basic credentials, unbound host", test_basic_leak);
+	CU_add_test(s, "Basic credentials, unsafe values", test_basic_unsafe);
 }

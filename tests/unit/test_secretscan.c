@@ -88,6 +88,9 @@ static void	test_placeholder(void);
 static void	test_redact(void);
 static void	test_keep(void);
 static void	test_pct_encode(void);
+static void	test_replaced(void);
+static void	test_skip_reference(void);
+static void	test_cursor(void);
 
 /* The fixed set: secret i has value VAL[i] and placeholder PH[i]. */
 static const char *const VAL[NSEC] = {
@@ -297,7 +300,7 @@ check_rewrite(const struct secretscan *s, const enum secretscan_action *act,
     const uint8_t *in, size_t len, int want_rc, const uint8_t *want_out,
     size_t want_len, uint32_t want_leak)
 {
-	struct secretscan_rules	 r = { act, NSEC };
+	struct secretscan_rules	 r = { act, NSEC, NULL };
 	struct srun		 res;
 	uint8_t			*out = NULL;
 	size_t			 outlen = 99, *ones, i;
@@ -746,7 +749,7 @@ test_rewrite_nothing(void)
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_LEAK,
 		SECRETSCAN_ACT_VALUE_TO_PH, SECRETSCAN_ACT_PH_TO_VALUE,
 	};
-	struct secretscan_rules	 r = { act, NSEC };
+	struct secretscan_rules	 r = { act, NSEC, NULL };
 	struct secretscan	*s = fixed_set();
 	uint8_t			 text[4096], *out;
 	size_t			 outlen, i;
@@ -823,7 +826,7 @@ test_leaks_nested(void)
 	    "moat-ph-2222222222222222222222222222222b";
 	struct secretscan_pattern	 p[6];
 	struct secretscan		*s;
-	struct secretscan_rules		 r;
+	struct secretscan_rules		 r = { NULL, 0, NULL };
 	enum secretscan_action		 act[3];
 	char				 err[256];
 	uint8_t				*out;
@@ -926,7 +929,7 @@ test_choice(void)
 		{ "0123456789PQRSTUVWXYZ", "V0-valuePQRV9-value" },
 	};
 	struct secretscan_pattern	 p[20];
-	struct secretscan_rules		 r;
+	struct secretscan_rules		 r = { NULL, 0, NULL };
 	struct secretscan		*s;
 	enum secretscan_action		 act[10];
 	char				 vals[10][16], err[256];
@@ -981,7 +984,7 @@ test_value_placeholder_overlap(void)
 	    "moat-ph-00112233445566778899aabbccddeeff-tail-xyz";
 	struct secretscan_pattern	 p[4];
 	struct secretscan		*s;
-	struct secretscan_rules		 r;
+	struct secretscan_rules		 r = { NULL, 0, NULL };
 	enum secretscan_action		 act[2];
 	char				 err[256];
 	uint8_t				*out;
@@ -1029,7 +1032,7 @@ test_rules_check(void)
 {
 	struct secretscan_pattern	 p[3];
 	struct secretscan		*s;
-	struct secretscan_rules		 r;
+	struct secretscan_rules		 r = { NULL, 0, NULL };
 	enum secretscan_action		 act[3];
 	char				 err[256];
 	uint8_t				*out = (uint8_t *)"x";
@@ -1113,7 +1116,7 @@ test_stream_splits(void)
 		SECRETSCAN_ACT_VALUE_TO_PH, SECRETSCAN_ACT_VALUE_TO_PH,
 		SECRETSCAN_ACT_VALUE_TO_PH, SECRETSCAN_ACT_VALUE_TO_PH,
 	};
-	struct secretscan_rules	 r = { req, NSEC };
+	struct secretscan_rules	 r = { req, NSEC, NULL };
 	struct secretscan	*s = fixed_set();
 	char			 in[512];
 
@@ -1142,7 +1145,7 @@ test_stream_holdback(void)
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_PH_TO_VALUE,
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_PH_TO_VALUE,
 	};
-	struct secretscan_rules		 r = { act, NSEC };
+	struct secretscan_rules		 r = { act, NSEC, NULL };
 	struct secretscan		*s = fixed_set();
 	struct secretscan_stream	*st;
 	struct tbuf			 out;
@@ -1194,7 +1197,7 @@ test_stream_leak(void)
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_LEAK,
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_PH_TO_VALUE,
 	};
-	struct secretscan_rules		 r = { act, NSEC };
+	struct secretscan_rules		 r = { act, NSEC, NULL };
 	struct secretscan		*s = fixed_set();
 	struct secretscan_stream	*st;
 	struct tbuf			 out;
@@ -1255,7 +1258,7 @@ test_stream_many(void)
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_PH_TO_VALUE,
 	};
 	struct secretscan_pattern	 p[4];
-	struct secretscan_rules		 r;
+	struct secretscan_rules		 r = { NULL, 0, NULL };
 	struct secretscan		*s = fixed_set();
 	struct tbuf			 in, want, ref;
 	struct srun			 res;
@@ -1337,7 +1340,7 @@ test_stream_full_overlap(void)
 	static const char	exp[] = "VALUE-0!VALUE-1!cdVALUE-0!caddVALUE-1!"
 				    "cab";
 	struct secretscan_pattern	 p[6];
-	struct secretscan_rules		 r;
+	struct secretscan_rules		 r = { NULL, 0, NULL };
 	struct secretscan		*s;
 	struct tbuf			 ref;
 	enum secretscan_action		 act[NSEC];
@@ -1374,7 +1377,7 @@ test_stream_identity(void)
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_LEAK,
 		SECRETSCAN_ACT_VALUE_TO_PH, SECRETSCAN_ACT_PH_TO_VALUE,
 	};
-	struct secretscan_rules	 r = { act, NSEC };
+	struct secretscan_rules	 r = { act, NSEC, NULL };
 	struct secretscan	*s = fixed_set();
 	struct srun		 res;
 	uint8_t			*text;
@@ -1413,7 +1416,7 @@ test_stream_states(void)
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_PH_TO_VALUE,
 		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_PH_TO_VALUE,
 	};
-	struct secretscan_rules		 r = { act, NSEC };
+	struct secretscan_rules		 r = { act, NSEC, NULL };
 	struct secretscan		*s = fixed_set();
 	struct secretscan_stream	*st;
 	struct tbuf			 out;
@@ -1452,7 +1455,7 @@ test_random_reference(void)
 {
 	struct secretscan_pattern	 p[24];
 	struct secretscan		*s;
-	struct secretscan_rules		 r;
+	struct secretscan_rules		 r = { NULL, 0, NULL };
 	enum secretscan_action		 act[8];
 	struct tbuf			 ref;
 	struct srun			 res;
@@ -1626,7 +1629,7 @@ test_keep(void)
 					    SECRETSCAN_ACT_PH_TO_VALUE,
 					    SECRETSCAN_ACT_KEEP,
 					    SECRETSCAN_ACT_KEEP };
-	struct secretscan_rules		 r = { act, NSEC };
+	struct secretscan_rules		 r = { act, NSEC, NULL };
 	char				 in[256], want[256];
 	uint8_t				*out;
 	size_t				 outlen;
@@ -1670,6 +1673,224 @@ test_pct_encode(void)
 	CU_ASSERT_EQUAL(util_pct_encode(v, 0, out), 0);
 }
 
+/*
+ * rules.replaced: set for each secret a match of which was replaced, one
+ * shot and streamed, and for no other (a value left alone, a secret kept,
+ * a rewrite that found nothing).
+ */
+static void
+test_replaced(void)
+{
+	static const enum secretscan_action act[NSEC] = {
+		SECRETSCAN_ACT_PH_TO_VALUE, SECRETSCAN_ACT_PH_TO_VALUE,
+		SECRETSCAN_ACT_KEEP, SECRETSCAN_ACT_PH_TO_VALUE,
+	};
+	uint8_t				 rep[NSEC] = { 0, 0, 0, 0 };
+	struct secretscan_rules		 r = { act, NSEC, rep };
+	struct secretscan		*s = fixed_set();
+	struct secretscan_stream	*st;
+	struct tbuf			 t;
+	uint8_t				*out;
+	size_t				 outlen;
+	uint32_t			 leak = 0;
+	char				 in[512];
+
+	/* PH 1 swapped; VAL 0 left as it is; PH 2 kept. */
+	snprintf(in, sizeof(in), "a %s b %s c %s", VAL[0], PH[1], PH[2]);
+	CU_ASSERT_EQUAL(secretscan_rewrite(s, &r, (const uint8_t *)in,
+	    strlen(in), &out, &outlen, &leak), 0);
+	CU_ASSERT_PTR_NOT_NULL(out);
+	secretscan_out_free(out, outlen);
+	CU_ASSERT(rep[0] == 0 && rep[1] == 1 && rep[2] == 0 && rep[3] == 0);
+	/* Nothing to do: nothing set, and set bytes stay set. */
+	CU_ASSERT_EQUAL(secretscan_rewrite(s, &r, B("plain text, no key"),
+	    &out, &outlen, &leak), 0);
+	CU_ASSERT(rep[0] == 0 && rep[1] == 1 && rep[2] == 0 && rep[3] == 0);
+	/* A stream, PH 3 cut across two feeds. */
+	memset(&t, 0, sizeof(t));
+	snprintf(in, sizeof(in), "x%sy", PH[3]);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st = secretscan_stream_new(s, &r));
+	CU_ASSERT_EQUAL(secretscan_stream_feed(st, (const uint8_t *)in, 20,
+	    tbuf_emit, &t, &leak), 0);
+	CU_ASSERT_EQUAL(rep[3], 0);
+	CU_ASSERT_EQUAL(secretscan_stream_feed(st, (const uint8_t *)in + 20,
+	    strlen(in) - 20, tbuf_emit, &t, &leak), 0);
+	CU_ASSERT_EQUAL(secretscan_stream_finish(st, tbuf_emit, &t, &leak), 0);
+	CU_ASSERT_EQUAL(rep[3], 1);
+	CU_ASSERT_EQUAL(rep[0], 0);
+	secretscan_stream_free(st);
+	free(t.b);
+	secretscan_free(s);
+}
+
+/*
+ * The root-state skip (vector compares of first-byte pairs, of first
+ * bytes, or a table look-up a byte, by how many distinct ones the set
+ * has): texts mostly of bytes in no pattern, long enough for the vector
+ * loop, with whole patterns, their first bytes and near misses at every
+ * offset of a 16-byte block and at the text's end, against the reference
+ * rewriter, one shot and cut at random.
+ */
+static void
+test_skip_reference(void)
+{
+	struct secretscan_pattern	 p[20];
+	struct secretscan		*s;
+	struct secretscan_rules		 r = { NULL, 0, NULL };
+	enum secretscan_action		 act[4];
+	struct tbuf			 ref;
+	struct srun			 res;
+	uint8_t				 pb[20][16], text[1200];
+	uint8_t				*out;
+	char				 err[256];
+	size_t				 np, i, j, k, l, len, outlen, cuts[6];
+	uint32_t			 x = 0xb10c, leak, rleak;
+	int				 round, rc, rrc, bad = 0;
+
+	for (round = 0; round < RAND_ROUNDS; round++) {
+		/* 2..20 patterns: few or many first bytes and pairs. */
+		np = 2 + (size_t)round % 19;
+		for (i = 0; i < np; i++) {
+			l = 8 + rnd(&x) % 8;
+			pb[i][0] = (uint8_t)('A' + rnd(&x) % (round % 3 == 0 ?
+			    2 : 16));
+			pb[i][1] = (uint8_t)('A' + rnd(&x) % 4);
+			for (j = 2; j < l; j++)
+				pb[i][j] = (uint8_t)('A' + rnd(&x) % 3);
+			p[i].bytes = pb[i];
+			p[i].len = l;
+			p[i].secret = (uint32_t)(i % 4);
+			p[i].kind = i / 4 % 2 ? SECRETSCAN_PLACEHOLDER :
+			    SECRETSCAN_VALUE;
+			for (k = 0; k < i; k++)
+				if (p[k].len == l &&
+				    memcmp(p[k].bytes, pb[i], l) == 0)
+					break;
+			if (k < i)
+				i--;
+		}
+		for (k = 0; k < 4; k++)
+			act[k] = SECRETSCAN_ACT_KEEP;
+		s = secretscan_new(p, np, err, sizeof(err));
+		CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+		r.action = act;
+		r.nsecrets = 4;
+		/* Rewrite what has a counterpart; the rest is a leak. */
+		for (i = 0; i < np; i++)
+			for (j = 0; j < np; j++)
+				if (p[i].secret == p[j].secret &&
+				    p[i].kind != p[j].kind)
+					act[p[i].secret] = 1 + round % 2;
+		if (round % 5 == 0)
+			act[round % 4] = SECRETSCAN_ACT_LEAK;
+		CU_ASSERT_EQUAL_FATAL(secretscan_rules_check(s, &r, err,
+		    sizeof(err)), 0);
+		len = 17 + rnd(&x) % (sizeof(text) - 17);
+		for (i = 0; i < len; i++)
+			text[i] = (uint8_t)('a' + rnd(&x) % 26);
+		for (i = 0; i < 8; i++) {
+			/* A pattern, a prefix of one, or a first byte, at
+			 * any offset; the last one at the very end. */
+			k = rnd(&x) % np;
+			l = i % 3 == 0 ? p[k].len : 1 + rnd(&x) % p[k].len;
+			j = i == 7 ? len - l : rnd(&x) % (len - l + 1);
+			memcpy(text + j, p[k].bytes, l);
+		}
+		memset(&ref, 0, sizeof(ref));
+		rrc = ref_rewrite(p, np, act, text, len, &ref, &rleak);
+		rc = secretscan_rewrite(s, &r, text, len, &out, &outlen,
+		    &leak);
+		if (rc != rrc || (rc == SECRETSCAN_LEAK && leak != rleak))
+			bad++;
+		if (rc == 0 && !(out == NULL ? same(ref.b, ref.len, text,
+		    len) : same(ref.b, ref.len, out, outlen)))
+			bad++;
+		secretscan_out_free(out, outlen);
+		for (i = 0; i < 6; i++)
+			cuts[i] = rnd(&x) % 300;
+		stream_run(s, &r, text, len, cuts, 6, &res);
+		if (res.rc != rrc || (rrc == SECRETSCAN_LEAK &&
+		    res.leak != rleak))
+			bad++;
+		if (rrc == 0 && !same(res.out.b, res.out.len, ref.b, ref.len))
+			bad++;
+		free(res.out.b);
+		free(ref.b);
+		secretscan_free(s);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Hits collected by test_cursor(). */
+struct hits {
+	struct secretscan_hit	h[32];
+	size_t			n;
+};
+
+static void
+hits_add(void *arg, const struct secretscan_hit *h)
+{
+	struct hits	*t = arg;
+
+	if (t->n < 32)
+		t->h[t->n++] = *h;
+}
+
+/*
+ * The cursor scan reports, cut anywhere, what secretscan_find() finds of
+ * the matches the rules act on, with message offsets; final never passes
+ * the start of a match still to come.
+ */
+static void
+test_cursor(void)
+{
+	static const enum secretscan_action act[NSEC] = {
+		SECRETSCAN_ACT_VALUE_TO_PH, SECRETSCAN_ACT_KEEP,
+		SECRETSCAN_ACT_LEAK, SECRETSCAN_ACT_VALUE_TO_PH,
+	};
+	struct secretscan_rules		 r = { act, NSEC, NULL };
+	struct secretscan		*s = fixed_set();
+	struct secretscan_cursor	 cur;
+	struct secretscan_hit		 all[32];
+	struct hits			 t;
+	char				 in[600];
+	size_t				 len, n, want, k, i, bad = 0;
+
+	snprintf(in, sizeof(in), "..%s%s..%s..%s %s..%s", VAL[0], VAL[3],
+	    VAL[1], PH[2], PH[0], VAL[2]);
+	len = strlen(in);
+	n = secretscan_find(s, (const uint8_t *)in, len, all, 32);
+	for (want = 0, i = 0; i < n; i++)
+		if (!(all[i].kind == SECRETSCAN_PLACEHOLDER &&
+		    act[all[i].secret] == SECRETSCAN_ACT_VALUE_TO_PH) &&
+		    act[all[i].secret] != SECRETSCAN_ACT_KEEP)
+			all[want++] = all[i];
+	CU_ASSERT_EQUAL(want, 4);	/* VAL 0, 3, PH 2 and VAL 2 (leaks) */
+	for (k = 0; k <= len; k++) {
+		memset(&t, 0, sizeof(t));
+		CU_ASSERT_EQUAL_FATAL(secretscan_cursor_init(s, &r, &cur), 0);
+		secretscan_scan(s, &r, &cur, (const uint8_t *)in, k, hits_add,
+		    &t);
+		for (i = 0; i < want; i++)
+			if (all[i].offset + all[i].len > k &&
+			    all[i].offset < secretscan_cursor_final(s, &cur))
+				bad++;
+		secretscan_scan(s, &r, &cur, (const uint8_t *)in + k, len - k,
+		    hits_add, &t);
+		if (t.n != want || cur.pos != len)
+			bad++;
+		for (i = 0; i < t.n && i < want; i++)
+			if (t.h[i].offset != all[i].offset ||
+			    t.h[i].len != all[i].len ||
+			    t.h[i].secret != all[i].secret)
+				bad++;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	r.nsecrets = 1;
+	CU_ASSERT_EQUAL(secretscan_cursor_init(s, &r, &cur), -1);
+	secretscan_free(s);
+}
+
 void
 test_secretscan_register(void)
 {
@@ -1707,4 +1928,7 @@ test_secretscan_register(void)
 	CU_add_test(s, "redact (audit)", test_redact);
 	CU_add_test(s, "keep: neither swapped nor a leak", test_keep);
 	CU_add_test(s, "percent-encoding of values", test_pct_encode);
+	CU_add_test(s, "replaced: which secrets were swapped", test_replaced);
+	CU_add_test(s, "skip: sparse text vs reference", test_skip_reference);
+	CU_add_test(s, "cursor: hits of a scan in pieces", test_cursor);
 }

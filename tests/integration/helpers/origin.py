@@ -25,7 +25,8 @@ Endpoints (any method; HEAD gets no body):
   /store/NAME      PUT or POST: keeps the body in memory under NAME (201);
                    other methods: serves it (404 if none), honouring a
                    single "Range: bytes=A-B" with 206: what a service that
-                   stores what it is given and serves it back does
+                   stores what it is given and serves it back does; with
+                   the query "chunked", chunked (pieces of 1000 bytes)
   anything else    the echo: a JSON object describing the request (method,
                    target, headers, body length and SHA-256, connection id)
                    or, for "/" with --banner, that text.
@@ -415,9 +416,27 @@ class Origin:
                 ctype="application/octet-stream", extra=[
                 "Content-Range: bytes %s-%s/%d" % (a, b, len(body))])
             return not close
+        if rec["query"] == "chunked":
+            self.respond_chunked(c, body, close, head_only)
+            return not close
         self.respond(c, 200, body, close, head_only,
             ctype="application/octet-stream", extra=["Accept-Ranges: bytes"])
         return not close
+
+    def respond_chunked(self, c, body, close, head_only):
+        lines = ["HTTP/1.1 200 OK", "Server: moat-test-origin",
+            "X-Origin-Name: %s" % self.args.name,
+            "Content-Type: application/octet-stream",
+            "Transfer-Encoding: chunked"]
+        if close:
+            lines.append("Connection: close")
+        out = ("\r\n".join(lines) + "\r\n\r\n").encode()
+        if not head_only:
+            for i in range(0, len(body), 1000):
+                part = body[i:i + 1000]
+                out += b"%x\r\n" % len(part) + part + b"\r\n"
+            out += b"0\r\n\r\n"
+        c.sendall(out)
 
     def respond(self, c, status, body, close, head_only=False,
         ctype="text/plain", conn=None, extra=(), reason=None):
