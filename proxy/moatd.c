@@ -391,6 +391,7 @@ same_listeners(const struct moat_config *a, const struct moat_config *b)
 		if (x->proto != y->proto || strcmp(x->address, y->address) ||
 		    x->mode != y->mode || x->nauth != y->nauth ||
 		    x->connections != y->connections ||
+		    x->connect_refusal != y->connect_refusal ||
 		    strcmp(x->sandbox ? x->sandbox : "",
 		    y->sandbox ? y->sandbox : ""))
 			return 0;
