@@ -12,7 +12,7 @@
 #   (the full drawing is at the top of lib.sh)
 #
 # srt's network.mitmProxy (a Unix socket), network.parentProxy and
-# network.httpProxyPort each point at moatd.  In each: the origin gets
+# network.httpProxyPort (with socksProxyPort) each point at moatd.  In each: the origin gets
 # the real key (a placeholder from moat attach --env-file swapped, or a
 # header moatd injects), a path refusal reaches curl in the sandbox with
 # moat's reason, and, with "connect_refusal": "in-tunnel", so does a
@@ -155,7 +155,7 @@ settings parent "\"parentProxy\": {\"http\": \"http://10.200.0.1:3129\",
     \"https\": \"http://10.200.0.1:3129\"}"
 settings parent0 "\"parentProxy\": {\"http\": \"http://10.200.0.1:3128\",
     \"https\": \"http://10.200.0.1:3128\"}"
-settings port "\"httpProxyPort\": 13128"
+settings port "\"httpProxyPort\": 13128, \"socksProxyPort\": 13128"
 settings tlsterm "\"tlsTerminate\": {},
     \"parentProxy\": {\"http\": \"http://10.200.0.1:3129\",
     \"https\": \"http://10.200.0.1:3129\"}"
@@ -253,8 +253,14 @@ mode_checks parent it-refuse "$REAL_D"
 srt_curls port "$PH_PORT" \
     "port-ok https://origin.test/v1/port $AUTH" \
     "port-path https://origin.test/admin" \
-    "port-connect https://bad.origin.test/x"
+    "port-connect https://bad.origin.test/x" \
+    "port-socks https://origin.test/v1/socks -x socks5h://localhost:1080 $AUTH"
 mode_checks port srt-port "$REAL_A"
+res port-socks
+mt_allowed "socksProxyPort: SOCKS5 through srt's bridge to moatd" port-socks
+mt_eq "...the origin got the real key" "Bearer $REAL_A" "$(auth_of /v1/socks)"
+mt_log_eq "...audited as SOCKS5 in the registration's sandbox" 1 \
+    "$MT_T/audit.log" count sandbox=srt-port proto=socks5 event=open
 
 # --- listeners that answer the CONNECT: srt turns moat's 403 into a bare 502 ----------
 srt_curls mitm0 "" "mitm0-connect https://bad.origin.test/x"
