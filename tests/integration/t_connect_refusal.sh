@@ -51,6 +51,8 @@ mt_eq "status listener: curl sees only the CONNECT's 403" "403 56" \
 mt_mark
 mt_curl t1 -x "http://$IN" "${CA[@]}" https://bad.origin.test/x
 mt_eq "in-tunnel: the CONNECT is answered 200" 200 "$MT_CONNECT"
+mt_eq "in-tunnel: the request inside gets the 403 and its body" "403 1" \
+    "$MT_CODE $(grep -c '^reason: denied-by-rule: ' "$MT_T/t1.body")"
 mt_denied "in-tunnel: moat's 403 inside TLS, a deny rule" t1 403 \
     bad.origin.test denied-by-rule blocked
 mt_curl t2 -x "http://$IN" "${CA[@]}" https://other.test/y

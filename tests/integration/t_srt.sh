@@ -223,6 +223,8 @@ mode_checks()
 	    "$MT_T/$m-connect.err"
 	mt_denied "$m: a refused CONNECT reaches curl as moat's 403" \
 	    "$m-connect" 403 bad.origin.test denied-by-rule blocked
+	mt_eq "$m: ...its body, from inside the tunnel" "403 1" \
+	    "$MT_CODE $(grep -c '^reason: denied-by-rule: ' "$MT_T/$m-connect.body")"
 	mt_log_eq "$m: ...audited once, as the CONNECT's" 1 "$MT_T/audit.log" \
 	    count host=bad.origin.test "sandbox=$sb"
 	mt_eq "$m: ...with its reason and rule" "open deny denied-by-rule blocked" \
