@@ -18,7 +18,8 @@
  *
  * What it keeps: the refusal is audited once, as the CONNECT's ("open",
  * deny, its reason and rule), before any of this (http_denied_code());
- * nothing here writes an audit line.  Nothing is resolved or dialled
+ * nothing here writes an audit line.  The leaf is made before the 200: a
+ * name the minter refuses gets the plain 403, not a tunnel that closes.  Nothing is resolved or dialled
  * after the refusal: the tunnel never reaches an upstream.  A leaf costs
  * a signature and a place in the minter's bounded cache for a name the
  * client chose, so each sandbox has a budget of such answers
@@ -57,6 +58,7 @@ enum refusal_phase {
 
 struct conn_refusal {
 	enum refusal_phase	 phase;
+	SSL			*ssl;		/* the leaf's, until TLS takes it */
 	int			 code;		/* the CONNECT's status */
 	enum policy_reason	 reason;
 	bool			 has_detail;
@@ -66,6 +68,7 @@ struct conn_refusal {
 
 static void	refusal_event(struct io *io, int ev, void *arg);
 static void	refusal_peek(struct conn *c);
+static SSL	*refusal_leaf(struct conn *c);
 static void	refusal_tls(struct conn *c, const struct tls_client_hello *h);
 static void	refusal_head(struct conn *c);
 static void	refusal_end(struct conn *c, const char *why);
@@ -107,6 +110,12 @@ connect_refusal_open(struct conn *c, int code, enum policy_reason reason,
 	}
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return false;	/* then the plain 403 */
+	/* The leaf first: a name that gets none is refused as before,
+	 * not with a tunnel that closes. */
+	if ((r->ssl = refusal_leaf(c)) == NULL) {
+		free(r);
+		return false;
+	}
 	r->code = code;
 	r->reason = reason;
 	if (detail != NULL) {
@@ -192,17 +201,33 @@ refusal_peek(struct conn *c)
 	}
 }
 
+/* The server side of TLS with a leaf for the CONNECT's host, or NULL. */
+static SSL *
+refusal_leaf(struct conn *c)
+{
+	char	leaf[POLICY_NAME_MAX + 1], e[256];
+	SSL	*ssl;
+
+	if (c->target.kind == POLICY_HOST_NAME)
+		snprintf(leaf, sizeof(leaf), "%s", c->target.name);
+	else
+		policy_addr_format(&c->target.addr, leaf, sizeof(leaf));
+	if ((ssl = tls_server_ssl(c->w->tls, leaf, e, sizeof(e))) == NULL)
+		log_debug("conn=%llu CONNECT refusal answered with its status: "
+		    "no leaf for %s: %s", (unsigned long long)c->id, leaf, e);
+	return ssl;
+}
+
 /*
  * TLS for the CONNECT's host, and that host only: a server name that is
- * another host's gets no leaf (one name per refusal, already counted).
+ * another host's is closed (one name per refusal, already counted).
  */
 static void
 refusal_tls(struct conn *c, const struct tls_client_hello *h)
 {
 	struct policy_host	 sni;
 	const char		*err = NULL;
-	char			 leaf[POLICY_NAME_MAX + 1], e[256];
-	SSL			*ssl;
+	SSL			*ssl = c->refusal->ssl;
 
 	if (h->has_sni && !h->sni_is_ip && (policy_host_normalise(h->sni,
 	    h->sni_len, &sni, &err) == -1 || c->target.kind !=
@@ -211,15 +236,7 @@ refusal_tls(struct conn *c, const struct tls_client_hello *h)
 		refusal_end(c, "the TLS server name is not the CONNECT's host");
 		return;
 	}
-	if (c->target.kind == POLICY_HOST_NAME)
-		snprintf(leaf, sizeof(leaf), "%s", c->target.name);
-	else
-		policy_addr_format(&c->target.addr, leaf, sizeof(leaf));
-	c->tun.tls = tls_ref(c->w->tls);	/* let go in conn_close() */
-	if ((ssl = tls_server_ssl(c->tun.tls, leaf, e, sizeof(e))) == NULL) {
-		refusal_end(c, e);
-		return;
-	}
+	c->refusal->ssl = NULL;		/* the io's from here, even on error */
 	if (io_start_tls(c->cio, ssl) == -1) {
 		refusal_end(c, "out of memory");
 		return;
@@ -296,6 +313,7 @@ refusal_timeout(struct conn *c)
 static void
 refusal_closing(struct conn *c)
 {
+	SSL_free(c->refusal->ssl);
 	free(c->refusal);
 	c->refusal = NULL;
 }
