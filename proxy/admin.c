@@ -1045,9 +1045,11 @@ admin_register(struct admin_conn *ac, json_t *req)
 				log_warnx("admin: out of memory posting a "
 				    "listener of %s", name);
 	for (i = 0; i < nl; i++)
-		log_info("sandbox %s: serving %s on %s", name,
+		log_info("sandbox %s: serving %s on %s%s", name,
 		    ls[i]->udp ? "dns (udp)" : policy_proto_str(ls[i]->proto),
-		    ls[i]->address);
+		    ls[i]->address, ls[i]->connect_refusal ==
+		    MOAT_REFUSAL_IN_TUNNEL ? " (refused CONNECTs answered "
+		    "inside the tunnel)" : "");
 	admin_audit(sb, "registered");
 	if (json_object_set_new(ans, "sandbox", json_string(name)) == -1) {
 		rc = admin_fail(ac, "out of memory");

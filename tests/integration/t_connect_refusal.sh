@@ -40,6 +40,8 @@ mt_conf_set "$conf" tls "{\"ca_cert\": \"$MT_T/ca/ca.crt\", \"ca_key\": \"$MT_T/
 mt_moatd_start "$conf"
 A=$MT_T/audit.log
 IN=10.200.0.1:3129
+mt_eq "moatd says which listener answers inside the tunnel" 1 \
+    "$(grep -c 'listening on 10.200.0.1:3129 (http, sandbox "it-refuse", refused CONNECTs answered inside the tunnel)' "$MT_T/moatd.err")"
 CA=(--cacert "$MT_T/ca/ca.crt")
 
 # --- the listener as before: the 403 answers the CONNECT -------------------------------
