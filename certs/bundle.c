@@ -228,6 +228,35 @@ certs_bundle_from_pem(const char *pem, size_t pemlen,
 	return text;
 }
 
+char *
+certs_bundle_from_files(char *const *files, const char *system_bundle,
+    size_t *len, char *err, size_t errlen)
+{
+	BIO	*out;
+	char	*text = NULL;
+	size_t	 i;
+
+	if (files == NULL || files[0] == NULL) {
+		certs_err(err, errlen, "no CA certificate given");
+		return NULL;
+	}
+	if (system_bundle == NULL)
+		system_bundle = CERTS_SYSTEM_BUNDLE;
+	if ((out = BIO_new(BIO_s_mem())) == NULL) {
+		certs_err_ssl(err, errlen, "cannot build the bundle");
+		return NULL;
+	}
+	for (i = 0; files[i] != NULL; i++)
+		if (bundle_add_file(out, files[i], err, errlen) == -1)
+			goto out;
+	if (bundle_add_file(out, system_bundle, err, errlen) == -1)
+		goto out;
+	text = bundle_text(out, "the trust bundle", len, err, errlen);
+ out:
+	BIO_free(out);
+	return text;
+}
+
 /*
  * Writes data to a temporary file beside path and renames it over path.
  * Once the rename is done the bundle is in place: syncing the directory

@@ -212,6 +212,17 @@ char	*certs_trust_pem(const struct certs_ca *ca, char *const *extra_ca_files,
 char	*certs_bundle_from_pem(const char *pem, size_t pemlen,
 	    const char *system_bundle, size_t *len, char *err, size_t errlen);
 
+/*
+ * The same bundle from files, for a moatd that is not running (`moat ca
+ * bundle`): the certificates of each of files (NULL-terminated, at least
+ * one: moatd's CA certificate, then tls.extra_ca_files), then those of
+ * system_bundle (NULL means CERTS_SYSTEM_BUNDLE), in moatd's order, under
+ * the rules of certs_write_bundle().  Returns a NUL-terminated text
+ * (free() it) or NULL with err set.
+ */
+char	*certs_bundle_from_files(char *const *files, const char *system_bundle,
+	    size_t *len, char *err, size_t errlen);
+
 /* ------------------------------------------------------------------ */
 /* The `moat ca` subcommand                                             */
 /* ------------------------------------------------------------------ */

@@ -475,9 +475,9 @@ admin_client_hello(struct admin_client *ac, char *err, size_t errlen)
 int
 admin_client_register(struct admin_client *ac, const char *name,
     json_t *config, const char *const *protos, const int *fds, size_t n,
-    json_t **answer, char *err, size_t errlen)
+    const char *connect_refusal, json_t **answer, char *err, size_t errlen)
 {
-	json_t	*lst, *req, *ans;
+	json_t	*lst, *req, *ans, *e;
 	size_t	 i;
 
 	if (n == 0 || n > ADMIN_FDS_MAX) {
@@ -488,13 +488,23 @@ admin_client_register(struct admin_client *ac, const char *name,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	for (i = 0; i < n; i++)
-		if (json_array_append_new(lst, json_pack("{s:s, s:i}", "proto",
-		    protos[i], "fd", (json_int_t)i)) == -1) {
+	for (i = 0; i < n; i++) {
+		e = json_pack("{s:s, s:i}", "proto", protos[i], "fd",
+		    (json_int_t)i);
+		if (e != NULL && connect_refusal != NULL &&
+		    (strcmp(protos[i], "http") == 0 ||
+		    strcmp(protos[i], "http+socks5") == 0) &&
+		    json_object_set_new(e, "connect_refusal",
+		    json_string(connect_refusal)) == -1) {
+			json_decref(e);
+			e = NULL;
+		}
+		if (json_array_append_new(lst, e) == -1) {
 			json_decref(lst);
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
+	}
 	req = json_pack("{s:s, s:s, s:O, s:o}", "op", "register", "sandbox",
 	    name, "config", config, "listeners", lst);
 	if (admin_client_call(ac, req, fds, n, &ans, err, errlen) == -1)

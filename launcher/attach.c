@@ -16,6 +16,12 @@
  * namespace's table in place (no network at all); if moat attach is
  * killed, the same.  `moat-netns cleanup --netns PATH` removes a table
  * whose owner is gone.
+ *
+ * With --listen instead of --netns there is no namespace to program:
+ * moat attach makes the sockets itself (a Unix socket, or a loopback
+ * port, where it runs: attach_listen.c) and registers them, for a
+ * program that relays its sandbox's traffic to moatd (srt's mitmProxy,
+ * parentProxy or httpProxyPort).  It removes its Unix sockets at exit.
  */
 #include "config.h"
 
@@ -40,6 +46,9 @@
 #include "launcher/refusals.h"
 
 #define ATTACH_DEFAULT_ADMIN	"/run/moat/admin.sock"
+#define ATTACH_LISTEN_MAX	8		/* --listen sockets */
+#define ATTACH_LISTEN_MODE	0600		/* --listen-mode default */
+#define ATTACH_LISTEN_PROTO	"http+socks5"	/* what they serve */
 
 struct attach {
 	struct runconf		 rc;
@@ -47,10 +56,20 @@ struct attach {
 	int			 ready_fd;	/* --ready-fd, or -1 */
 	const char		*env_file;	/* --env-file, or NULL */
 	const char		*bundle_file;	/* --trust-bundle, or NULL */
+	struct attach_listen	 listen[ATTACH_LISTEN_MAX]; /* --listen */
+	size_t			 nlisten;
+	int			 listen_mode;	/* --listen-mode */
+	bool			 mode_given;
+	uid_t			 uid;		/* --owner, or (uid_t)-1 */
+	gid_t			 gid;
+	const char		*connect_refusal; /* --connect-refusal, or
+						   NULL: moatd's default */
 	bool			 verbose;	/* -v: allowed traffic too */
 	bool			 quiet;		/* -q: no refusal lines */
 	int			 nsfd;
 	int			 sfd;
+	unsigned		 veth_index;	/* --mode veth: its subnet */
+	char			 veth_ifname[NSH_IFNAME_MAX];
 	struct nsh_client	*nsh;
 	struct admin_client	*admin;
 	struct refusals		*rf;		/* prints the refusals */
@@ -59,6 +78,7 @@ struct attach {
 
 static void	attach_usage(FILE *f);
 static int	attach_parse(struct attach *a, int argc, char *argv[]);
+static int	attach_listen_only(const struct attach *a);
 static int	attach_setup(struct attach *a, char *err, size_t errlen);
 static int	attach_wait(struct attach *a);
 static void	attach_free(struct attach *a);
@@ -68,14 +88,32 @@ attach_usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: moat attach --netns PATH [OPTIONS]\n"
+	    "       moat attach --listen ADDR [--listen ADDR...] [OPTIONS]\n"
 	    "\n"
 	    "Puts the network namespace PATH (/proc/PID/ns/net,\n"
 	    "/run/netns/NAME) behind a running moatd until SIGTERM, SIGINT\n"
-	    "or SIGHUP, then removes what it added.  Root only.\n"
+	    "or SIGHUP, then removes what it added (root only); or, with\n"
+	    "--listen, serves sockets of its own through moatd, for a relay\n"
+	    "such as srt (no namespace, no root needed beyond moatd's admin\n"
+	    "socket).\n"
 	    "\n"
 	    "  --netns PATH           the namespace\n"
 	    "  --mode held|veth       listening sockets inside the namespace\n"
 	    "                         (default) or a veth gateway to this one\n"
+	    "  --listen ADDR          serve unix:/PATH or a loopback\n"
+	    "                         127.0.0.1:PORT or [::1]:PORT (HTTP proxy,\n"
+	    "                         CONNECT and SOCKS5 on one socket), instead\n"
+	    "                         of --netns; a Unix socket is removed at\n"
+	    "                         exit\n"
+	    "  --listen-mode MODE     a --listen Unix socket's permissions\n"
+	    "                         (default 0600)\n"
+	    "  --owner USER[:GROUP]   owner of the --listen Unix sockets and of\n"
+	    "                         the --env-file and --trust-bundle files\n"
+	    "  --connect-refusal status|in-tunnel\n"
+	    "                         how a refused CONNECT is answered: its\n"
+	    "                         403 (default), or inside the tunnel, so\n"
+	    "                         that clients and relays show the reason\n"
+	    "                         (needs moatd's CA)\n"
 	    "  --moatd ADDR           moatd's admin socket (unix:PATH or\n"
 	    "                         PATH; default %s)\n"
 	    "  --policy FILE, --allow HOST[:PORT], --allow-private CIDR\n"
@@ -107,7 +145,11 @@ attach_parse(struct attach *a, int argc, char *argv[])
 		ATTACH_OPT_NETNS = RUNCONF_OPT__END,
 		ATTACH_OPT_READY_FD,
 		ATTACH_OPT_ENV_FILE,
-		ATTACH_OPT_TRUST_BUNDLE
+		ATTACH_OPT_TRUST_BUNDLE,
+		ATTACH_OPT_LISTEN,
+		ATTACH_OPT_LISTEN_MODE,
+		ATTACH_OPT_OWNER,
+		ATTACH_OPT_CONNECT_REFUSAL
 	};
 	static const struct option	opts[] = {
 		RUNCONF_LONGOPTS,
@@ -116,6 +158,12 @@ attach_parse(struct attach *a, int argc, char *argv[])
 		{ "env-file", required_argument, NULL, ATTACH_OPT_ENV_FILE },
 		{ "trust-bundle", required_argument, NULL,
 		    ATTACH_OPT_TRUST_BUNDLE },
+		{ "listen", required_argument, NULL, ATTACH_OPT_LISTEN },
+		{ "listen-mode", required_argument, NULL,
+		    ATTACH_OPT_LISTEN_MODE },
+		{ "owner", required_argument, NULL, ATTACH_OPT_OWNER },
+		{ "connect-refusal", required_argument, NULL,
+		    ATTACH_OPT_CONNECT_REFUSAL },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -136,6 +184,37 @@ attach_parse(struct attach *a, int argc, char *argv[])
 			break;
 		case ATTACH_OPT_TRUST_BUNDLE:
 			a->bundle_file = optarg;
+			break;
+		case ATTACH_OPT_LISTEN:
+			if (a->nlisten == ATTACH_LISTEN_MAX) {
+				fprintf(stderr, "moat attach: at most %d "
+				    "--listen\n", ATTACH_LISTEN_MAX);
+				return -1;
+			}
+			if (attach_listen_parse("moat attach", optarg,
+			    &a->listen[a->nlisten]) == -1)
+				return -1;
+			a->nlisten++;
+			break;
+		case ATTACH_OPT_LISTEN_MODE:
+			if (attach_mode_parse("moat attach", optarg,
+			    &a->listen_mode) == -1)
+				return -1;
+			a->mode_given = true;
+			break;
+		case ATTACH_OPT_OWNER:
+			if (attach_owner_parse("moat attach", optarg, &a->uid,
+			    &a->gid) == -1)
+				return -1;
+			break;
+		case ATTACH_OPT_CONNECT_REFUSAL:
+			if (strcmp(optarg, "status") != 0 &&
+			    strcmp(optarg, "in-tunnel") != 0) {
+				fprintf(stderr, "moat attach: --connect-refusal "
+				    "%s: want status or in-tunnel\n", optarg);
+				return -1;
+			}
+			a->connect_refusal = optarg;
 			break;
 		case ATTACH_OPT_READY_FD:
 			errno = 0;
@@ -180,12 +259,21 @@ attach_parse(struct attach *a, int argc, char *argv[])
 		fprintf(stderr, "moat attach: -q and -v: choose one\n");
 		return -1;
 	}
-	if (a->netns == NULL) {
-		fprintf(stderr, "moat attach: --netns PATH is required\n");
+	if ((a->netns == NULL) == (a->nlisten == 0)) {
+		fprintf(stderr, "moat attach: give --netns PATH (a namespace "
+		    "to put behind moatd) or --listen ADDR (sockets to "
+		    "serve), not both\n");
 		attach_usage(stderr);
 		return -1;
 	}
-	if (geteuid() != 0) {
+	if (a->nlisten > 0 && attach_listen_only(a) == -1)
+		return -1;
+	if (a->netns != NULL && a->mode_given) {
+		fprintf(stderr, "moat attach: --listen-mode applies to --listen "
+		    "unix:PATH\n");
+		return -1;
+	}
+	if (a->netns != NULL && geteuid() != 0) {
 		fprintf(stderr, "moat attach: needs root (it programs another "
 		    "namespace's network)\n");
 		return -1;
@@ -198,10 +286,30 @@ attach_parse(struct attach *a, int argc, char *argv[])
 	return runconf_finish(&a->rc);
 }
 
-/* Writes len bytes to path (replacing it), mode mode. */
+/*
+ * --listen takes no namespace: the options that shape one (--mode, the
+ * ports of the sockets made in it) are mistakes there.  0 or -1.
+ */
 static int
-attach_write(const char *path, const char *text, size_t len, mode_t mode,
-    char *err, size_t errlen)
+attach_listen_only(const struct attach *a)
+{
+	struct runconf	d;
+
+	runconf_init(&d, a->rc.cmd);
+	if (a->rc.mode != d.mode || a->rc.http_port != d.http_port ||
+	    a->rc.socks_port != d.socks_port || a->rc.dns_port != d.dns_port ||
+	    a->rc.transparent_port != d.transparent_port) {
+		fprintf(stderr, "moat attach: --mode and the --*-port options "
+		    "apply to --netns; --listen names its sockets itself\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Writes len bytes to path (replacing it), mode mode, owned by --owner. */
+static int
+attach_write(const struct attach *a, const char *path, const char *text,
+    size_t len, mode_t mode, char *err, size_t errlen)
 {
 	ssize_t	w;
 	size_t	off = 0;
@@ -220,6 +328,12 @@ attach_write(const char *path, const char *text, size_t len, mode_t mode,
 			return -1;
 		}
 		off += (size_t)w;
+	}
+	if (a->uid != (uid_t)-1 && fchown(fd, a->uid, a->gid) == -1) {
+		snprintf(err, errlen, "%s: %s%s", path, strerror(errno),
+		    errno == EPERM ? " (--owner needs root)" : "");
+		close(fd);
+		return -1;
 	}
 	if (close(fd) == -1) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -249,7 +363,7 @@ attach_outputs(struct attach *a, json_t *ans, char *err, size_t errlen)
 			text = line;
 		}
 		n = text != NULL ? strlen(text) : 0;
-		if (attach_write(a->env_file, text != NULL ? text : "", n,
+		if (attach_write(a, a->env_file, text != NULL ? text : "", n,
 		    0600, err, errlen) == -1)
 			goto out;
 		free(text);
@@ -271,7 +385,7 @@ attach_outputs(struct attach *a, json_t *ans, char *err, size_t errlen)
 			    "(no reason given)");
 			goto out;
 		}
-		if (attach_write(a->bundle_file, pem, json_string_length(
+		if (attach_write(a, a->bundle_file, pem, json_string_length(
 		    json_object_get(ans, "trust_bundle")), 0644, err,
 		    errlen) == -1)
 			goto out;
@@ -305,17 +419,17 @@ attach_watch(struct attach *a, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The namespace's sockets: moat-netns joins it, installs moat's table
+ * (held sockets or a veth) and makes one listening socket per listener.
+ * fds[] and protos[] get them (*n of them, each of fds[] -1 until made).
+ */
 static int
-attach_setup(struct attach *a, char *err, size_t errlen)
+attach_sockets_netns(struct attach *a, int *fds, const char **protos,
+    size_t *n, char *err, size_t errlen)
 {
 	struct runconf_listener	 ls[MOAT_LISTENERS_MAX];
-	const char		*protos[MOAT_LISTENERS_MAX];
-	int			 fds[MOAT_LISTENERS_MAX];
-	size_t			 n, i, nfds = 0;
-	unsigned		 index;
-	char			 ifname[NSH_IFNAME_MAX];
-	json_t			*ans = NULL;
-	int			 rc = -1;
+	size_t			 nl, i;
 
 	if ((a->nsfd = open(a->netns, O_RDONLY | O_CLOEXEC)) == -1) {
 		snprintf(err, errlen, "%s: %s", a->netns, strerror(errno));
@@ -328,36 +442,89 @@ attach_setup(struct attach *a, char *err, size_t errlen)
 	}
 	if ((a->nsh = nsh_client_spawn(err, errlen)) == NULL ||
 	    nsh_client_join(a->nsh, -1, a->nsfd, err, errlen) == -1 ||
-	    nsh_client_setup(a->nsh, &a->rc, true, &index, ifname, err,
-	    errlen) == -1)
+	    nsh_client_setup(a->nsh, &a->rc, true, &a->veth_index,
+	    a->veth_ifname, err, errlen) == -1)
 		return -1;
-	n = runconf_listeners(&a->rc, ls, MOAT_LISTENERS_MAX);
-	for (i = 0; i < n; i++) {
+	nl = runconf_listeners(&a->rc, ls, MOAT_LISTENERS_MAX);
+	for (i = 0; i < nl; i++) {
 		if (nsh_client_socket(a->nsh, &ls[i], &fds[i], err,
 		    errlen) == -1)
-			goto out;
+			return -1;
 		protos[i] = ls[i].proto;
-		nfds = i + 1;
+		*n = i + 1;
 	}
-	if ((a->admin = admin_client_connect(a->rc.moatd_path, err,
-	    errlen)) == NULL || admin_client_hello(a->admin, err,
-	    errlen) == -1 || attach_watch(a, err, errlen) == -1 ||
-	    admin_client_register(a->admin, a->rc.name, a->rc.config, protos,
-	    fds, nfds, &ans, err, errlen) == -1)
-		goto out;
-	if (attach_outputs(a, ans, err, errlen) == -1)
-		goto out;
-	if (a->rc.mode == RUNCONF_VETH)
+	return 0;
+}
+
+/* --listen: the sockets, made here; moatd gets them, we keep no copy. */
+static int
+attach_sockets_listen(struct attach *a, int *fds, const char **protos,
+    size_t *n, char *err, size_t errlen)
+{
+	size_t	i;
+
+	for (i = 0; i < a->nlisten; i++) {
+		if (attach_listen_open(&a->listen[i], a->listen_mode, a->uid,
+		    a->gid, err, errlen) == -1)
+			return -1;
+		fds[i] = a->listen[i].fd;
+		a->listen[i].fd = -1;	/* closed with the others */
+		protos[i] = ATTACH_LISTEN_PROTO;
+		*n = i + 1;
+	}
+	return 0;
+}
+
+static void
+attach_say_attached(const struct attach *a)
+{
+	size_t	i;
+
+	if (a->netns == NULL) {
+		printf("moat attach: %s serving", a->rc.name);
+		for (i = 0; i < a->nlisten; i++)
+			printf(" %s", a->listen[i].text);
+		printf(" (%s)\n", ATTACH_LISTEN_PROTO);
+	} else if (a->rc.mode == RUNCONF_VETH)
 		printf("moat attach: %s attached to %s (veth %s, "
-		    "10.203.%u.0/30)\n", a->rc.name, a->netns, ifname, index);
+		    "10.203.%u.0/30)\n", a->rc.name, a->netns, a->veth_ifname,
+		    a->veth_index);
 	else
 		printf("moat attach: %s attached to %s (held sockets)\n",
 		    a->rc.name, a->netns);
 	fflush(stdout);
+}
+
+static int
+attach_setup(struct attach *a, char *err, size_t errlen)
+{
+	const char		*protos[MOAT_LISTENERS_MAX];
+	int			 fds[MOAT_LISTENERS_MAX];
+	size_t			 i, nfds = 0;
+	json_t			*ans = NULL;
+	int			 rc = -1;
+
+	for (i = 0; i < MOAT_LISTENERS_MAX; i++)
+		fds[i] = -1;
+	if ((a->netns != NULL ? attach_sockets_netns(a, fds, protos, &nfds,
+	    err, errlen) : attach_sockets_listen(a, fds, protos, &nfds, err,
+	    errlen)) == -1)
+		goto out;
+	if ((a->admin = admin_client_connect(a->rc.moatd_path, err,
+	    errlen)) == NULL || admin_client_hello(a->admin, err,
+	    errlen) == -1 || attach_watch(a, err, errlen) == -1 ||
+	    admin_client_register(a->admin, a->rc.name, a->rc.config, protos,
+	    fds, nfds, a->connect_refusal, &ans, err, errlen) == -1)
+		goto out;
+	if (attach_outputs(a, ans, err, errlen) == -1)
+		goto out;
+	attach_say_attached(a);
 	rc = 0;
  out:
+	/* moatd holds the only copies now: if it dies, nothing listens. */
 	for (i = 0; i < nfds; i++)
-		close(fds[i]);
+		if (fds[i] != -1)
+			close(fds[i]);
 	json_decref(ans);
 	return rc;
 }
@@ -376,7 +543,7 @@ attach_wait(struct attach *a)
 		pfd[0].events = POLLIN;
 		pfd[1].fd = admin_client_fd(a->admin);
 		pfd[1].events = POLLIN;
-		pfd[2].fd = nsh_client_fd(a->nsh);
+		pfd[2].fd = a->nsh != NULL ? nsh_client_fd(a->nsh) : -1;
 		pfd[2].events = POLLIN;
 		/* Wakes for the "N more refusals" line when one is due. */
 		tmo = a->rf != NULL ? refusals_timeout(a->rf,
@@ -394,10 +561,15 @@ attach_wait(struct attach *a)
 		/* moatd says nothing unasked but the watch's lines. */
 		if (pfd[1].revents != 0 &&
 		    admin_client_pump(a->admin, err, sizeof(err)) == -1) {
-			fprintf(stderr, "moat attach: %s: %s keeps moat's "
-			    "table and has no network (`moat-netns cleanup "
-			    "--netns %s` removes it)\n", err, a->netns,
-			    a->netns);
+			if (a->netns != NULL)
+				fprintf(stderr, "moat attach: %s: %s keeps "
+				    "moat's table and has no network "
+				    "(`moat-netns cleanup --netns %s` removes "
+				    "it)\n", err, a->netns, a->netns);
+			else
+				fprintf(stderr, "moat attach: %s: nothing "
+				    "serves the --listen sockets any more\n",
+				    err);
 			a->watching = false;	/* no one to ask */
 			return 1;
 		}
@@ -412,6 +584,10 @@ attach_wait(struct attach *a)
 static void
 attach_free(struct attach *a)
 {
+	size_t	i;
+
+	for (i = 0; i < a->nlisten; i++)
+		attach_listen_remove(&a->listen[i]);
 	refusals_free(a->rf);
 	a->rf = NULL;
 	admin_client_close(a->admin);
@@ -438,6 +614,9 @@ attach_main(int argc, char *argv[])
 	memset(&a, 0, sizeof(a));
 	runconf_init(&a.rc, "moat attach");
 	a.ready_fd = a.nsfd = a.sfd = -1;
+	a.listen_mode = ATTACH_LISTEN_MODE;
+	a.uid = (uid_t)-1;
+	a.gid = (gid_t)-1;
 	if (attach_parse(&a, argc, argv) == -1) {
 		attach_free(&a);
 		return 2;
@@ -474,11 +653,17 @@ attach_main(int argc, char *argv[])
 			fprintf(stderr, "moat attach: unregister: %s\n", err);
 		admin_client_close(a.admin);
 		a.admin = NULL;
-		if (nsh_client_teardown(a.nsh, err, sizeof(err)) == -1)
+		if (a.nsh != NULL && nsh_client_teardown(a.nsh, err,
+		    sizeof(err)) == -1)
 			fprintf(stderr, "moat attach: teardown: %s\n", err);
 		else {
-			printf("moat attach: %s detached from %s\n", a.rc.name,
-			    a.netns);
+			if (a.netns != NULL)
+				printf("moat attach: %s detached from %s\n",
+				    a.rc.name, a.netns);
+			else
+				printf("moat attach: %s detached; nothing "
+				    "serves its --listen sockets now\n",
+				    a.rc.name);
 			fflush(stdout);	/* said when done, not at exit */
 			rc = 0;
 		}

@@ -15,6 +15,7 @@
 #define MOAT_MOAT_INT_H
 
 #include <sys/types.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -235,6 +236,46 @@ void		 runconf_refusals_end(const struct runconf *rc,
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t	 runconf_now_ms(void);
 
+/* --- attach_listen.c: the sockets of moat attach --listen ----------- */
+
+/* One --listen socket: a Unix path, or a loopback TCP address. */
+struct attach_listen {
+	const char		*text;		/* as given (borrowed argv) */
+	bool			 is_unix;
+	const char		*path;		/* its path (in text), or NULL */
+	struct sockaddr_storage	 ss;		/* TCP: the address */
+	socklen_t		 sslen;
+	int			 fd;		/* listening, or -1 */
+	bool			 made;		/* the socket file is ours */
+	dev_t			 dev;		/* ... and is this one */
+	ino_t			 ino;
+};
+
+/*
+ * --listen ARG: "unix:/PATH" or a loopback "127.0.0.1:PORT" ("[::1]:PORT")
+ * into *l.  --owner USER[:GROUP] (names or numbers; the group defaults to
+ * the user's).  --listen-mode MODE (3-4 octal digits, permissions only).
+ * Each returns 0, or -1 after printing what is wrong (cmd first).
+ */
+int	attach_listen_parse(const char *cmd, const char *arg,
+	    struct attach_listen *l);
+int	attach_owner_parse(const char *cmd, const char *arg, uid_t *uid,
+	    gid_t *gid);
+int	attach_mode_parse(const char *cmd, const char *arg, int *mode);
+/*
+ * Creates l's listening socket: a Unix socket replaces only a stale one,
+ * and is reachable by no one but its owner until it has uid:gid (unless
+ * uid is (uid_t)-1) and mode; a TCP one is bound to its loopback address.
+ * 0, or -1 with err (what was made stays in l for attach_listen_remove()).
+ */
+int	attach_listen_open(struct attach_listen *l, int mode, uid_t uid,
+	    gid_t gid, char *err, size_t errlen);
+/* Closes l's copy of the socket (moatd holds its own).  Repeatable. */
+void	attach_listen_close(struct attach_listen *l);
+/* attach_listen_close(), and removes the socket file if it is still the
+ * one l made.  Repeatable. */
+void	attach_listen_remove(struct attach_listen *l);
+
 /* --- helper_client.c: the moat-netns client ------------------------- */
 
 /*
@@ -348,13 +389,16 @@ int	admin_client_hello_recv(struct admin_client *ac, char *err,
 
 /*
  * register: name, config (borrowed), and n listeners: protos[i] names
- * fds[i].  The descriptors are sent, not closed.  0 or -1 (err holds
- * moatd's "error" when it refused).  With answer non-NULL, *answer is
- * moatd's answer ("placeholders", "trust_pem"; json_decref() it).
+ * fds[i].  connect_refusal ("in-tunnel", or NULL: moatd's default) goes
+ * with each http and http+socks5 listener.  The descriptors are sent,
+ * not closed.  0 or -1 (err holds moatd's "error" when it refused).
+ * With answer non-NULL, *answer is moatd's answer ("placeholders",
+ * "trust_pem"; json_decref() it).
  */
 int	admin_client_register(struct admin_client *ac, const char *name,
 	    json_t *config, const char *const *protos, const int *fds,
-	    size_t n, json_t **answer, char *err, size_t errlen);
+	    size_t n, const char *connect_refusal, json_t **answer, char *err,
+	    size_t errlen);
 
 /* unregister NAME.  0 or -1. */
 int	admin_client_unregister(struct admin_client *ac, const char *name,

@@ -66,7 +66,7 @@ static void	moat_check_usage(FILE *f);
 static int	moat_check(int argc, char *argv[]);
 static bool	moat_check_valid_running(const char *file, const char *buf,
 		    size_t len);
-static int	moat_ca(char *argv[]);
+static int	moat_ca(int argc, char *argv[]);
 
 static void
 moat_usage(FILE *f)
@@ -75,20 +75,24 @@ moat_usage(FILE *f)
 	    "usage: moat explain [-c FILE] [--method M] [--addr IP] TARGET\n"
 	    "       moat check [--running-moatd] FILE\n"
 	    "       moat ca init DIR\n"
+	    "       moat ca bundle -c CONFIG [-o FILE]\n"
 	    "       moat audit summary|suggest|replay|verify [OPTIONS] FILE...\n"
 	    "       moat run [OPTIONS] -- COMMAND [ARG...]\n"
 	    "       moat attach --netns PATH [OPTIONS]\n"
+	    "       moat attach --listen ADDR [OPTIONS]\n"
 	    "       moat --help | --version\n"
 	    "\n"
 	    "Commands:\n"
 	    "  explain   print the decision moat makes for TARGET (a URL or\n"
 	    "            HOST:PORT) and the rule that makes it; sends nothing\n"
 	    "  check     validate a moatd config or a moat run --policy file\n"
-	    "  ca        create the CA moatd signs intercepted hosts with\n"
+	    "  ca        create the CA moatd signs intercepted hosts with, and\n"
+	    "            write the trust bundle of its sandboxes\n"
 	    "  audit     read moatd's audit files: summary, suggest a policy,\n"
 	    "            replay them under another, verify their hash chain\n"
 	    "  run       run COMMAND with moatd as its only network exit\n"
-	    "  attach    put an existing network namespace behind moatd\n"
+	    "  attach    put an existing network namespace behind moatd, or\n"
+	    "            serve sockets of its own (a relay such as srt)\n"
 	    "\n"
 	    "Run `moat COMMAND --help` for a command's options.\n");
 }
@@ -607,15 +611,103 @@ moat_check_valid_running(const char *file, const char *buf, size_t len)
 }
 
 /*
+ * `moat ca bundle -c CONFIG [OPTION...]`: CONFIG is loaded as moat check
+ * loads it (moatd's config, or a --policy file with a "tls"), and its
+ * tls.ca_cert and tls.extra_ca_files become moat-ca's CERT and EXTRA
+ * (moat reads the config, moat-ca the certificates).  argv[0] is "ca";
+ * the other options go to moat-ca as they are.  Returns the new argv
+ * (free() it, not its strings; *c holds them until it is unref'd), or
+ * NULL after printing why, with *rc the exit status; argv itself when
+ * there is no -c.
+ */
+static char **
+moat_ca_config(int argc, char *argv[], struct moat_config **c, int *rc)
+{
+	json_error_t	 je;
+	json_t		*root, *tls;
+	const char	*file = NULL;
+	char		**nv, *buf = NULL;
+	size_t		 len, n = 0, i;
+	int		 j, at = -1;
+	bool		 other = false;
+
+	*c = NULL;
+	*rc = MOAT_EXIT_USAGE;
+	for (j = 2; j < argc; j++) {
+		if ((strcmp(argv[j], "-c") == 0 || strcmp(argv[j],
+		    "--config") == 0) && j + 1 < argc && file == NULL) {
+			file = argv[j + 1];
+			at = j++;
+		} else if ((strcmp(argv[j], "-o") == 0 || strcmp(argv[j],
+		    "--output") == 0 || strcmp(argv[j], "--system-bundle") ==
+		    0) && j + 1 < argc)
+			j++;
+		else
+			other = true;	/* CERT, "--", or moat-ca's to judge */
+	}
+	if (file == NULL)
+		return argv;
+	if (other) {
+		fprintf(stderr, "moat ca bundle: -c CONFIG names the "
+		    "certificates: give only -o FILE and --system-bundle FILE "
+		    "with it\n");
+		return NULL;
+	}
+	*rc = 1;
+	if (moat_read_file(file, &buf, &len) == -1)
+		return NULL;
+	root = policy_json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	free(buf);
+	tls = json_object_get(root, "tls");
+	if (root != NULL && (!json_is_object(tls) ||
+	    json_object_get(tls, "ca_cert") == NULL)) {
+		fprintf(stderr, "moat ca bundle: %s has no tls.ca_cert: moatd "
+		    "intercepts no TLS with it, so its sandboxes need no "
+		    "bundle of moat's\n", file);
+		json_decref(root);
+		return NULL;
+	}
+	json_decref(root);
+	if ((*c = moat_load(file)) == NULL)	/* says what is wrong */
+		return NULL;
+	for (i = 0; (*c)->tls.extra_ca_files != NULL &&
+	    (*c)->tls.extra_ca_files[i] != NULL; i++)
+		n++;
+	if ((nv = calloc((size_t)argc + n + 3, sizeof(*nv))) == NULL) {
+		fprintf(stderr, "moat ca bundle: out of memory\n");
+		return NULL;
+	}
+	n = 0;
+	for (j = 0; j < argc; j++)
+		if (j != at && j != at + 1)
+			nv[n++] = argv[j];
+	nv[n++] = (char *)"--";
+	nv[n++] = (*c)->tls.ca_cert;
+	for (i = 0; (*c)->tls.extra_ca_files != NULL &&
+	    (*c)->tls.extra_ca_files[i] != NULL; i++)
+		nv[n++] = (*c)->tls.extra_ca_files[i];
+	nv[n] = NULL;
+	return nv;
+}
+
+/*
  * `moat ca ...`: moat-ca (MOAT_CA, else beside moat, else the build
  * tree's certs/, else libexecdir), which holds the OpenSSL part of the
- * command line, with argv[0] "ca".
+ * command line, with argv[0] "ca"; `moat ca bundle -c CONFIG` first
+ * reads CONFIG (moat_ca_config()).
  */
 static int
-moat_ca(char *argv[])
+moat_ca(int argc, char *argv[])
 {
-	char	path[PATH_MAX];
+	struct moat_config	*c = NULL;
+	char			 path[PATH_MAX];
+	int			 rc;
 
+	if (argc >= 2 && strcmp(argv[1], "bundle") == 0 &&
+	    (argv = moat_ca_config(argc, argv, &c, &rc)) == NULL) {
+		policy_config_unref(c);
+		return rc;
+	}
 	(void)runconf_libexec_path("moat-ca", "MOAT_CA", "certs", path,
 	    sizeof(path));
 	execv(path, argv);
@@ -661,7 +753,7 @@ main(int argc, char *argv[])
 		return moat_check(argc - optind, argv + optind);
 	}
 	if (strcmp(argv[optind], "ca") == 0)
-		return moat_ca(argv + optind);
+		return moat_ca(argc - optind, argv + optind);
 	if (strcmp(argv[optind], "audit") == 0) {
 		argv[optind] = (char *)"moat audit";
 		return audit_cmd_main(argc - optind, argv + optind, moat_load);

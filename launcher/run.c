@@ -737,7 +737,7 @@ run_register(struct run *r, char *err, size_t errlen)
 	if (run_watch(r, err, errlen) == -1)
 		goto out;
 	if (admin_client_register(r->admin, r->rc.name, r->rc.config, protos,
-	    fds, nfds, &r->answer, err, errlen) == -1)
+	    fds, nfds, NULL, &r->answer, err, errlen) == -1)
 		goto out;
 	r->registered = true;
 	rc = 0;

@@ -255,6 +255,7 @@ config_top(struct config_ctx *x, json_t *root)
 		config_pop(x, old);
 	}
 	config_check_addresses(x);
+	config_check_refusals(x);
 	config_check_inspection(x);
 	config_check_secrets(x);
 }

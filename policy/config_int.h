@@ -139,6 +139,7 @@ void		config_listen(struct config_ctx *x, json_t *v, size_t pos);
 bool		config_bind(struct config_ctx *x, json_t *v, size_t pos,
 		    bool unix_only, struct moat_listen *l);
 void		config_check_addresses(struct config_ctx *x);
+void		config_check_refusals(struct config_ctx *x);
 
 /* config_rules.c: policy, rules */
 void		config_policy(struct config_ctx *x, json_t *v, size_t pos);

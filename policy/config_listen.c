@@ -1,7 +1,8 @@
 /*
  * config_listen.c - the "listen" section of the config: one listener per
- * element, its protocol, address or unix socket, and the sandbox it
- * serves; then the check that no socket is named twice.
+ * element, its protocol, address or unix socket, the sandbox it serves
+ * and how it answers a refused CONNECT; then the checks that no socket is
+ * named twice and that a refusal inside the tunnel has a CA to do it.
  *
  * What it is not: binding.  moatd opens the sockets; here a listener is
  * only checked and copied into struct moat_config.
@@ -64,8 +65,47 @@ config_listen(struct config_ctx *x, json_t *v, size_t pos)
 
 enum {
 	LSN_PROTO = 0, LSN_ADDRESS, LSN_MODE, LSN_SANDBOX, LSN_AUTH,
-	LSN_CONNECTIONS, LSN__COUNT
+	LSN_CONNECTIONS, LSN_CONNECT_REFUSAL, LSN__COUNT
 };
+
+static const char *const	config_refusals[] = {
+	[MOAT_REFUSAL_STATUS] = "status",
+	[MOAT_REFUSAL_IN_TUNNEL] = "in-tunnel",
+};
+
+#define CONFIG_NREFUSALS	(sizeof(config_refusals) / \
+				sizeof(config_refusals[0]))
+
+/* "connect_refusal": "status" or "in-tunnel", on a listener that has
+ * CONNECT (http, http+socks5); whether a CA is there is checked once the
+ * whole config is read (config_check_refusals). */
+static void
+config_listener_refusal(struct config_ctx *x, json_t *v, size_t pos,
+    bool proto_ok, struct moat_listen *l)
+{
+	const char	*s;
+
+	if (!config_want(x, v, pos, JSON_STRING, "a string"))
+		return;
+	s = json_string_value(v);
+	if (policy_connect_refusal_parse(s, &l->connect_refusal) == -1) {
+		config_err(x, pos, "unknown value %s (\"status\": the 403 "
+		    "answers the CONNECT; \"in-tunnel\": moatd opens the "
+		    "tunnel and answers the 403 inside it)", config_q(x, s,
+		    json_string_length(v)));
+		return;
+	}
+	if (proto_ok && l->proto != MOAT_PROTO_HTTP &&
+	    l->proto != MOAT_PROTO_MIXED) {
+		config_err(x, pos, "a %s listener has no CONNECT: "
+		    "\"connect_refusal\" applies to http and http+socks5 "
+		    "listeners", config_protos[l->proto]);
+		l->connect_refusal = MOAT_REFUSAL_STATUS;
+		return;
+	}
+	l->refusal_line = (int)x->jp->v[pos].vline;
+	l->refusal_column = (int)x->jp->v[pos].vcol;
+}
 
 static void
 config_listener(struct config_ctx *x, json_t *v, size_t pos,
@@ -78,6 +118,7 @@ config_listener(struct config_ctx *x, json_t *v, size_t pos,
 		[LSN_SANDBOX] = { "sandbox", NULL, 0 },
 		[LSN_AUTH] = { "auth", NULL, 0 },
 		[LSN_CONNECTIONS] = { "connections", NULL, 0 },
+		[LSN_CONNECT_REFUSAL] = { "connect_refusal", NULL, 0 },
 	};
 	const char		*s;
 	size_t			 n, i, old;
@@ -172,6 +213,12 @@ config_listener(struct config_ctx *x, json_t *v, size_t pos,
 		    f[LSN_CONNECTIONS].pos, config_default("listen",
 		    "connections"), &num))
 			l->connections = (size_t)num;
+		config_pop(x, old);
+	}
+	if (f[LSN_CONNECT_REFUSAL].v != NULL) {
+		old = config_push_key(x, "connect_refusal");
+		config_listener_refusal(x, f[LSN_CONNECT_REFUSAL].v,
+		    f[LSN_CONNECT_REFUSAL].pos, proto_ok, l);
 		config_pop(x, old);
 	}
 }
@@ -299,6 +346,49 @@ config_check_addresses(struct config_ctx *x)
 	}
 }
 
+/*
+ * "connect_refusal": "in-tunnel" presents a leaf for the CONNECT's host:
+ * only a moatd with a CA can.  The error is at the key's value.
+ */
+void
+config_check_refusals(struct config_ctx *x)
+{
+	struct moat_config	*c = x->c;
+	size_t			 i;
+
+	if (c->tls.ca_cert != NULL || x->ca_given)
+		return;
+	for (i = 0; i < c->nlisten; i++)
+		if (c->listen[i].connect_refusal == MOAT_REFUSAL_IN_TUNNEL)
+			diag_add(x->d, POLICY_DIAG_ERROR,
+			    c->listen[i].refusal_line,
+			    c->listen[i].refusal_column, "listen[%zu]."
+			    "connect_refusal: \"in-tunnel\" answers inside "
+			    "TLS with a leaf moatd signs, but no CA is "
+			    "configured: set tls.ca_cert and tls.ca_key (moat "
+			    "ca init DIR), or remove the key", i);
+}
+
+const char *
+policy_connect_refusal_str(enum moat_connect_refusal r)
+{
+	if ((unsigned)r >= CONFIG_NREFUSALS)
+		return "?";
+	return config_refusals[r];
+}
+
+int
+policy_connect_refusal_parse(const char *s, enum moat_connect_refusal *r)
+{
+	size_t	i;
+
+	for (i = 0; i < CONFIG_NREFUSALS; i++)
+		if (strcmp(s, config_refusals[i]) == 0) {
+			*r = (enum moat_connect_refusal)i;
+			return 0;
+		}
+	return -1;
+}
 
 const char *
 policy_proto_str(enum moat_listen_proto p)

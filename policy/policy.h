@@ -454,6 +454,25 @@ enum moat_listen_proto {
 /* Returns "http", "socks5", "http+socks5", "transparent" or "dns". */
 const char	*policy_proto_str(enum moat_listen_proto p);
 
+/*
+ * How an http listener answers a CONNECT that the policy refuses (a
+ * status 403): "status", the 403 answers the CONNECT itself (what curl
+ * shows as "CONNECT tunnel failed, response 403", and what a relay may
+ * replace with a bare 502); "in-tunnel", moatd opens the tunnel instead,
+ * presents a leaf for the CONNECT's host and answers the first request
+ * inside with that 403 (needs a CA: tls.ca_cert).
+ */
+enum moat_connect_refusal {
+	MOAT_REFUSAL_STATUS = 0,
+	MOAT_REFUSAL_IN_TUNNEL
+};
+
+/* "status" or "in-tunnel"; policy_connect_refusal_parse() the reverse:
+ * 0, or -1 for any other text. */
+const char	*policy_connect_refusal_str(enum moat_connect_refusal r);
+int		 policy_connect_refusal_parse(const char *s,
+		    enum moat_connect_refusal *r);
+
 struct moat_listen {
 	enum moat_listen_proto	 proto;
 	char			*address;	/* as written: "HOST:PORT" or "unix:PATH" */
@@ -469,7 +488,10 @@ struct moat_listen {
 						   instead of
 						   limits.sandbox_connections;
 						   0: not given */
+	enum moat_connect_refusal connect_refusal; /* "connect_refusal" */
 	int			 line, column;	/* of this listener in the config */
+	int			 refusal_line, refusal_column; /* of its
+						   "connect_refusal", if given */
 };
 
 /* Named timeouts, all in milliseconds.  Defaults in policy/config.c. */

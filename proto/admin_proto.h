@@ -35,7 +35,10 @@
  *     PROTO: "http", "socks5", "http+socks5", "transparent", "dns-udp",
  *       "dns-tcp"; I indexes the descriptors of this message; each is a
  *       socket already bound (and, but for dns-udp, listening), usually
- *       inside the sandbox's network namespace.
+ *       inside the sandbox's network namespace.  An "http" or
+ *       "http+socks5" listener may add "connect_refusal": "status" (the
+ *       default) or "in-tunnel" (moatd needs a CA), as the config key of
+ *       that name; no other key.
  *     -> {"ok": true, "sandbox": NAME, "placeholders": {VAR: PH, ...},
  *         "hide": [PATH, ...], "trust_pem": PEM, "trust_bundle": PEM}
  *     "placeholders": for each secret of CONFIG's "secrets", the

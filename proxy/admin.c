@@ -884,6 +884,36 @@ admin_secrets(struct admin_conn *ac, struct sandbox *sb)
 	return ans;
 }
 
+/*
+ * A registered listener's "connect_refusal" (e, listeners[i] of proto
+ * proto): "status" (the default) or "in-tunnel", which only an http
+ * listener of a moatd with a CA can do.  0, or -1 after failing ac.
+ */
+static int
+admin_refusal(struct admin_conn *ac, json_t *e, size_t i, const char *proto,
+    enum moat_connect_refusal *out)
+{
+	json_t		*v = json_object_get(e, "connect_refusal");
+
+	*out = MOAT_REFUSAL_STATUS;
+	if (v == NULL)
+		return 0;
+	if (!json_is_string(v) ||
+	    policy_connect_refusal_parse(json_string_value(v), out) == -1)
+		return admin_fail(ac, "listeners[%zu].connect_refusal: want "
+		    "\"status\" or \"in-tunnel\"", i);
+	if (*out == MOAT_REFUSAL_STATUS)
+		return 0;
+	if (strcmp(proto, "http") != 0 && strcmp(proto, "http+socks5") != 0)
+		return admin_fail(ac, "listeners[%zu].connect_refusal: a %.32s "
+		    "listener has no CONNECT", i, proto);
+	if (*A_ctx->tls == NULL)
+		return admin_fail(ac, "listeners[%zu].connect_refusal: "
+		    "\"in-tunnel\" needs a CA, and this moatd has none "
+		    "(tls.ca_cert)", i);
+	return 0;
+}
+
 static int
 admin_register(struct admin_conn *ac, json_t *req)
 {
@@ -894,6 +924,7 @@ admin_register(struct admin_conn *ac, json_t *req)
 	json_t			*lst, *e, *ans = NULL;
 	const char		*name, *proto, *other;
 	uint64_t		 netns[ADMIN_FDS_MAX], own;
+	enum moat_connect_refusal refusal[ADMIN_FDS_MAX];
 	char			 err[256];
 	size_t			 nl = 0, i, j, need;
 	int			 used[ADMIN_FDS_MAX], idx, rc = -1;
@@ -935,10 +966,14 @@ admin_register(struct admin_conn *ac, json_t *req)
 		idx = (int)json_integer_value(json_object_get(e, "fd"));
 		if (proto == NULL || !json_is_integer(json_object_get(e,
 		    "fd")) || idx < 0 || (size_t)idx >= need || used[idx] ||
-		    json_object_size(e) != 2)
+		    json_object_size(e) != 2 + (json_object_get(e,
+		    "connect_refusal") != NULL))
 			return admin_fail(ac, "listeners[%zu]: want {\"proto\": "
-			    "NAME, \"fd\": 0..%zu}, each descriptor once", i,
+			    "NAME, \"fd\": 0..%zu} and optionally "
+			    "\"connect_refusal\", each descriptor once", i,
 			    need - 1);
+		if (admin_refusal(ac, e, i, proto, &refusal[i]) == -1)
+			return -1;
 		used[idx] = 1;
 	}
 	for (i = 0; i < need; i++) {
@@ -979,6 +1014,7 @@ admin_register(struct admin_conn *ac, json_t *req)
 			admin_fail(ac, "listeners[%zu]: %s", i, err);
 			goto closefds;
 		}
+		ls[nl]->connect_refusal = refusal[i];
 		nl++;
 	}
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
@@ -1009,9 +1045,11 @@ admin_register(struct admin_conn *ac, json_t *req)
 				log_warnx("admin: out of memory posting a "
 				    "listener of %s", name);
 	for (i = 0; i < nl; i++)
-		log_info("sandbox %s: serving %s on %s", name,
+		log_info("sandbox %s: serving %s on %s%s", name,
 		    ls[i]->udp ? "dns (udp)" : policy_proto_str(ls[i]->proto),
-		    ls[i]->address);
+		    ls[i]->address, ls[i]->connect_refusal ==
+		    MOAT_REFUSAL_IN_TUNNEL ? " (refused CONNECTs answered "
+		    "inside the tunnel)" : "");
 	admin_audit(sb, "registered");
 	if (json_object_set_new(ans, "sandbox", json_string(name)) == -1) {
 		rc = admin_fail(ac, "out of memory");

@@ -72,6 +72,7 @@ static const char *const conn_state_names[CONN_ST__COUNT] = {
 	[CONN_ST_TLS_HANDSHAKE] = "tls-handshake",
 	[CONN_ST_TUNNEL_PEEK] = "tunnel-peek",
 	[CONN_ST_DNS_TCP] = "dns-tcp",
+	[CONN_ST_REFUSAL] = "refusal",
 	[CONN_ST_FLUSH_CLOSE] = "flush-close",
 };
 

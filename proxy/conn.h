@@ -50,6 +50,8 @@ enum conn_state {
 	CONN_ST_TLS_HANDSHAKE,	/* inspected tunnel: TLS with the client */
 	CONN_ST_TUNNEL_PEEK,	/* opaque tunnel: judging its first bytes */
 	CONN_ST_DNS_TCP,	/* DNS over TCP: reading and answering queries */
+	CONN_ST_REFUSAL,	/* a refused CONNECT answered inside its
+				   tunnel (connect_refusal.c) */
 	CONN_ST_FLUSH_CLOSE,	/* writing a last reply, then close */
 	CONN_ST__COUNT
 };
@@ -167,6 +169,7 @@ struct dns_tcp_state {
 };
 
 struct conn_ops;
+struct conn_refusal;
 
 struct conn {
 	uint64_t		 id;
@@ -207,6 +210,8 @@ struct conn {
 
 	struct http_state	 http;
 	struct tunnel_state	 tun;
+	/* A refused CONNECT answered inside its tunnel, or NULL. */
+	struct conn_refusal	*refusal;
 	union {
 		struct socks5_state	 socks;
 		struct transparent_state tp;
@@ -392,6 +397,19 @@ void	guard_start(struct conn *c, int ufd);
 /* request_head_ms passed with nothing to judge: refuse. */
 void	guard_timeout(struct conn *c);
 
+/* connect_refusal.c */
+/*
+ * A CONNECT refused with status 403 (code, reason, detail: as given to
+ * http_denied_code(), already audited) on a listener with
+ * "connect_refusal": "in-tunnel": if moatd can (a CA, the sandbox's
+ * budget of such refusals), answers 200 instead, presents a leaf for the
+ * CONNECT's host to a client that starts TLS (or reads plain HTTP), and
+ * answers its first request with the 403; never dials.  Returns true if
+ * it took c over, false to answer the CONNECT itself.
+ */
+bool	connect_refusal_open(struct conn *c, int code,
+	    enum policy_reason reason, const char *detail);
+
 /* http.c */
 void	http_start(struct conn *c);		/* begin reading a request head */
 void	http_client_event(struct io *io, int ev, void *arg);
@@ -418,6 +436,13 @@ void	http_head_timeout(struct conn *c);
 int	http_status_for(enum policy_reason r);
 /* Writes what is queued for the client, then closes. */
 void	http_flush_close(struct conn *c);
+/*
+ * Queues moatd's reply for reason on c->cio (code: its status, 0: the
+ * reason's), "Connection: close", naming c's target and rule: a refusal
+ * already audited (connect_refusal.c).
+ */
+void	http_reply_close(struct conn *c, int code, enum policy_reason reason,
+	    const char *detail);
 
 
 #endif /* MOAT_CONN_H */

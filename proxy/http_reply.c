@@ -238,6 +238,8 @@ http_denied_code(struct conn *c, int code, enum policy_reason reason,
 		    c->client, policy_reason_str(reason), detail ?
 		    log_escape(detail, strlen(detail), esc, sizeof(esc)) : "-");
 	}
+	if (connect_refusal_open(c, code, reason, detail))
+		return;		/* answered inside the tunnel */
 	keep = c->kind == CONN_KIND_HTTP && c->http.req.method != NULL &&
 	    c->http.client_keepalive && c->http.reqb.done && c->uio == NULL &&
 	    c->state != CONN_ST_HTTP_EXCHANGE &&
@@ -256,6 +258,13 @@ http_denied_code(struct conn *c, int code, enum policy_reason reason,
 		return;
 	}
 	http_flush_close(c);
+}
+
+void
+http_reply_close(struct conn *c, int code, enum policy_reason reason,
+    const char *detail)
+{
+	http_reply(c, code, reason, detail, 0);
 }
 
 /* Writes what is queued for the client, then closes. */

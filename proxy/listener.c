@@ -275,6 +275,7 @@ listener_bind_all(const struct moat_config *cfg, size_t nworkers, char *err,
 			l->nfds = ml->is_unix ? 1 : nworkers;
 			l->inherits = !ml->is_unix && !l->udp;
 			l->connections = ml->connections;
+			l->connect_refusal = ml->connect_refusal;
 			l->fds = calloc(l->nfds, sizeof(*l->fds));
 			if (l->address == NULL || l->sb == NULL ||
 			    l->fds == NULL)

@@ -47,6 +47,10 @@ struct listener {
 	size_t			 connections;	/* its sandbox's open connections
 						 * at most (listen[].connections),
 						 * or 0: the sandbox's limit */
+	enum moat_connect_refusal connect_refusal; /* a refused CONNECT:
+						 * its 403 as the answer, or
+						 * inside the tunnel
+						 * (connect_refusal.c) */
 	struct listener_auth	*auth;		/* NULL: no authentication */
 	size_t			 nauth;
 	atomic_int		 refcnt;

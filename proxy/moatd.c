@@ -391,6 +391,7 @@ same_listeners(const struct moat_config *a, const struct moat_config *b)
 		if (x->proto != y->proto || strcmp(x->address, y->address) ||
 		    x->mode != y->mode || x->nauth != y->nauth ||
 		    x->connections != y->connections ||
+		    x->connect_refusal != y->connect_refusal ||
 		    strcmp(x->sandbox ? x->sandbox : "",
 		    y->sandbox ? y->sandbox : ""))
 			return 0;
@@ -785,9 +786,11 @@ moatd_serve(struct moatd *m)
 	    on_admin_gone, m) == -1)
 		fatal("--admin-fd %d", m->admin_fd);
 	for (l = m->listeners; l != NULL; l = l->next)
-		log_info("listening on %s (%s%s, sandbox \"%s\")",
+		log_info("listening on %s (%s%s, sandbox \"%s\"%s)",
 		    l->address, policy_proto_str(l->proto),
-		    l->udp ? " over udp" : "", l->sandbox);
+		    l->udp ? " over udp" : "", l->sandbox,
+		    l->connect_refusal == MOAT_REFUSAL_IN_TUNNEL ? ", refused "
+		    "CONNECTs answered inside the tunnel" : "");
 	if (m->cfg->admin_address != NULL)
 		log_info("admin socket on %s", m->cfg->admin_address);
 	log_info("moatd %s running with %zu worker%s, config %s",

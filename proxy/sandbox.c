@@ -101,6 +101,8 @@ sandbox_new(const char *name, struct moat_config *cfg)
 	sb->cfg = cfg;
 	sb->dns_tokens = SANDBOX_DNS_BURST;
 	sb->dns_last_ms = util_now_ms();
+	sb->refusal_tokens = SANDBOX_REFUSAL_BURST;
+	sb->refusal_last_ms = sb->dns_last_ms;
 	atomic_init(&sb->conns, 0);
 	atomic_init(&sb->conns_refused, 0);
 	atomic_init(&sb->conns_audit_ms, 0);
@@ -240,6 +242,26 @@ sandbox_dns_take(struct sandbox *sb, uint64_t *refused)
 		sb->dns_refused = 0;
 	} else
 		sb->dns_refused++;
+	pthread_mutex_unlock(&t->mu);
+	return ok;
+}
+
+int
+sandbox_refusal_take(struct sandbox *sb)
+{
+	struct sandbox_attrs	*t = sb->attrs;
+	uint64_t		 now = util_now_ms();
+	int			 ok;
+
+	pthread_mutex_lock(&t->mu);
+	sb->refusal_tokens += (double)(now - sb->refusal_last_ms) *
+	    SANDBOX_REFUSAL_RATE / 1000.0;
+	if (sb->refusal_tokens > SANDBOX_REFUSAL_BURST)
+		sb->refusal_tokens = SANDBOX_REFUSAL_BURST;
+	sb->refusal_last_ms = now;
+	ok = sb->refusal_tokens >= 1.0;
+	if (ok)
+		sb->refusal_tokens -= 1.0;
 	pthread_mutex_unlock(&t->mu);
 	return ok;
 }

@@ -24,6 +24,10 @@
 					   long: clients connect after the TTL */
 #define SANDBOX_DNS_RATE	500	/* DNS queries per second, sustained */
 #define SANDBOX_DNS_BURST	1000	/* ... and in a burst */
+#define SANDBOX_REFUSAL_RATE	10	/* CONNECT refusals answered inside
+					   the tunnel per second (each
+					   mints a leaf), sustained */
+#define SANDBOX_REFUSAL_BURST	20	/* ... and in a burst */
 #define SANDBOX_NAMES_MAX	8192	/* names the wildcard budget remembers
 					   (twice limits.dns_wildcard_names'
 					   largest value: this window's and
@@ -45,6 +49,10 @@ struct sandbox {
 	double			 dns_tokens;
 	uint64_t		 dns_last_ms;
 	uint64_t		 dns_refused;	/* since the last audit of it */
+	/* CONNECT refusals inside the tunnel ("connect_refusal":
+	 * "in-tunnel"): a token bucket, under attrs' mutex. */
+	double			 refusal_tokens;
+	uint64_t		 refusal_last_ms;
 	/* Secrets: a registered sandbox's own values (or NULL: the
 	 * daemon's), and the set (placeholders + scanner) built for them,
 	 * swapped under the secrets module's lock. */
@@ -105,6 +113,14 @@ int	sandbox_attr_find(struct sandbox *sb, const struct policy_addr *addr,
  * audit line), else 0.  Thread-safe.
  */
 int	sandbox_dns_take(struct sandbox *sb, uint64_t *refused);
+
+/*
+ * Takes one CONNECT refusal answered inside its tunnel from sb's bucket
+ * (SANDBOX_REFUSAL_RATE a second, SANDBOX_REFUSAL_BURST at once): each
+ * costs a leaf for a name the client chose.  Returns 1 if there was a
+ * token, 0 if the refusal must be the plain 403.  Thread-safe.
+ */
+int	sandbox_refusal_take(struct sandbox *sb);
 
 /*
  * Takes one request from the token bucket of rule r ("rate": requests per

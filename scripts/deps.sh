@@ -24,9 +24,14 @@ TEST="iproute2 nftables curl socat openssl python3 procps util-linux
     coreutils gzip"
 # Benchmarks: the origin of scripts/bench-inspect.sh (nginx-light).
 BENCH="nginx-light"
+# srt (t_srt.sh: sandbox-runtime from npm runs bubblewrap, socat and
+# ripgrep; npm fetches it, and Node 22 where Debian's node is too old).
+# A nodejs that has its own npm (NodeSource's) conflicts with Debian's.
+SRT="bubblewrap ripgrep nodejs"
+command -v npm >/dev/null 2>&1 || SRT="$SRT npm"
 
 missing=""
-for p in $BUILD $TEST $BENCH; do
+for p in $BUILD $TEST $BENCH $SRT; do
 	if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null |
 	    grep -q '^install ok installed$'; then
 		missing="$missing $p"

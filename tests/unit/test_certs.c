@@ -106,6 +106,7 @@ static void	test_certs_leaf_threads(void);
 static void	test_certs_bundle(void);
 static void	test_certs_bundle_system(void);
 static void	test_certs_bundle_refuses(void);
+static void	test_certs_bundle_files(void);
 static void	test_certs_cmd(void);
 
 /* ------------------------------------------------------------------ */
@@ -1404,6 +1405,74 @@ test_certs_bundle_system(void)
 	free(data);
 }
 
+/*
+ * The bundle from files (moat ca bundle) is the one moatd hands a
+ * registration (certs_trust_pem() then certs_bundle_from_pem()), byte
+ * for byte; a key among the files is refused; moat ca bundle writes it.
+ */
+static void
+test_certs_bundle_files(void)
+{
+	char		 dir[PATH_MAX], other[PATH_MAX], sys[PATH_MAX];
+	char		 out[PATH_MAX], err[TC_ERR_MAX];
+	char		*pem, *a, *b, *c, *o = NULL, *e = NULL;
+	char		*extra[2], *files[3];
+	size_t		 plen, alen, blen;
+
+	TC_NEED();
+	tc_path(dir, "bundle-files");
+	CU_ASSERT_FATAL(certs_ca_init(dir, err, sizeof(err)) == 0);
+	tc_join(other, dir, "ca.crt");
+	/* A system bundle of one root: the other CA. */
+	snprintf(sys, sizeof(sys), "%s", other);
+	extra[0] = other;
+	extra[1] = NULL;
+	files[0] = tc_ca_crt;
+	files[1] = other;
+	files[2] = NULL;
+	pem = certs_trust_pem(tc_ca, extra, &plen, err, sizeof(err));
+	CU_ASSERT_FATAL(pem != NULL);
+	a = certs_bundle_from_pem(pem, plen, sys, &alen, err, sizeof(err));
+	b = certs_bundle_from_files(files, sys, &blen, err, sizeof(err));
+	CU_ASSERT_FATAL(a != NULL && b != NULL);
+	CU_ASSERT(alen == blen && memcmp(a, b, alen) == 0);
+	CU_ASSERT(tc_count(b, "-----BEGIN CERTIFICATE-----") == 3);
+	free(pem);
+	free(a);
+
+	files[1] = tc_ca_key;
+	CU_ASSERT(certs_bundle_from_files(files, sys, &alen, err,
+	    sizeof(err)) == NULL);
+	CU_ASSERT(tc_contains(err, "contains a private key"));
+	files[0] = NULL;
+	CU_ASSERT(certs_bundle_from_files(files, sys, &alen, err,
+	    sizeof(err)) == NULL);
+
+	tc_path(out, "cmd-bundle.pem");
+	CU_ASSERT(tc_cmd(&o, &e, 4, "ca", "bundle", "-x", tc_ca_crt) == 2);
+	CU_ASSERT(e != NULL && tc_contains(e, "-x is not an option"));
+	free(o);
+	free(e);
+	CU_ASSERT(tc_cmd(&o, &e, 8, "ca", "bundle", "-o", out,
+	    "--system-bundle", sys, tc_ca_crt, other) == 0);
+	CU_ASSERT(o != NULL && tc_contains(o, out));
+	free(o);
+	free(e);
+	c = tc_slurp(out, &alen);
+	CU_ASSERT(c != NULL && alen == blen && memcmp(c, b, blen) == 0);
+	CU_ASSERT(tc_mode(out) == 0644);
+	free(c);
+	free(b);
+	CU_ASSERT(tc_cmd(&o, &e, 3, "ca", "bundle", tc_ca_key) == 1);
+	CU_ASSERT(e != NULL && tc_contains(e, "private key"));
+	free(o);
+	free(e);
+	CU_ASSERT(tc_cmd(&o, &e, 2, "ca", "bundle") == 2);
+	CU_ASSERT(e != NULL && tc_contains(e, "missing CERT"));
+	free(o);
+	free(e);
+}
+
 static void
 test_certs_bundle_refuses(void)
 {
@@ -1503,12 +1572,12 @@ test_certs_bundle_refuses(void)
 static int
 tc_cmd(char **out, char **errs, int argc, ...)
 {
-	char	 of[PATH_MAX], ef[PATH_MAX], *argv[8];
+	char	 of[PATH_MAX], ef[PATH_MAX], *argv[10];
 	int	 o, e, so, se, rc, i;
 	va_list	 ap;
 
 	va_start(ap, argc);
-	for (i = 0; i < argc && i < 7; i++)
+	for (i = 0; i < argc && i < 9; i++)
 		argv[i] = va_arg(ap, char *);
 	argv[i] = NULL;
 	va_end(ap);
@@ -1622,6 +1691,8 @@ test_certs_register(void)
 	CU_add_test(s, "leaf: bad hosts refused", test_certs_leaf_bad_hosts);
 	CU_add_test(s, "leaf: 4 threads", test_certs_leaf_threads);
 	CU_add_test(s, "bundle: CA, roots, extras", test_certs_bundle);
+	CU_add_test(s, "bundle: from files, as moatd builds it",
+	    test_certs_bundle_files);
 	CU_add_test(s, "bundle: the system's roots", test_certs_bundle_system);
 	CU_add_test(s, "bundle: refusals", test_certs_bundle_refuses);
 	CU_add_test(s, "moat ca", test_certs_cmd);

@@ -360,6 +360,36 @@ static const struct cfg_vec	cfg_vectors[] = {
 	    { 8, 40, "\"sandbox_conections\"", "unknown key "
 	      "\"sandbox_conections\" in limits (did you mean "
 	      "\"sandbox_connections\"?)" } } },
+	{ "connect_refusal: its values, CONNECT listeners only, a CA",
+	  "{\n  \"listen\": [\n"
+	  "    {\"proto\": \"http\", \"address\": \"127.0.0.1:80\", "
+	  "\"connect_refusal\": \"in-tunnel\"},\n"
+	  "    {\"proto\": \"socks5\", \"address\": \"127.0.0.1:81\", "
+	  "\"connect_refusal\": \"in-tunnel\"},\n"
+	  "    {\"proto\": \"http\", \"address\": \"127.0.0.1:82\", "
+	  "\"connect_refusal\": \"inside\"},\n"
+	  "    {\"proto\": \"http+socks5\", \"address\": \"127.0.0.1:83\", "
+	  "\"connect_refusal\": true},\n"
+	  "    {\"proto\": \"http\", \"address\": \"127.0.0.1:84\", "
+	  "\"connect_refusal\": \"status\"}\n"
+	  "  ],\n  " POLICY "\n}", 4, 0, {
+	    { 3, 69, "\"in-tunnel\"", "listen[0].connect_refusal: "
+	      "\"in-tunnel\" answers inside TLS with a leaf moatd signs, but "
+	      "no CA is configured: set tls.ca_cert and tls.ca_key (moat ca "
+	      "init DIR), or remove the key" },
+	    { 4, 71, "\"in-tunnel\"", "listen[1].connect_refusal: a socks5 "
+	      "listener has no CONNECT: \"connect_refusal\" applies to http "
+	      "and http+socks5 listeners" },
+	    { 5, 69, "\"inside\"", "listen[2].connect_refusal: unknown value "
+	      "\"inside\" (\"status\": the 403 answers the CONNECT; "
+	      "\"in-tunnel\": moatd opens the tunnel and answers the 403 "
+	      "inside it)" },
+	    { 6, 76, "true", "listen[3].connect_refusal: expected a string, "
+	      "got a boolean" } } },
+	{ "connect_refusal \"in-tunnel\" with a CA",
+	  "{\n  \"listen\": [{\"proto\": \"http\", \"address\": "
+	  "\"127.0.0.1:80\", \"connect_refusal\": \"in-tunnel\"}],\n  "
+	  POLICY ",\n  " TLS "\n}", 0, 0, { { 0, 0, NULL, NULL } } },
 	{ "legal but suspicious: warnings only",
 	  "{\n  " LISTEN ",\n  \"policy\": {\"rules\": [\n"
 	  "    {\"name\": \"lan\", \"action\": \"allow\", \"cidrs\": "
@@ -861,7 +891,8 @@ test_config_good(void)
 	    "{\n"
 	    "  \"listen\": [\n"
 	    "    {\"proto\": \"http+socks5\", \"address\": \"127.0.0.1:3128\",\n"
-	    "     \"sandbox\": \"sb-1\", \"auth\": {\"agent\": {\"env\": "
+	    "     \"sandbox\": \"sb-1\", \"connect_refusal\": \"in-tunnel\", "
+	    "\"auth\": {\"agent\": {\"env\": "
 	    "\"MOAT_TOKEN\"}, \"ci.bot\": {\"file\": \"/run/token\"}}},\n"
 	    "    {\"proto\": \"dns\", \"address\": \"[::1]:5353\"},\n"
 	    "    {\"proto\": \"http\", \"address\": \"unix:/run/moat/h.sock\", "
@@ -928,6 +959,9 @@ test_config_good(void)
 	CU_ASSERT_STRING_EQUAL(l->sandbox, "sb-1");
 	CU_ASSERT_EQUAL(l->line, 3);
 	CU_ASSERT_EQUAL(l->column, 5);
+	CU_ASSERT_EQUAL(l->connect_refusal, MOAT_REFUSAL_IN_TUNNEL);
+	CU_ASSERT_STRING_EQUAL(policy_connect_refusal_str(l->connect_refusal),
+	    "in-tunnel");
 	CU_ASSERT_EQUAL_FATAL(l->nauth, 2);
 	CU_ASSERT_STRING_EQUAL(l->auth[0].name, "agent");
 	CU_ASSERT_STRING_EQUAL(l->auth[0].env, "MOAT_TOKEN");
@@ -935,6 +969,7 @@ test_config_good(void)
 	CU_ASSERT_STRING_EQUAL(l->auth[1].name, "ci.bot");
 	CU_ASSERT_STRING_EQUAL(l->auth[1].file, "/run/token");
 	l = &c->listen[1];
+	CU_ASSERT_EQUAL(l->connect_refusal, MOAT_REFUSAL_STATUS);
 	CU_ASSERT_EQUAL(l->proto, MOAT_PROTO_DNS);
 	CU_ASSERT_EQUAL(l->host.addr.family, AF_INET6);
 	CU_ASSERT_EQUAL(l->port, 5353);
