@@ -48,6 +48,9 @@ struct tls {
 						   roots, built on first use
 						   (the admin thread's) */
 	size_t			 bundle_len;
+	unsigned char		*store;		/* bundle as PKCS12, built on
+						   first use (likewise) */
+	size_t			 store_len;
 };
 
 static int	tls_ex_key = -1;	/* SSL ex_data: "host:port" (client) */
@@ -200,6 +203,7 @@ tls_unref(struct tls *t)
 	certs_ca_free(t->ca);
 	free(t->trust_pem);
 	free(t->bundle);
+	free(t->store);
 	pthread_mutex_destroy(&t->mu);
 	free(t);
 }
@@ -215,11 +219,25 @@ const char *
 tls_trust_bundle(struct tls *t, size_t *len, char *err, size_t errlen)
 {
 	if (t->bundle == NULL && (t->bundle = certs_bundle_from_pem(
-	    t->trust_pem, t->trust_len, NULL, &t->bundle_len, err,
+	    t->trust_pem, t->trust_len, NULL, NULL, 0, &t->bundle_len, err,
 	    errlen)) == NULL)
 		return NULL;
 	*len = t->bundle_len;
 	return t->bundle;
+}
+
+const unsigned char *
+tls_trust_store(struct tls *t, size_t *len, char *err, size_t errlen)
+{
+	const char	*pem;
+	size_t		 plen;
+
+	if (t->store == NULL && ((pem = tls_trust_bundle(t, &plen, err,
+	    errlen)) == NULL || (t->store = certs_trust_store(pem, plen,
+	    &t->store_len, err, errlen)) == NULL))
+		return NULL;
+	*len = t->store_len;
+	return t->store;
 }
 
 SSL *

@@ -46,6 +46,14 @@ const char	*tls_trust_pem(const struct tls *t, size_t *len);
  */
 const char	*tls_trust_bundle(struct tls *t, size_t *len, char *err,
 		    size_t errlen);
+/*
+ * tls_trust_bundle() as a PKCS12 trust store, for Java
+ * (certs_trust_store()), built on the first call and kept; likewise only
+ * from the admin socket's thread.  NULL with err set if it cannot be
+ * built.
+ */
+const unsigned char *tls_trust_store(struct tls *t, size_t *len, char *err,
+		    size_t errlen);
 
 /*
  * A server-side SSL for a client that asked for host (canonical name or
