@@ -13,6 +13,10 @@
  */
 #include "config.h"
 
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -238,6 +242,36 @@ tls_trust_store(struct tls *t, size_t *len, char *err, size_t errlen)
 		return NULL;
 	*len = t->store_len;
 	return t->store;
+}
+
+int
+tls_publish(struct tls *t, const char *dir, char *err, size_t errlen)
+{
+	const unsigned char	*store;
+	const char		*pem;
+	char			 path[PATH_MAX];
+	size_t			 plen, slen;
+
+	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if ((pem = tls_trust_bundle(t, &plen, err, errlen)) == NULL ||
+	    (store = tls_trust_store(t, &slen, err, errlen)) == NULL)
+		return -1;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+	    TLS_TRUST_PEM) >= sizeof(path) ||
+	    certs_publish(path, pem, plen, err, errlen) == -1)
+		goto fail;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+	    TLS_TRUST_P12) >= sizeof(path) ||
+	    certs_publish(path, store, slen, err, errlen) == -1)
+		goto fail;
+	return 0;
+ fail:
+	if (err[0] == '\0')
+		snprintf(err, errlen, "%s: path too long", dir);
+	return -1;
 }
 
 SSL *
