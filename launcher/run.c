@@ -736,8 +736,13 @@ run_register(struct run *r, char *err, size_t errlen)
 		goto out;
 	if (run_watch(r, err, errlen) == -1)
 		goto out;
-	if (admin_client_register(r->admin, r->rc.name, r->rc.config, protos,
-	    fds, nfds, NULL, &r->answer, err, errlen) == -1)
+	if (runconf_trust(&r->rc, true) == -1) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	if (admin_client_register(r->admin, r->rc.name, r->rc.config,
+	    r->rc.trust, protos, fds, nfds, NULL, &r->answer, err,
+	    errlen) == -1)
 		goto out;
 	r->registered = true;
 	rc = 0;
