@@ -495,7 +495,6 @@ struct sandbox_net {
 	char		nameserver[64];	/* resolv.conf's nameserver */
 	char		proxy_host[64];	/* host of the proxy variables */
 	uint16_t	http_port;
-	uint16_t	socks_port;
 };
 
 /*

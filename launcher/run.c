@@ -887,7 +887,6 @@ run_setup(struct run *r, int *code, char *err, size_t errlen)
 	snprintf(net.proxy_host, sizeof(net.proxy_host), "%s",
 	    net.nameserver);
 	net.http_port = r->rc.http_port;
-	net.socks_port = r->rc.socks_port;
 	if ((extra = runconf_extras(&r->rc, r->answer, &extralen)) == NULL) {
 		snprintf(err, errlen, "cannot prepare the sandbox's variables");
 		return -1;

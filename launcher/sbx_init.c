@@ -585,10 +585,13 @@ sandbox_env(const struct sandbox_net *net, const char *extra,
 		const char	*name = sandbox_proxy_vars[j];
 		int		 r;
 
-		if (strcasecmp(name, "ALL_PROXY") == 0)
-			r = asprintf(&v, "%s=socks5h://%s:%u", name,
-			    net->proxy_host, net->socks_port);
-		else if (strcasecmp(name, "NO_PROXY") == 0)
+		/*
+		 * ALL_PROXY too names the HTTP proxy: every client that reads
+		 * it takes http:// (httpx refuses socks5h://, and wants a
+		 * package for socks5://), and what ignores it is caught by
+		 * the transparent listener.
+		 */
+		if (strcasecmp(name, "NO_PROXY") == 0)
 			r = asprintf(&v, "%s=localhost,127.0.0.1,::1", name);
 		else
 			r = asprintf(&v, "%s=http://%s:%u", name,
