@@ -25,7 +25,9 @@
 # clone (and Java, with compose's JAVA_TOOL_OPTIONS) succeed through
 # interception and the origin got the injected token; Node's fetch, which
 # ignores the proxy variables before Node 24, fails, and moat-forward
-# says which name it looked up and what to set; moat-forward answers DNS
+# says which name it looked up and what to set; with the fix the recipe
+# gives (undici's EnvHttpProxyAgent preloaded, when the npm package undici
+# is installed) it works; moat-forward answers DNS
 # with REFUSED, ignores what is no query, never asks anyone.  Each client
 # is skipped, with the reason, when it is not installed.
 
@@ -260,6 +262,20 @@ command -v java >/dev/null 2>&1 && java -version >/dev/null 2>&1 && have_java=1
 [ -n "$have_git" ] || echo "SKIP: git (git or git-http-backend not installed)"
 [ -n "$have_java" ] || echo "SKIP: Java (default-jdk-headless not installed)"
 [ -n "$have_node" ] || echo "SKIP: Node's fetch (nodejs not installed)"
+# The recipe's answer for Node before 24: undici's EnvHttpProxyAgent as
+# the global dispatcher, preloaded (the package from npm, if installed).
+undici=""
+if [ -n "$have_node" ]; then
+	undici=$(NODE_PATH=$(npm root -g 2>/dev/null) node -p \
+	    'require.resolve("undici")' 2>/dev/null) &&
+	    NODE_PATH=$(npm root -g) node -e \
+	    'process.exit(require("undici").EnvHttpProxyAgent ? 0 : 1)' \
+	    2>/dev/null || undici=""
+	[ -n "$undici" ] ||
+	    echo "SKIP: undici's EnvHttpProxyAgent (npm package undici not installed)"
+fi
+printf 'const { setGlobalDispatcher, EnvHttpProxyAgent } = require("%s");\nsetGlobalDispatcher(new EnvHttpProxyAgent());\n' \
+    "$undici" > "$MT_T/proxy.cjs"
 
 cat > "$MT_T/Fetch.java" <<'EOF'
 import java.net.ProxySelector;
@@ -332,6 +348,13 @@ if [ -n "$have_node" ]; then
 	node -e 'fetch("https://pkgs.test/node-fetch").then(r =>
 	    console.log("nodefetch=" + r.status)).catch(e =>
 	    console.log("nodefetch=" + ((e.cause && e.cause.code) || e.message)))'
+fi
+if [ -n "$undici" ]; then
+	NODE_OPTIONS=--require=$MT_T/proxy.cjs node -e '
+	    fetch("https://pkgs.test/node-undici").then(r =>
+	    console.log("nodeundici=" + r.status)).catch(e =>
+	    console.log("nodeundici=" + ((e.cause && e.cause.code) || e.message)))' \
+	    2>"\$D/undici.log"
 fi
 exit 0
 EOF
@@ -406,6 +429,12 @@ if [ -n "$have_node" ]; then
 		    mt_pass "...and moat-forward says which name and what to set" ||
 		    mt_fail "moat-forward said nothing about the lookup" "$MT_T/app.err"
 	fi
+fi
+
+if [ -n "$undici" ]; then
+	mt_eq "node fetch with undici's EnvHttpProxyAgent preloaded (NODE_OPTIONS)" \
+	    200 "$(mt_out app nodeundici)" "$out" "$MT_T/out/undici.log"
+	mt_eq "...the origin got the token" 1 "$(got_token '^/node-undici$')"
 fi
 
 # --- --refuse-dns itself -----------------------------------------------------
