@@ -183,7 +183,8 @@ char	*runconf_extras(const struct runconf *rc, json_t *answer, size_t *len);
  * What the register request says about trust (rc->trust): "trust_store"
  * (moatd answers with the bundle as a Java trust store) and, with merge,
  * "trust_extra": the files the caller's sandbox_ca_vars name (the
- * system bundle and a file named twice once; at most 512 KiB in all),
+ * system bundle and a file named twice once; at most 512 KiB in all,
+ * less where the policy is large),
  * which moatd merges into the sandbox's bundle.  A file that cannot be
  * read goes to rc->trust_warn.  0, or -1 after printing why (memory).
  */

@@ -736,7 +736,10 @@ run_register(struct run *r, char *err, size_t errlen)
 		goto out;
 	if (run_watch(r, err, errlen) == -1)
 		goto out;
-	if (runconf_trust(&r->rc, true) == -1) {
+	/* Files to merge only where moatd may intercept: its own CA
+	 * (--policy's tls), or a running moatd's. */
+	if (runconf_trust(&r->rc, r->rc.tls != NULL || r->rc.moatd != NULL) ==
+	    -1) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}

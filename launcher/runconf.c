@@ -36,6 +36,7 @@
 #include "policy/policy.h"
 #include "policy/jsonload.h"
 #include "policyio/policyio.h"
+#include "proto/admin_proto.h"
 
 /* --policy FILE, bytes */
 #define RUNCONF_FILE_MAX	(16u * 1024 * 1024)
@@ -48,7 +49,8 @@
 #define RUNCONF_TRANSPARENT_PORT 15001
 #define RUNCONF_GENERATED	"(the config moat builds)"
 /* The CA files the caller named, merged into the sandbox's bundle: what
- * a register request may carry of them (its whole is ADMIN_MSG_MAX). */
+ * a register request may carry of them, at most half of ADMIN_MSG_MAX
+ * less the policy. */
 #define RUNCONF_TRUST_MAX	(512u << 10)
 
 static int	runconf_port(const char *cmd, const char *opt, const char *arg,
@@ -767,7 +769,7 @@ runconf_trust(struct runconf *rc, bool merge)
 	char		 seen[16][PATH_MAX], *text, *name;
 	const char	*v;
 	json_t		*ex, *e;
-	size_t		 i, j, nseen = 0, len, total = 0;
+	size_t		 i, j, nseen = 0, len, total = 0, max;
 
 	if ((rc->trust = json_pack("{s:b, s:[]}", "trust_store", 1,
 	    "trust_extra")) == NULL || (rc->trust_warn = json_array()) ==
@@ -776,6 +778,14 @@ runconf_trust(struct runconf *rc, bool merge)
 	if (!merge)
 		return 0;
 	ex = json_object_get(rc->trust, "trust_extra");
+	/* The request must still fit in one message with the policy. */
+	if ((text = json_dumps(rc->config, JSON_COMPACT)) == NULL)
+		goto oom;
+	len = strlen(text);
+	free(text);
+	max = len < ADMIN_MSG_MAX ? (ADMIN_MSG_MAX - len) / 2 : 0;
+	if (max > RUNCONF_TRUST_MAX)
+		max = RUNCONF_TRUST_MAX;
 	if (realpath(CERTS_SYSTEM_BUNDLE, sys) == NULL)
 		sys[0] = '\0';
 	for (i = 0; i < sandbox_ca_nvars; i++) {
@@ -795,8 +805,8 @@ runconf_trust(struct runconf *rc, bool merge)
 		if (j < nseen || nseen == sizeof(seen) / sizeof(seen[0]))
 			continue;
 		memcpy(seen[nseen++], real, strlen(real) + 1);
-		if ((text = runconf_slurp(real, RUNCONF_TRUST_MAX - total, &len,
-		    err, sizeof(err))) == NULL) {
+		if ((text = runconf_slurp(real, max - total, &len, err,
+		    sizeof(err))) == NULL) {
 			if (runconf_trust_warn(rc, sandbox_ca_vars[i], v,
 			    err) == -1)
 				goto oom;
