@@ -26,6 +26,7 @@
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/pkcs12.h>
 #include <openssl/x509.h>
@@ -47,8 +48,9 @@
 
 /* One certificate of a bundle being built, and where it came from. */
 struct bundle_ent {
-	X509	*x;
-	size_t	 pos;	/* its place in the bundle */
+	X509		*x;
+	size_t		 pos;	/* its place in the bundle */
+	unsigned char	 sha1[SHA_DIGEST_LENGTH]; /* X509_digest's, cached */
 };
 
 static int	bundle_count(const char *buf, size_t len, const char *needle);
@@ -60,6 +62,8 @@ static int	bundle_ent_cmp(const void *a, const void *b);
 static int	bundle_dedupe(STACK_OF(X509) *sk);
 static char	*bundle_pem(const STACK_OF(X509) *sk, const char *what,
 		    size_t *outlen, char *err, size_t errlen);
+static unsigned char *bundle_p12(const STACK_OF(X509) *sk, size_t *len,
+		    char *err, size_t errlen);
 static int	bundle_publish(const char *path, const void *data, size_t len,
 		    char *err, size_t errlen);
 
@@ -168,14 +172,14 @@ bundle_collect_file(STACK_OF(X509) *sk, const char *file, char *err,
 	return rc;
 }
 
-/* Orders certificates by content, then by place in the bundle. */
+/* Orders certificates by digest, then by place in the bundle. */
 static int
 bundle_ent_cmp(const void *a, const void *b)
 {
 	const struct bundle_ent	*ea = a, *eb = b;
 	int			 c;
 
-	if ((c = X509_cmp(ea->x, eb->x)) != 0)
+	if ((c = memcmp(ea->sha1, eb->sha1, sizeof(ea->sha1))) != 0)
 		return c;
 	return ea->pos < eb->pos ? -1 : ea->pos > eb->pos;
 }
@@ -203,13 +207,25 @@ bundle_dedupe(STACK_OF(X509) *sk)
 		free(dup);
 		return -1;
 	}
+	/*
+	 * The SHA-1 that parsing cached (X509_digest hands it out without
+	 * hashing again) sorts; X509_cmp, which compares the encodings,
+	 * decides.
+	 */
 	for (i = 0; i < n; i++) {
 		ent[i].x = sk_X509_value(sk, (int)i);
 		ent[i].pos = i;
+		if (X509_digest(ent[i].x, EVP_sha1(), ent[i].sha1, NULL) != 1) {
+			free(ent);
+			free(dup);
+			return -1;
+		}
 	}
 	qsort(ent, n, sizeof(*ent), bundle_ent_cmp);
 	for (i = 1; i < n; i++)
-		if (X509_cmp(ent[i - 1].x, ent[i].x) == 0)
+		if (memcmp(ent[i - 1].sha1, ent[i].sha1,
+		    sizeof(ent[i].sha1)) == 0 &&
+		    X509_cmp(ent[i - 1].x, ent[i].x) == 0)
 			dup[ent[i].pos] = true;
 	for (i = j = 0; i < n; i++) {
 		X509	*x = sk_X509_value(sk, (int)i);
@@ -303,7 +319,8 @@ certs_trust_pem(const struct certs_ca *ca, char *const *extra_ca_files,
 char *
 certs_bundle_from_pem(const char *pem, size_t pemlen,
     const char *system_bundle, struct certs_extra *extra, size_t nextra,
-    size_t *len, char *err, size_t errlen)
+    size_t *len, unsigned char **store, size_t *storelen, char *err,
+    size_t errlen)
 {
 	STACK_OF(X509)	*sk;
 	char		*text = NULL;
@@ -330,6 +347,12 @@ certs_bundle_from_pem(const char *pem, size_t pemlen,
 		goto out;
 	}
 	text = bundle_pem(sk, "the sandbox's trust bundle", len, err, errlen);
+	/* The store from the same certificates: parsing is what costs. */
+	if (text != NULL && store != NULL &&
+	    (*store = bundle_p12(sk, storelen, err, errlen)) == NULL) {
+		free(text);
+		text = NULL;
+	}
  out:
 	sk_X509_pop_free(sk, X509_free);
 	return text;
@@ -391,11 +414,13 @@ bundle_trusted_bag(X509 *x, int n, ASN1_OBJECT *any_eku)
 	return bag;
 }
 
-unsigned char *
-certs_trust_store(const char *pem, size_t pemlen, size_t *len, char *err,
-    size_t errlen)
+/*
+ * The certificates of sk as a PKCS12 trust store (certs_trust_store()):
+ * DER bytes (free() them), or NULL with err set.
+ */
+static unsigned char *
+bundle_p12(const STACK_OF(X509) *sk, size_t *len, char *err, size_t errlen)
 {
-	STACK_OF(X509)		*sk;
 	STACK_OF(PKCS12_SAFEBAG) *bags = NULL;
 	STACK_OF(PKCS7)		*safes = NULL;
 	PKCS12_SAFEBAG		*bag;
@@ -405,13 +430,6 @@ certs_trust_store(const char *pem, size_t pemlen, size_t *len, char *err,
 	unsigned char		*der = NULL, *p;
 	int			 i, n;
 
-	if ((sk = sk_X509_new_null()) == NULL) {
-		certs_err(err, errlen, "out of memory");
-		return NULL;
-	}
-	if (bundle_collect(sk, "the trust bundle", pem, pemlen, err,
-	    errlen) == -1)
-		goto out;
 	if ((any_eku = OBJ_txt2obj(BUNDLE_ANY_EKU, 1)) == NULL ||
 	    (bags = sk_PKCS12_SAFEBAG_new_null()) == NULL ||
 	    (safes = sk_PKCS7_new_null()) == NULL) {
@@ -462,8 +480,25 @@ certs_trust_store(const char *pem, size_t pemlen, size_t *len, char *err,
 	sk_PKCS7_pop_free(safes, PKCS7_free);
 	sk_PKCS12_SAFEBAG_pop_free(bags, PKCS12_SAFEBAG_free);
 	ASN1_OBJECT_free(any_eku);
-	sk_X509_pop_free(sk, X509_free);
 	ERR_clear_error();
+	return der;
+}
+
+unsigned char *
+certs_trust_store(const char *pem, size_t pemlen, size_t *len, char *err,
+    size_t errlen)
+{
+	STACK_OF(X509)	*sk;
+	unsigned char	*der = NULL;
+
+	if ((sk = sk_X509_new_null()) == NULL) {
+		certs_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (bundle_collect(sk, "the trust bundle", pem, pemlen, err,
+	    errlen) != -1)
+		der = bundle_p12(sk, len, err, errlen);
+	sk_X509_pop_free(sk, X509_free);
 	return der;
 }
 

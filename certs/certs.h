@@ -221,12 +221,16 @@ struct certs_extra {
  * NULL when nextra is 0), each certificate once: one equal to an earlier
  * one is left out.  pem and the system bundle follow the rules of
  * certs_write_bundle(); an extra that breaks them is left out whole, with
- * the reason in its why, and the rest is built all the same.
- * Returns a NUL-terminated text (free() it) or NULL with err set.
+ * the reason in its why, and the rest is built all the same.  With store
+ * not NULL, the same certificates as a trust store (certs_trust_store())
+ * go to *store (free() it; *storelen bytes), from the one parse.
+ * Returns a NUL-terminated text (free() it) or NULL with err set (and
+ * no store).
  */
 char	*certs_bundle_from_pem(const char *pem, size_t pemlen,
 	    const char *system_bundle, struct certs_extra *extra,
-	    size_t nextra, size_t *len, char *err, size_t errlen);
+	    size_t nextra, size_t *len, unsigned char **store,
+	    size_t *storelen, char *err, size_t errlen);
 
 /*
  * The certificates of pem (a bundle from certs_bundle_from_pem()) as a

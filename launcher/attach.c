@@ -537,7 +537,7 @@ attach_setup(struct attach *a, char *err, size_t errlen)
 	if ((a->admin = admin_client_connect(a->rc.moatd_path, err,
 	    errlen)) == NULL || admin_client_hello(a->admin, err,
 	    errlen) == -1 || attach_watch(a, err, errlen) == -1 ||
-	    (a->store_file != NULL && runconf_trust(&a->rc, false) == -1) ||
+	    (a->store_file != NULL && runconf_trust(&a->rc, false, true) == -1) ||
 	    admin_client_register(a->admin, a->rc.name, a->rc.config,
 	    a->rc.trust, protos, fds, nfds, a->connect_refusal, &ans, err,
 	    errlen) == -1)

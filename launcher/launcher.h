@@ -16,6 +16,8 @@
 
 #include <sys/types.h>
 #include <sys/socket.h>
+
+#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -181,14 +183,15 @@ char	*runconf_extras(const struct runconf *rc, json_t *answer, size_t *len);
 
 /*
  * What the register request says about trust (rc->trust): "trust_store"
- * (moatd answers with the bundle as a Java trust store) and, with merge,
+ * as store says (moatd answers with the bundle as a Java trust store
+ * too) and, with merge,
  * "trust_extra": the files the caller's sandbox_ca_vars name (the
  * system bundle and a file named twice once; at most 512 KiB in all,
  * less where the policy is large),
  * which moatd merges into the sandbox's bundle.  A file that cannot be
  * read goes to rc->trust_warn.  0, or -1 after printing why (memory).
  */
-int	runconf_trust(struct runconf *rc, bool merge);
+int	runconf_trust(struct runconf *rc, bool merge, bool store);
 
 /*
  * The Java trust store of moatd's register answer (base64 PKCS12) as
@@ -491,6 +494,14 @@ struct sandbox_spec {
  */
 extern const char *const sandbox_ca_vars[];
 extern const size_t sandbox_ca_nvars;
+
+/*
+ * The Java trust stores the sandbox's JVMs read (the systems', JAVA_HOME's,
+ * the JDK of the first java on PATH), by canonical name, each once, at
+ * most max of them into out: the init mounts the sandbox's store over
+ * each.  Returns how many.
+ */
+size_t	sandbox_java_stores(char (*out)[PATH_MAX], size_t max);
 
 struct sandbox_net {
 	char		nameserver[64];	/* resolv.conf's nameserver */

@@ -719,6 +719,7 @@ static int
 run_register(struct run *r, char *err, size_t errlen)
 {
 	const char	*protos[MOAT_LISTENERS_MAX];
+	char		 java[1][PATH_MAX];
 	int		 fds[MOAT_LISTENERS_MAX];
 	size_t		 nfds = 0, i;
 	int		 rc = -1;
@@ -736,10 +737,14 @@ run_register(struct run *r, char *err, size_t errlen)
 		goto out;
 	if (run_watch(r, err, errlen) == -1)
 		goto out;
-	/* Files to merge only where moatd may intercept: its own CA
-	 * (--policy's tls), or a running moatd's. */
-	if (runconf_trust(&r->rc, r->rc.tls != NULL || r->rc.moatd != NULL) ==
-	    -1) {
+	/*
+	 * Files to merge only where moatd may intercept: its own CA
+	 * (--policy's tls), or a running moatd's; a Java trust store only
+	 * where a JVM would read one (the init looks again, in the same
+	 * files).
+	 */
+	if (runconf_trust(&r->rc, r->rc.tls != NULL || r->rc.moatd != NULL,
+	    sandbox_java_stores(java, 1) > 0) == -1) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}

@@ -763,7 +763,7 @@ runconf_trust_warn(struct runconf *rc, const char *var, const char *val,
 }
 
 int
-runconf_trust(struct runconf *rc, bool merge)
+runconf_trust(struct runconf *rc, bool merge, bool store)
 {
 	char		 sys[PATH_MAX], real[PATH_MAX], err[MOAT_ERR_MAX];
 	char		 seen[16][PATH_MAX], *text, *name;
@@ -771,7 +771,7 @@ runconf_trust(struct runconf *rc, bool merge)
 	json_t		*ex, *e;
 	size_t		 i, j, nseen = 0, len, total = 0, max;
 
-	if ((rc->trust = json_pack("{s:b, s:[]}", "trust_store", 1,
+	if ((rc->trust = json_pack("{s:b, s:[]}", "trust_store", store,
 	    "trust_extra")) == NULL || (rc->trust_warn = json_array()) ==
 	    NULL)
 		goto oom;

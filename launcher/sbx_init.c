@@ -148,7 +148,6 @@ static int	sandbox_write_file(const char *path, const char *text);
 static void	sandbox_files(const char *nameserver, const char *bundle,
 		    size_t bundlelen, const char *store, size_t storelen,
 		    int fd);
-static size_t	sandbox_java_stores(char (*out)[PATH_MAX], size_t max);
 static int	sandbox_mount_try(int mnt, const char *name,
 		    const char *target);
 static void	sandbox_java_add(char (*out)[PATH_MAX], size_t *n,
@@ -325,12 +324,8 @@ sandbox_java_home(char (*out)[PATH_MAX], size_t *n, size_t max,
 			sandbox_java_add(out, n, max, path);
 }
 
-/*
- * The Java trust stores the sandbox's JVMs read, by canonical name, each
- * once: the systems' (sandbox_java_system), JAVA_HOME's and that of the
- * first java on PATH (its real path less "bin/java").  Returns how many.
- */
-static size_t
+/* The JDK of the first java on PATH is its real path less "bin/java". */
+size_t
 sandbox_java_stores(char (*out)[PATH_MAX], size_t max)
 {
 	const char	*path = getenv("PATH"), *p, *e;

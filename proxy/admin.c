@@ -876,22 +876,30 @@ admin_set_base64(json_t *ans, const char *key, const unsigned char *data,
 /*
  * The bundle of a sandbox that brings its user's CA files ("trust_extra":
  * merged, each certificate once, a file that is no bundle left out and
- * said in "trust_warnings"), or moatd's own.  *own is set when the bundle
- * must be freed.  NULL with err set.
+ * said in "trust_warnings") and, with store not NULL, its trust store;
+ * or moatd's own.  *own is set when they must be freed.  NULL with err
+ * set.
  */
 static const char *
-admin_trust_bundle(json_t *req, json_t *warnings, size_t *len, bool *own,
-    char *err, size_t errlen)
+admin_trust_bundle(json_t *req, json_t *warnings, size_t *len,
+    const unsigned char **store, size_t *slen, bool *own, char *err,
+    size_t errlen)
 {
 	struct certs_extra	 ex[ADMIN_TRUST_EXTRA_MAX];
 	json_t			*jex = json_object_get(req, "trust_extra"), *e;
-	const char		*pem;
-	char			*b;
+	const char		*pem, *b;
+	unsigned char		*st = NULL;
+	char			*nb;
 	size_t			 n = 0, plen, i;
 
 	*own = false;
-	if (json_array_size(jex) == 0)
-		return tls_trust_bundle(*A_ctx->tls, len, err, errlen);
+	if (json_array_size(jex) == 0) {
+		if ((b = tls_trust_bundle(*A_ctx->tls, len, err, errlen)) !=
+		    NULL && store != NULL)
+			*store = tls_trust_store(*A_ctx->tls, slen, err,
+			    errlen);
+		return b;
+	}
 	memset(ex, 0, sizeof(ex));
 	json_array_foreach(jex, i, e) {
 		ex[n].name = json_string_value(json_object_get(e, "name"));
@@ -900,19 +908,22 @@ admin_trust_bundle(json_t *req, json_t *warnings, size_t *len, bool *own,
 		n++;
 	}
 	pem = tls_trust_pem(*A_ctx->tls, &plen);
-	if ((b = certs_bundle_from_pem(pem, plen, NULL, ex, n, len, err,
-	    errlen)) == NULL)
+	if ((nb = certs_bundle_from_pem(pem, plen, NULL, ex, n, len,
+	    store != NULL ? &st : NULL, slen, err, errlen)) == NULL)
 		return NULL;
 	for (i = 0; i < n; i++)
 		if (ex[i].why[0] != '\0' && json_array_append_new(warnings,
 		    json_sprintf("%s: not merged into the trust bundle: %s",
 		    ex[i].name, ex[i].why)) == -1) {
-			free(b);
+			free(nb);
+			free(st);
 			snprintf(err, errlen, "out of memory");
 			return NULL;
 		}
+	if (store != NULL)
+		*store = st;
 	*own = true;
-	return b;
+	return nb;
 }
 
 /*
@@ -928,9 +939,8 @@ static int
 admin_trust(struct admin_conn *ac, json_t *req, json_t *ans)
 {
 	json_t			*warn;
-	const char		*pem, *bundle;
+	const char		*pem, *bundle = NULL;
 	const unsigned char	*store = NULL;
-	unsigned char		*own_store = NULL;
 	char			 err[512];
 	size_t			 len, blen = 0, slen = 0;
 	bool			 own = false, want;
@@ -945,21 +955,15 @@ admin_trust(struct admin_conn *ac, json_t *req, json_t *ans)
 	if (json_object_set_new(ans, "trust_pem", json_stringn(pem, len)) ==
 	    -1)
 		goto oom;
-	bundle = admin_trust_bundle(req, warn, &blen, &own, err, sizeof(err));
-	if (bundle != NULL && want) {
-		store = own ? (own_store = certs_trust_store(bundle, blen, &slen,
-		    err, sizeof(err))) : tls_trust_store(*A_ctx->tls, &slen,
-		    err, sizeof(err));
-		if (store == NULL && json_object_set_new(ans,
-		    "trust_store_error", json_string(err)) == -1)
-			goto oom;
-	}
+	err[0] = '\0';
+	bundle = admin_trust_bundle(req, warn, &blen, want ? &store : NULL,
+	    &slen, &own, err, sizeof(err));
 	/* The user's files must not make the answer too large to send. */
 	if (own && blen + (slen + 2) / 3 * 4 > ADMIN_TRUST_ANSWER_MAX) {
 		free((char *)bundle);
-		free(own_store);
+		free((unsigned char *)store);
 		own = false;
-		own_store = NULL;
+		store = NULL;
 		json_array_clear(warn);
 		if (json_array_append_new(warn, json_sprintf("the CA files "
 		    "named (%zu of them) make the trust bundle too large to "
@@ -967,17 +971,16 @@ admin_trust(struct admin_conn *ac, json_t *req, json_t *ans)
 		    json_array_size(json_object_get(req, "trust_extra")),
 		    blen)) == -1)
 			goto oom;
-		bundle = tls_trust_bundle(*A_ctx->tls, &blen, err,
-		    sizeof(err));
-		store = bundle != NULL && want ? tls_trust_store(*A_ctx->tls,
-		    &slen, err, sizeof(err)) : NULL;
+		bundle = admin_trust_bundle(NULL, warn, &blen, want ? &store :
+		    NULL, &slen, &own, err, sizeof(err));
 	}
 	if (bundle == NULL ? json_object_set_new(ans, "trust_bundle_error",
 	    json_string(err)) == -1 : json_object_set_new(ans,
 	    "trust_bundle", json_stringn(bundle, blen)) == -1)
 		goto oom;
-	if (store != NULL && admin_set_base64(ans, "trust_store", store,
-	    slen) == -1)
+	if (bundle != NULL && want && (store == NULL ? json_object_set_new(ans,
+	    "trust_store_error", json_string(err)) == -1 :
+	    admin_set_base64(ans, "trust_store", store, slen) == -1))
 		goto oom;
 	if (json_array_size(warn) > 0 && json_object_set(ans,
 	    "trust_warnings", warn) == -1)
@@ -987,9 +990,10 @@ admin_trust(struct admin_conn *ac, json_t *req, json_t *ans)
  oom:
 	admin_fail(ac, "out of memory");
  out:
-	if (own)
+	if (own) {
 		free((char *)bundle);
-	free(own_store);
+		free((unsigned char *)store);
+	}
 	json_decref(warn);
 	return rc;
 }

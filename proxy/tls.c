@@ -52,8 +52,8 @@ struct tls {
 						   roots, built on first use
 						   (the admin thread's) */
 	size_t			 bundle_len;
-	unsigned char		*store;		/* bundle as PKCS12, built on
-						   first use (likewise) */
+	unsigned char		*store;		/* bundle as PKCS12, built
+						   with it */
 	size_t			 store_len;
 };
 
@@ -222,9 +222,10 @@ tls_trust_pem(const struct tls *t, size_t *len)
 const char *
 tls_trust_bundle(struct tls *t, size_t *len, char *err, size_t errlen)
 {
+	/* The store with it: parsing the certificates is what costs. */
 	if (t->bundle == NULL && (t->bundle = certs_bundle_from_pem(
-	    t->trust_pem, t->trust_len, NULL, NULL, 0, &t->bundle_len, err,
-	    errlen)) == NULL)
+	    t->trust_pem, t->trust_len, NULL, NULL, 0, &t->bundle_len,
+	    &t->store, &t->store_len, err, errlen)) == NULL)
 		return NULL;
 	*len = t->bundle_len;
 	return t->bundle;
@@ -233,12 +234,9 @@ tls_trust_bundle(struct tls *t, size_t *len, char *err, size_t errlen)
 const unsigned char *
 tls_trust_store(struct tls *t, size_t *len, char *err, size_t errlen)
 {
-	const char	*pem;
-	size_t		 plen;
+	size_t	plen;
 
-	if (t->store == NULL && ((pem = tls_trust_bundle(t, &plen, err,
-	    errlen)) == NULL || (t->store = certs_trust_store(pem, plen,
-	    &t->store_len, err, errlen)) == NULL))
+	if (tls_trust_bundle(t, &plen, err, errlen) == NULL)
 		return NULL;
 	*len = t->store_len;
 	return t->store;

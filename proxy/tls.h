@@ -48,9 +48,8 @@ const char	*tls_trust_bundle(struct tls *t, size_t *len, char *err,
 		    size_t errlen);
 /*
  * tls_trust_bundle() as a PKCS12 trust store, for Java
- * (certs_trust_store()), built on the first call and kept; likewise only
- * from the admin socket's thread.  NULL with err set if it cannot be
- * built.
+ * (certs_trust_store()), built with it and kept; likewise only from the
+ * admin socket's thread.  NULL with err set if it cannot be built.
  */
 const unsigned char *tls_trust_store(struct tls *t, size_t *len, char *err,
 		    size_t errlen);

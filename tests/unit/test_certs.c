@@ -1435,8 +1435,8 @@ test_certs_bundle_files(void)
 	files[2] = NULL;
 	pem = certs_trust_pem(tc_ca, extra, &plen, err, sizeof(err));
 	CU_ASSERT_FATAL(pem != NULL);
-	a = certs_bundle_from_pem(pem, plen, sys, NULL, 0, &alen, err,
-	    sizeof(err));
+	a = certs_bundle_from_pem(pem, plen, sys, NULL, 0, &alen, NULL, NULL,
+	    err, sizeof(err));
 	b = certs_bundle_from_files(files, sys, &blen, err, sizeof(err));
 	CU_ASSERT_FATAL(a != NULL && b != NULL);
 	CU_ASSERT(alen == blen && memcmp(a, b, alen) == 0);
@@ -1583,7 +1583,8 @@ test_certs_bundle_merge(void)
 	char			*b, *both;
 	struct certs_extra	 ex[4];
 	X509			*first, *last, *px;
-	size_t			 calen, blen, i;
+	unsigned char		*st = NULL, *sb;
+	size_t			 calen, blen, slen = 0, sblen = 0, i;
 	int			 n;
 	BIO			*in;
 
@@ -1614,9 +1615,14 @@ test_certs_bundle_merge(void)
 	    "x" };
 	ex[3] = (struct certs_extra){ "NODE_EXTRA_CA_CERTS=/d", "text\n", 5,
 	    "x" };
-	b = certs_bundle_from_pem(ca, calen, sys, ex, 4, &blen, err,
-	    sizeof(err));
-	CU_ASSERT_FATAL(b != NULL);
+	b = certs_bundle_from_pem(ca, calen, sys, ex, 4, &blen, &st, &slen,
+	    err, sizeof(err));
+	CU_ASSERT_FATAL(b != NULL && st != NULL);
+	/* The store from the same parse: the same certificates, in order. */
+	sb = certs_trust_store(b, blen, &sblen, err, sizeof(err));
+	CU_ASSERT(sb != NULL && sblen == slen && memcmp(sb, st, slen) == 0);
+	free(sb);
+	free(st);
 	CU_ASSERT(strlen(b) == blen);
 	CU_ASSERT(ex[0].why[0] == '\0' && ex[1].why[0] == '\0');
 	CU_ASSERT(tc_contains(ex[2].why, "CURL_CA_BUNDLE=/c") &&
@@ -1641,19 +1647,21 @@ test_certs_bundle_merge(void)
 	free(b);
 
 	/* No extras; a bad system bundle is still an error. */
-	b = certs_bundle_from_pem(ca, calen, sys, NULL, 0, &blen, err,
-	    sizeof(err));
+	b = certs_bundle_from_pem(ca, calen, sys, NULL, 0, &blen, NULL, NULL,
+	    err, sizeof(err));
 	CU_ASSERT(b != NULL && tc_count(b, "-----BEGIN CERTIFICATE-----") ==
 	    2);
 	free(b);
 	err[0] = '\0';
+	st = NULL;
 	CU_ASSERT(certs_bundle_from_pem(ca, calen, tc_ca_key, NULL, 0, &blen,
-	    err, sizeof(err)) == NULL && tc_contains(err, "private key"));
+	    &st, &slen, err, sizeof(err)) == NULL &&
+	    tc_contains(err, "private key") && st == NULL);
 	/* moatd's own certificates twice over: once in the bundle. */
 	for (i = 0; i < 2; i++) {
 		n = 0;
 		b = certs_bundle_from_pem(ca, calen, tc_ca_crt, NULL, 0, &blen,
-		    err, sizeof(err));
+		    NULL, NULL, err, sizeof(err));
 		if (b != NULL)
 			n = tc_count(b, "-----BEGIN CERTIFICATE-----");
 		CU_ASSERT(n == 1);
