@@ -204,21 +204,61 @@ char	*certs_trust_pem(const struct certs_ca *ca, char *const *extra_ca_files,
 	    size_t *len, char *err, size_t errlen);
 
 /*
+ * A file of certificates the sandbox's user named (where a variable such
+ * as SSL_CERT_FILE pointed), for certs_bundle_from_pem() to merge.
+ */
+struct certs_extra {
+	const char	*name;		/* in messages: "SSL_CERT_FILE=/path" */
+	const char	*pem;		/* its text, len bytes */
+	size_t		 len;
+	char		 why[256];	/* out: "" if merged, else why not */
+};
+
+/*
  * The trust bundle of a sandbox, in memory: the certificates of pem
- * (moatd's certs_trust_pem()) then those of system_bundle (NULL means
- * CERTS_SYSTEM_BUNDLE), under the same rules as certs_write_bundle().
- * Returns a NUL-terminated text (free() it) or NULL with err set.
+ * (moatd's certs_trust_pem()), then those of system_bundle (NULL means
+ * CERTS_SYSTEM_BUNDLE), then those of each of the nextra extra (may be
+ * NULL when nextra is 0), each certificate once: one equal to an earlier
+ * one is left out.  pem and the system bundle follow the rules of
+ * certs_write_bundle(); an extra that breaks them is left out whole, with
+ * the reason in its why, and the rest is built all the same.  With store
+ * not NULL, the same certificates as a trust store (certs_trust_store())
+ * go to *store (free() it; *storelen bytes), from the one parse.
+ * Returns a NUL-terminated text (free() it) or NULL with err set (and
+ * no store).
  */
 char	*certs_bundle_from_pem(const char *pem, size_t pemlen,
-	    const char *system_bundle, size_t *len, char *err, size_t errlen);
+	    const char *system_bundle, struct certs_extra *extra,
+	    size_t nextra, size_t *len, unsigned char **store,
+	    size_t *storelen, char *err, size_t errlen);
+
+/*
+ * The certificates of pem (a bundle from certs_bundle_from_pem()) as a
+ * PKCS12 trust store, what Java reads (javax.net.ssl.trustStore, its
+ * cacerts): one certificate bag each, alias "moat-N", marked as a trusted
+ * certificate entry for any use (Java's trusted key usage attribute);
+ * nothing encrypted and no MAC, so that it opens with any password or
+ * none.  It never holds a key.  Returns the DER bytes (*len of them;
+ * free() them) or NULL with err set.
+ */
+unsigned char	*certs_trust_store(const char *pem, size_t pemlen,
+		    size_t *len, char *err, size_t errlen);
+
+/*
+ * Writes len bytes of data to a temporary file beside path (mode 0644)
+ * and renames it over path, so readers see the old file or the new one,
+ * never a part.  Returns 0, or -1 with err set (path untouched).
+ */
+int	certs_publish(const char *path, const void *data, size_t len,
+	    char *err, size_t errlen);
 
 /*
  * The same bundle from files, for a moatd that is not running (`moat ca
  * bundle`): the certificates of each of files (NULL-terminated, at least
  * one: moatd's CA certificate, then tls.extra_ca_files), then those of
- * system_bundle (NULL means CERTS_SYSTEM_BUNDLE), in moatd's order, under
- * the rules of certs_write_bundle().  Returns a NUL-terminated text
- * (free() it) or NULL with err set.
+ * system_bundle (NULL means CERTS_SYSTEM_BUNDLE), in moatd's order, each
+ * certificate once, under the rules of certs_write_bundle().  Returns a
+ * NUL-terminated text (free() it) or NULL with err set.
  */
 char	*certs_bundle_from_files(char *const *files, const char *system_bundle,
 	    size_t *len, char *err, size_t errlen);

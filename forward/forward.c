@@ -13,9 +13,17 @@
  * it, accepting pauses).  With `-- CMD ARGS` it runs CMD once it
  * listens (an entrypoint wrapper) and exits with CMD's status.
  *
- * What it is not: a proxy.  It never looks at the bytes, judges nothing,
- * resolves nothing (it links no resolver: addresses are numeric), and
- * connects nowhere but to the one socket it was given.
+ * With --refuse-dns it also answers every DNS query sent to a loopback
+ * port (resolv.conf naming 127.0.0.1) with REFUSED, and says on stderr
+ * which name a client tried to resolve and what makes such a client use
+ * the proxy: in a container with no network, a client that resolves
+ * names itself (Node's fetch before NODE_USE_ENV_PROXY) ignored the proxy
+ * variables, and would otherwise only print EAI_AGAIN.
+ *
+ * What it is not: a proxy.  It never looks at the relayed bytes, judges
+ * nothing, resolves nothing (it links no resolver: addresses are
+ * numeric; a DNS query is refused, never looked up), and connects
+ * nowhere but to the one socket it was given.
  */
 #include "config.h"
 
@@ -54,11 +62,17 @@
 #define FWD_DEFAULT_LISTEN	"127.0.0.1:3128"
 #define FWD_EXIT_USAGE		2
 #define FWD_EXIT_FAIL		1
+#define FWD_DNS_MAX		512	/* a DNS datagram read and answered */
+#define FWD_DNS_HDR		12	/* RFC 1035 4.1.1 */
+#define FWD_DNS_NAME_MAX	255	/* a name, wire form */
+#define FWD_DNS_REFUSED		5	/* RCODE */
+#define FWD_DNS_BATCH		64	/* queries answered per wake-up */
 
 enum fwd_kind {
 	FWD_K_LISTENER = 0,	/* a listening socket */
 	FWD_K_SIDE,		/* one side of a relayed connection */
-	FWD_K_SIGNAL		/* the signalfd */
+	FWD_K_SIGNAL,		/* the signalfd */
+	FWD_K_DNS		/* --refuse-dns: a UDP socket */
 };
 
 struct fwd_conn;
@@ -99,6 +113,7 @@ struct fwd {
 	/* accepting stopped at the cap */
 	bool			 paused;
 	struct fwd_handle	 sig;
+	struct fwd_handle	 dns;		/* --refuse-dns, fd -1 if not */
 	pid_t			 child;		/* -- CMD, or -1 */
 	int			 child_status;
 	bool			 quiet;
@@ -116,6 +131,10 @@ static int	fwd_parse_to(struct fwd *f, const char *arg);
 static int	fwd_listen(struct fwd *f, const char *arg);
 static bool	fwd_lo_down(const struct sockaddr_storage *ss);
 static int	fwd_reach(const struct fwd *f);
+static int	fwd_dns_open(struct fwd *f, const char *arg);
+static ssize_t	fwd_dns_answer(const unsigned char *q, size_t n,
+		    unsigned char *out, char *name, size_t namelen);
+static void	fwd_dns(struct fwd *f);
 static int	fwd_watch(struct fwd *f, struct fwd_handle *h, uint32_t ev);
 static void	fwd_accept(struct fwd *f, struct fwd_handle *l);
 static void	fwd_pause(struct fwd *f, bool pause);
@@ -131,8 +150,8 @@ fwd_usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: moat-forward [--listen [ADDR:]PORT]... --to unix:PATH\n"
-	    "                    [--max-conns N] [--ready-fd N] [-q] "
-	    "[-- CMD [ARG...]]\n"
+	    "                    [--max-conns N] [--refuse-dns [ADDR:]PORT]\n"
+	    "                    [--ready-fd N] [-q] [-- CMD [ARG...]]\n"
 	    "\n"
 	    "Relays TCP connections on ADDR:PORT (default %s; ADDR is\n"
 	    "numeric, [V6] for IPv6) to the Unix socket PATH (moatd's\n"
@@ -142,6 +161,10 @@ fwd_usage(FILE *f)
 	    "  -l, --listen [ADDR:]PORT  where to listen (repeatable)\n"
 	    "  -t, --to unix:PATH        moatd's socket\n"
 	    "  -m, --max-conns N         connections at once (default %d)\n"
+	    "      --refuse-dns [ADDR:]PORT\n"
+	    "                            answer DNS queries there (UDP) with\n"
+	    "                            REFUSED and say which client ignored\n"
+	    "                            the proxy variables\n"
 	    "      --ready-fd N          write \"ready\" to descriptor N when\n"
 	    "                            listening\n"
 	    "  -q, --quiet               warnings only\n"
@@ -370,6 +393,127 @@ fwd_reach(const struct fwd *f)
 	}
 	close(fd);
 	return 0;
+}
+
+/* --refuse-dns [ADDR:]PORT: a UDP socket there, watched.  0 or -1. */
+static int
+fwd_dns_open(struct fwd *f, const char *arg)
+{
+	struct sockaddr_storage	ss;
+	socklen_t		len;
+	int			fd, one = 1;
+
+	if (fwd_parse_listen(arg, &ss, &len) == -1) {
+		fprintf(stderr, "moat-forward: --refuse-dns %s: want "
+		    "[ADDR:]PORT with a numeric ADDR (127.0.0.1:53)\n", arg);
+		return -1;
+	}
+	if ((fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0)) == -1 || (ss.ss_family == AF_INET6 &&
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
+	    sizeof(one)) == -1) || bind(fd, (struct sockaddr *)&ss,
+	    len) == -1) {
+		fprintf(stderr, "moat-forward: --refuse-dns %s: %s\n", arg,
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	f->dns.kind = FWD_K_DNS;
+	f->dns.fd = fd;
+	if (fwd_watch(f, &f->dns, EPOLLIN) == -1) {
+		fprintf(stderr, "moat-forward: epoll: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The answer to the DNS query q (n bytes): its header and question with
+ * QR set, RCODE REFUSED and no records, into out (FWD_DNS_MAX bytes), and
+ * the name asked for, printable (other bytes as \DDD), into name.
+ * Returns the answer's length, or -1 for what is no query (an answer, a
+ * truncated or malformed message): no reply.
+ */
+static ssize_t
+fwd_dns_answer(const unsigned char *q, size_t n, unsigned char *out,
+    char *name, size_t namelen)
+{
+	size_t	off = FWD_DNS_HDR, w = 0, l;
+	int	c;
+
+	if (n < FWD_DNS_HDR || n > FWD_DNS_MAX || (q[2] & 0x80) != 0 ||
+	    q[4] != 0 || q[5] != 1)
+		return -1;	/* an answer, or not one question */
+	name[0] = '\0';
+	while (off < n && q[off] != 0) {
+		l = q[off];
+		if ((l & 0xc0) != 0 || off + 1 + l >= n ||
+		    off - FWD_DNS_HDR + 1 + l > FWD_DNS_NAME_MAX)
+			return -1;	/* no pointers in a question */
+		for (off++; l > 0; l--, off++) {
+			c = q[off];
+			if (w + 5 >= namelen)
+				continue;	/* cut, still parsed */
+			if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			    (c >= '0' && c <= '9') || c == '-' || c == '_')
+				name[w++] = (char)c;
+			else
+				w += (size_t)snprintf(name + w, namelen - w,
+				    "\\%03d", c);
+		}
+		if (w + 1 < namelen)
+			name[w++] = '.';
+		name[w] = '\0';
+	}
+	/* The root label and QTYPE, QCLASS. */
+	if (off + 5 > n)
+		return -1;
+	if (w > 1)
+		name[w - 1] = '\0';	/* no trailing dot */
+	else
+		snprintf(name, namelen, ".");
+	off += 5;
+	memcpy(out, q, off);
+	out[2] = (unsigned char)((q[2] & 0x79) | 0x80);	/* QR; opcode, RD */
+	out[3] = FWD_DNS_REFUSED;			/* RA 0, RCODE */
+	memset(out + 6, 0, 6);				/* no records */
+	return (ssize_t)off;
+}
+
+/*
+ * Each query waiting on the --refuse-dns socket: REFUSED back to its
+ * sender, and a line (throttled) naming it and what to do.  No name is
+ * ever looked up.
+ */
+static void
+fwd_dns(struct fwd *f)
+{
+	struct sockaddr_storage	 from;
+	unsigned char		 q[FWD_DNS_MAX + 1], a[FWD_DNS_MAX];
+	char			 name[FWD_DNS_NAME_MAX * 4 + 2];
+	socklen_t		 flen;
+	ssize_t			 r, al;
+	int			 i;
+
+	for (i = 0; i < FWD_DNS_BATCH; i++) {
+		flen = sizeof(from);
+		r = recvfrom(f->dns.fd, q, sizeof(q), 0,
+		    (struct sockaddr *)&from, &flen);
+		if (r == -1)
+			return;		/* EAGAIN, or nothing to do about it */
+		if ((al = fwd_dns_answer(q, (size_t)r, a, name,
+		    sizeof(name))) == -1)
+			continue;
+		(void)sendto(f->dns.fd, a, (size_t)al, MSG_NOSIGNAL,
+		    (struct sockaddr *)&from, flen);
+		fwd_log(f, true, "a client looked up %s (refused: this "
+		    "container has no resolver): it ignores the proxy "
+		    "variables and reaches nothing.  Node's fetch: "
+		    "NODE_USE_ENV_PROXY=1 (Node 24 and 22.21 or later) or "
+		    "undici's EnvHttpProxyAgent; others: see moat-forward(1)",
+		    name);
+	}
 }
 
 /* At the connection cap, stop accepting; resume below it. */
@@ -613,6 +757,9 @@ fwd_loop(struct fwd *f)
 			case FWD_K_SIDE:
 				fwd_side(f, h, ev[i].events);
 				break;
+			case FWD_K_DNS:
+				fwd_dns(f);
+				break;
 			default:
 				fprintf(stderr, "moat-forward: %s: bad "
 				    "handle\n", __func__);
@@ -636,12 +783,14 @@ main(int argc, char *argv[])
 		{ "to", required_argument, NULL, 't' },
 		{ "max-conns", required_argument, NULL, 'm' },
 		{ "ready-fd", required_argument, NULL, 'r' },
+		{ "refuse-dns", required_argument, NULL, 'd' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	static struct fwd		 f;
 	const char			*listen_args[FWD_LISTEN_MAX];
+	const char			*dns_arg = NULL;
 	size_t				 nlisten = 0, i;
 	sigset_t			 mask;
 	char				*end;
@@ -651,6 +800,7 @@ main(int argc, char *argv[])
 
 	f.maxconns = FWD_CONNS_DEFAULT;
 	f.child = -1;
+	f.dns.fd = -1;
 	while ((ch = getopt_long(argc, argv, "+l:t:m:qh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'l':
@@ -672,6 +822,16 @@ main(int argc, char *argv[])
 			if (fwd_parse_to(&f, optarg) == -1)
 				return FWD_EXIT_USAGE;
 			have_to = true;
+			break;
+		case 'd':
+			if (fwd_parse_listen(optarg, &(struct sockaddr_storage){
+			    0 }, &(socklen_t){ 0 }) == -1) {
+				fprintf(stderr, "moat-forward: --refuse-dns %s: "
+				    "want [ADDR:]PORT with a numeric ADDR "
+				    "(127.0.0.1:53)\n", optarg);
+				return FWD_EXIT_USAGE;
+			}
+			dns_arg = optarg;
 			break;
 		case 'm':
 		case 'r':
@@ -732,6 +892,8 @@ main(int argc, char *argv[])
 	for (i = 0; i < nlisten; i++)
 		if (fwd_listen(&f, listen_args[i]) == -1)
 			return FWD_EXIT_FAIL;
+	if (dns_arg != NULL && fwd_dns_open(&f, dns_arg) == -1)
+		return FWD_EXIT_FAIL;
 	/* Listening is not serving: say so when moatd cannot be reached. */
 	if (fwd_reach(&f) == -1) {
 		err = errno;

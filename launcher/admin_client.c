@@ -474,8 +474,9 @@ admin_client_hello(struct admin_client *ac, char *err, size_t errlen)
 
 int
 admin_client_register(struct admin_client *ac, const char *name,
-    json_t *config, const char *const *protos, const int *fds, size_t n,
-    const char *connect_refusal, json_t **answer, char *err, size_t errlen)
+    json_t *config, json_t *more, const char *const *protos, const int *fds,
+    size_t n, const char *connect_refusal, json_t **answer, char *err,
+    size_t errlen)
 {
 	json_t	*lst, *req, *ans, *e;
 	size_t	 i;
@@ -507,6 +508,12 @@ admin_client_register(struct admin_client *ac, const char *name,
 	}
 	req = json_pack("{s:s, s:s, s:O, s:o}", "op", "register", "sandbox",
 	    name, "config", config, "listeners", lst);
+	if (req != NULL && more != NULL && json_object_update_missing(req,
+	    more) == -1) {
+		json_decref(req);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	if (admin_client_call(ac, req, fds, n, &ans, err, errlen) == -1)
 		return -1;
 	if (!json_is_string(json_object_get(ans, "sandbox")) ||

@@ -64,6 +64,7 @@ struct attach {
 	gid_t			 gid;
 	const char		*connect_refusal; /* --connect-refusal, or
 						   NULL: moatd's default */
+	const char		*store_file;	/* --trust-store, or NULL */
 	bool			 verbose;	/* -v: allowed traffic too */
 	bool			 quiet;		/* -q: no refusal lines */
 	int			 nsfd;
@@ -129,6 +130,9 @@ attach_usage(FILE *f)
 	    "  --trust-bundle FILE    write the trust bundle there (moatd's CA\n"
 	    "                         and the system's roots), for the\n"
 	    "                         workload's SSL_CERT_FILE and friends\n"
+	    "  --trust-store FILE     write the same as a PKCS12 trust store\n"
+	    "                         there (no password), for Java's\n"
+	    "                         javax.net.ssl.trustStore\n"
 	    "  -q, --quiet            do not print the namespace's refused\n"
 	    "                         requests, tunnels, DNS queries and\n"
 	    "                         connections (default: one line each on\n"
@@ -149,7 +153,8 @@ attach_parse(struct attach *a, int argc, char *argv[])
 		ATTACH_OPT_LISTEN,
 		ATTACH_OPT_LISTEN_MODE,
 		ATTACH_OPT_OWNER,
-		ATTACH_OPT_CONNECT_REFUSAL
+		ATTACH_OPT_CONNECT_REFUSAL,
+		ATTACH_OPT_TRUST_STORE
 	};
 	static const struct option	opts[] = {
 		RUNCONF_LONGOPTS,
@@ -164,6 +169,8 @@ attach_parse(struct attach *a, int argc, char *argv[])
 		{ "owner", required_argument, NULL, ATTACH_OPT_OWNER },
 		{ "connect-refusal", required_argument, NULL,
 		    ATTACH_OPT_CONNECT_REFUSAL },
+		{ "trust-store", required_argument, NULL,
+		    ATTACH_OPT_TRUST_STORE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -215,6 +222,9 @@ attach_parse(struct attach *a, int argc, char *argv[])
 				return -1;
 			}
 			a->connect_refusal = optarg;
+			break;
+		case ATTACH_OPT_TRUST_STORE:
+			a->store_file = optarg;
 			break;
 		case ATTACH_OPT_READY_FD:
 			errno = 0;
@@ -342,13 +352,14 @@ attach_write(const struct attach *a, const char *path, const char *text,
 	return 0;
 }
 
-/* --env-file and --trust-bundle, from moatd's register answer. */
+/* --env-file, --trust-bundle and --trust-store, from moatd's answer. */
 static int
 attach_outputs(struct attach *a, json_t *ans, char *err, size_t errlen)
 {
 	json_t		*v;
 	const char	*key, *pem;
 	char		*text = NULL, *line;
+	unsigned char	*store = NULL;
 	size_t		 n;
 	int		 rc = -1;
 
@@ -369,12 +380,24 @@ attach_outputs(struct attach *a, json_t *ans, char *err, size_t errlen)
 		free(text);
 		text = NULL;
 	}
-	if (a->bundle_file != NULL) {
-		if (json_object_get(ans, "trust_pem") == NULL) {
-			snprintf(err, errlen, "--trust-bundle: moatd does not "
-			    "intercept TLS (no tls.ca_cert): nothing to trust");
+	if ((a->bundle_file != NULL || a->store_file != NULL) &&
+	    json_object_get(ans, "trust_pem") == NULL) {
+		snprintf(err, errlen, "%s: moatd does not intercept TLS (no "
+		    "tls.ca_cert): nothing to trust", a->bundle_file != NULL ?
+		    "--trust-bundle" : "--trust-store");
+		goto out;
+	}
+	if (a->store_file != NULL) {
+		if ((store = runconf_trust_store(&a->rc, ans, &n)) == NULL) {
+			snprintf(err, errlen, "--trust-store: moatd sent no "
+			    "trust store (above)");
 			goto out;
 		}
+		if (attach_write(a, a->store_file, (const char *)store, n,
+		    0644, err, errlen) == -1)
+			goto out;
+	}
+	if (a->bundle_file != NULL) {
 		/* Built by moatd: its CA and the system's roots. */
 		if ((pem = json_string_value(json_object_get(ans,
 		    "trust_bundle"))) == NULL) {
@@ -392,6 +415,7 @@ attach_outputs(struct attach *a, json_t *ans, char *err, size_t errlen)
 	}
 	rc = 0;
  out:
+	free(store);
 	free(text);
 	return rc;
 }
@@ -513,8 +537,10 @@ attach_setup(struct attach *a, char *err, size_t errlen)
 	if ((a->admin = admin_client_connect(a->rc.moatd_path, err,
 	    errlen)) == NULL || admin_client_hello(a->admin, err,
 	    errlen) == -1 || attach_watch(a, err, errlen) == -1 ||
-	    admin_client_register(a->admin, a->rc.name, a->rc.config, protos,
-	    fds, nfds, a->connect_refusal, &ans, err, errlen) == -1)
+	    (a->store_file != NULL && runconf_trust(&a->rc, false, true) == -1) ||
+	    admin_client_register(a->admin, a->rc.name, a->rc.config,
+	    a->rc.trust, protos, fds, nfds, a->connect_refusal, &ans, err,
+	    errlen) == -1)
 		goto out;
 	if (attach_outputs(a, ans, err, errlen) == -1)
 		goto out;

@@ -16,6 +16,8 @@
 
 #include <sys/types.h>
 #include <sys/socket.h>
+
+#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -102,6 +104,11 @@ struct runconf {
 					   moatd has its own) */
 	json_t		*geoip;		/* --policy FILE's "geoip", or NULL;
 					   owned */
+	json_t		*trust;		/* the register request's trust keys
+					   (runconf_trust()), or NULL; owned */
+	json_t		*trust_warn;	/* the CA files the caller named that
+					   could not be read, said once moatd
+					   intercepts; owned */
 };
 
 /* Zeroes *rc and sets the defaults. */
@@ -167,10 +174,33 @@ void	runconf_unused(const json_t *root, const char *cmd, bool moatd,
  * The extras the sandbox's init gets (sandbox_go()) from moatd's register
  * answer: the variables moatd reads secrets from, to remove; the files
  * to hide (absolute paths); each placeholder as VAR=PLACEHOLDER; an empty
- * string; moatd's trust certificates.  Returns a buffer (free() it; *len bytes) or NULL after
+ * string; the trust bundle moatd built, a NUL and its Java trust store
+ * (each when moatd intercepts TLS; the merge's warnings are printed
+ * then).  Returns a buffer (free() it; *len bytes) or NULL after
  * printing why.
  */
 char	*runconf_extras(const struct runconf *rc, json_t *answer, size_t *len);
+
+/*
+ * What the register request says about trust (rc->trust): "trust_store"
+ * as store says (moatd answers with the bundle as a Java trust store
+ * too) and, with merge,
+ * "trust_extra": the files the caller's sandbox_ca_vars name (the
+ * system bundle and a file named twice once; at most 512 KiB in all,
+ * less where the policy is large),
+ * which moatd merges into the sandbox's bundle.  A file that cannot be
+ * read goes to rc->trust_warn.  0, or -1 after printing why (memory).
+ */
+int	runconf_trust(struct runconf *rc, bool merge, bool store);
+
+/*
+ * The Java trust store of moatd's register answer (base64 PKCS12) as
+ * bytes: a new buffer (free() it; *len bytes), or NULL with *len 0 when
+ * there is none or it is not base64 (then said on stderr, as is moatd's
+ * "trust_store_error").
+ */
+unsigned char	*runconf_trust_store(const struct runconf *rc, json_t *answer,
+		    size_t *len);
 
 /*
  * Returns the directory of the running executable (from /proc/self/exe)
@@ -390,14 +420,16 @@ int	admin_client_hello_recv(struct admin_client *ac, char *err,
 /*
  * register: name, config (borrowed), and n listeners: protos[i] names
  * fds[i].  connect_refusal ("in-tunnel", or NULL: moatd's default) goes
- * with each http and http+socks5 listener.  The descriptors are sent,
- * not closed.  0 or -1 (err holds moatd's "error" when it refused).
- * With answer non-NULL, *answer is moatd's answer ("placeholders",
- * "trust_pem"; json_decref() it).
+ * with each http and http+socks5 listener; the keys of more (borrowed,
+ * may be NULL: "trust_store", "trust_extra") are added to the request.
+ * The descriptors are sent, not closed.  0 or -1 (err holds moatd's
+ * "error" when it refused).  With answer non-NULL, *answer is moatd's
+ * answer ("placeholders", "trust_pem"; json_decref() it).
  */
 int	admin_client_register(struct admin_client *ac, const char *name,
-	    json_t *config, const char *const *protos, const int *fds,
-	    size_t n, const char *connect_refusal, json_t **answer, char *err,
+	    json_t *config, json_t *more, const char *const *protos,
+	    const int *fds, size_t n, const char *connect_refusal,
+	    json_t **answer, char *err,
 	    size_t errlen);
 
 /* unregister NAME.  0 or -1. */
@@ -455,11 +487,26 @@ struct sandbox_spec {
 };
 
 /* What the sandbox's init needs once the network exists. */
+/*
+ * The variables TLS clients read their trust bundle from (SSL_CERT_FILE,
+ * REQUESTS_CA_BUNDLE, ...): the sandbox gets them pointing at its bundle,
+ * into which the files the caller's own values name are merged.
+ */
+extern const char *const sandbox_ca_vars[];
+extern const size_t sandbox_ca_nvars;
+
+/*
+ * The Java trust stores the sandbox's JVMs read (the systems', JAVA_HOME's,
+ * the JDK of the first java on PATH), by canonical name, each once, at
+ * most max of them into out: the init mounts the sandbox's store over
+ * each.  Returns how many.
+ */
+size_t	sandbox_java_stores(char (*out)[PATH_MAX], size_t max);
+
 struct sandbox_net {
 	char		nameserver[64];	/* resolv.conf's nameserver */
 	char		proxy_host[64];	/* host of the proxy variables */
 	uint16_t	http_port;
-	uint16_t	socks_port;
 };
 
 /*

@@ -719,6 +719,7 @@ static int
 run_register(struct run *r, char *err, size_t errlen)
 {
 	const char	*protos[MOAT_LISTENERS_MAX];
+	char		 java[1][PATH_MAX];
 	int		 fds[MOAT_LISTENERS_MAX];
 	size_t		 nfds = 0, i;
 	int		 rc = -1;
@@ -736,8 +737,20 @@ run_register(struct run *r, char *err, size_t errlen)
 		goto out;
 	if (run_watch(r, err, errlen) == -1)
 		goto out;
-	if (admin_client_register(r->admin, r->rc.name, r->rc.config, protos,
-	    fds, nfds, NULL, &r->answer, err, errlen) == -1)
+	/*
+	 * Files to merge only where moatd may intercept: its own CA
+	 * (--policy's tls), or a running moatd's; a Java trust store only
+	 * where a JVM would read one (the init looks again, in the same
+	 * files).
+	 */
+	if (runconf_trust(&r->rc, r->rc.tls != NULL || r->rc.moatd != NULL,
+	    sandbox_java_stores(java, 1) > 0) == -1) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	if (admin_client_register(r->admin, r->rc.name, r->rc.config,
+	    r->rc.trust, protos, fds, nfds, NULL, &r->answer, err,
+	    errlen) == -1)
 		goto out;
 	r->registered = true;
 	rc = 0;
@@ -882,7 +895,6 @@ run_setup(struct run *r, int *code, char *err, size_t errlen)
 	snprintf(net.proxy_host, sizeof(net.proxy_host), "%s",
 	    net.nameserver);
 	net.http_port = r->rc.http_port;
-	net.socks_port = r->rc.socks_port;
 	if ((extra = runconf_extras(&r->rc, r->answer, &extralen)) == NULL) {
 		snprintf(err, errlen, "cannot prepare the sandbox's variables");
 		return -1;

@@ -28,12 +28,15 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <resolv.h>
 
+#include "certs/certs_paths.h"
 #include "launcher/launcher.h"
 #include "launcher/refusals.h"
 #include "policy/policy.h"
 #include "policy/jsonload.h"
 #include "policyio/policyio.h"
+#include "proto/admin_proto.h"
 
 /* --policy FILE, bytes */
 #define RUNCONF_FILE_MAX	(16u * 1024 * 1024)
@@ -45,11 +48,17 @@
 #define RUNCONF_DNS_PORT	53
 #define RUNCONF_TRANSPARENT_PORT 15001
 #define RUNCONF_GENERATED	"(the config moat builds)"
+/* The CA files the caller named, merged into the sandbox's bundle: what
+ * a register request may carry of them, at most half of ADMIN_MSG_MAX
+ * less the policy. */
+#define RUNCONF_TRUST_MAX	(512u << 10)
 
 static int	runconf_port(const char *cmd, const char *opt, const char *arg,
 		    uint16_t *port);
 static int	runconf_push(const char ***v, size_t *n, const char *arg);
 static char	*runconf_read(const char *cmd, const char *path, size_t *len);
+static char	*runconf_slurp(const char *path, size_t max, size_t *len,
+		    char *err, size_t errlen);
 static int	runconf_validate(const char *cmd, const char *name,
 		    const char *text, size_t len, bool warnings,
 		    const struct policy_unused_key *unused);
@@ -85,6 +94,10 @@ runconf_free(struct runconf *rc)
 	rc->tls = NULL;
 	json_decref(rc->geoip);
 	rc->geoip = NULL;
+	json_decref(rc->trust);
+	rc->trust = NULL;
+	json_decref(rc->trust_warn);
+	rc->trust_warn = NULL;
 }
 
 static int
@@ -218,25 +231,44 @@ runconf_option(struct runconf *rc, int ch, const char *arg)
 static char *
 runconf_read(const char *cmd, const char *path, size_t *len)
 {
+	char	 err[MOAT_ERR_MAX], *buf;
+
+	if ((buf = runconf_slurp(path, RUNCONF_FILE_MAX, len, err,
+	    sizeof(err))) == NULL)
+		fprintf(stderr, "%s: %s\n", cmd, err);
+	return buf;
+}
+
+/*
+ * The whole regular file at path, NUL-terminated (free() it; *len bytes
+ * before the NUL), at most max bytes, or NULL with err set ("PATH:
+ * why").  A FIFO in its place does not hang the open.
+ */
+static char *
+runconf_slurp(const char *path, size_t max, size_t *len, char *err,
+    size_t errlen)
+{
 	struct stat	 st;
 	char		*buf = NULL;
 	size_t		 n = 0;
 	ssize_t		 r;
 	int		 fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		fprintf(stderr, "%s: %s: %s\n", cmd, path, strerror(errno));
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return NULL;
 	}
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    (unsigned long long)st.st_size > RUNCONF_FILE_MAX) {
-		fprintf(stderr, "%s: %s: %s\n", cmd, path,
-		    !S_ISREG(st.st_mode) ? "not a regular file" :
-		    "larger than 16 MiB");
+	    (unsigned long long)st.st_size > max) {
+		if (!S_ISREG(st.st_mode))
+			snprintf(err, errlen, "%s: not a regular file", path);
+		else
+			snprintf(err, errlen, "%s: larger than %zu KiB", path,
+			    max >> 10);
 		goto fail;
 	}
 	if ((buf = malloc((size_t)st.st_size + 1)) == NULL) {
-		fprintf(stderr, "%s: %s: out of memory\n", cmd, path);
+		snprintf(err, errlen, "%s: out of memory", path);
 		goto fail;
 	}
 	while (n < (size_t)st.st_size) {
@@ -244,7 +276,7 @@ runconf_read(const char *cmd, const char *path, size_t *len)
 		if (r == -1 && errno == EINTR)
 			continue;
 		if (r <= 0) {
-			fprintf(stderr, "%s: %s: %s\n", cmd, path, r == 0 ?
+			snprintf(err, errlen, "%s: %s", path, r == 0 ?
 			    "shorter than its size" : strerror(errno));
 			goto fail;
 		}
@@ -720,6 +752,112 @@ runconf_spawn_fail(const char *what, int err)
 	(void)!writev(STDERR_FILENO, v, 5);
 }
 
+/* Adds "VAR=VALUE: why" to rc->trust_warn.  0 or -1 (memory). */
+static int
+runconf_trust_warn(struct runconf *rc, const char *var, const char *val,
+    const char *why)
+{
+	return json_array_append_new(rc->trust_warn, json_sprintf("%s=%s: "
+	    "not merged into the sandbox's trust bundle: %s", var, val,
+	    why));
+}
+
+int
+runconf_trust(struct runconf *rc, bool merge, bool store)
+{
+	char		 sys[PATH_MAX], real[PATH_MAX], err[MOAT_ERR_MAX];
+	char		 seen[16][PATH_MAX], *text, *name;
+	const char	*v;
+	json_t		*ex, *e;
+	size_t		 i, j, nseen = 0, len, total = 0, max;
+
+	if ((rc->trust = json_pack("{s:b, s:[]}", "trust_store", store,
+	    "trust_extra")) == NULL || (rc->trust_warn = json_array()) ==
+	    NULL)
+		goto oom;
+	if (!merge)
+		return 0;
+	ex = json_object_get(rc->trust, "trust_extra");
+	/* The request must still fit in one message with the policy. */
+	if ((text = json_dumps(rc->config, JSON_COMPACT)) == NULL)
+		goto oom;
+	len = strlen(text);
+	free(text);
+	max = len < ADMIN_MSG_MAX ? (ADMIN_MSG_MAX - len) / 2 : 0;
+	if (max > RUNCONF_TRUST_MAX)
+		max = RUNCONF_TRUST_MAX;
+	if (realpath(CERTS_SYSTEM_BUNDLE, sys) == NULL)
+		sys[0] = '\0';
+	for (i = 0; i < sandbox_ca_nvars; i++) {
+		if ((v = getenv(sandbox_ca_vars[i])) == NULL || *v == '\0')
+			continue;
+		if (realpath(v, real) == NULL) {
+			if (runconf_trust_warn(rc, sandbox_ca_vars[i], v,
+			    strerror(errno)) == -1)
+				goto oom;
+			continue;
+		}
+		/* The system's roots are in it already, a file once. */
+		if (strcmp(real, sys) == 0)
+			continue;
+		for (j = 0; j < nseen && strcmp(seen[j], real) != 0; j++)
+			;
+		if (j < nseen || nseen == sizeof(seen) / sizeof(seen[0]))
+			continue;
+		memcpy(seen[nseen++], real, strlen(real) + 1);
+		if ((text = runconf_slurp(real, max - total, &len, err,
+		    sizeof(err))) == NULL) {
+			if (runconf_trust_warn(rc, sandbox_ca_vars[i], v,
+			    err) == -1)
+				goto oom;
+			continue;
+		}
+		total += len;
+		if (asprintf(&name, "%s=%s", sandbox_ca_vars[i], v) == -1) {
+			free(text);
+			goto oom;
+		}
+		e = json_pack("{s:s, s:s%}", "name", name, "pem", text, len);
+		free(name);
+		free(text);
+		if (e == NULL ? runconf_trust_warn(rc, sandbox_ca_vars[i], v,
+		    "not a text file (UTF-8)") == -1 :
+		    json_array_append_new(ex, e) == -1)
+			goto oom;
+	}
+	return 0;
+ oom:
+	fprintf(stderr, "%s: out of memory\n", rc->cmd);
+	return -1;
+}
+
+unsigned char *
+runconf_trust_store(const struct runconf *rc, json_t *answer, size_t *len)
+{
+	json_t		*st = json_object_get(answer, "trust_store");
+	const char	*err;
+	unsigned char	*buf;
+	int		 n;
+
+	*len = 0;
+	if ((err = json_string_value(json_object_get(answer,
+	    "trust_store_error"))) != NULL)
+		fprintf(stderr, "%s: no Java trust store for the sandbox: %s\n",
+		    rc->cmd, err);
+	if (!json_is_string(st))
+		return NULL;
+	if ((buf = malloc(json_string_length(st) / 4 * 3 + 3)) == NULL ||
+	    (n = b64_pton(json_string_value(st), buf,
+	    json_string_length(st) / 4 * 3 + 3)) <= 0) {
+		fprintf(stderr, "%s: moatd's trust store is not base64; Java "
+		    "in the sandbox gets none\n", rc->cmd);
+		free(buf);
+		return NULL;
+	}
+	*len = (size_t)n;
+	return buf;
+}
+
 /* Appends len bytes of p to the growing buffer *buf (*n used, *cap). */
 static int
 runconf_append(char **buf, size_t *n, size_t *cap, const char *p, size_t len)
@@ -745,8 +883,9 @@ runconf_extras(const struct runconf *rc, json_t *answer, size_t *len)
 {
 	json_t		*ph, *sec, *ref, *v;
 	const char	*key, *var, *pem;
+	unsigned char	*store;
 	char		*buf = NULL;
-	size_t		 n = 0, cap = 0, i;
+	size_t		 n = 0, cap = 0, i, storelen;
 
 	/* The variables moatd reads secret values from never go in. */
 	sec = json_object_get(rc->config, "secrets");
@@ -778,7 +917,8 @@ runconf_extras(const struct runconf *rc, json_t *answer, size_t *len)
 	}
 	if (runconf_append(&buf, &n, &cap, "", 1) == -1)
 		goto oom;
-	/* The bundle moatd built (its CA, the system's roots). */
+	/* The bundle moatd built (its CA, the system's roots, the files
+	 * the caller named), then its Java trust store. */
 	pem = json_string_value(json_object_get(answer, "trust_bundle"));
 	if (json_object_get(answer, "trust_pem") != NULL && pem == NULL) {
 		fprintf(stderr, "%s: moatd intercepts TLS but sent no trust "
@@ -789,10 +929,27 @@ runconf_extras(const struct runconf *rc, json_t *answer, size_t *len)
 		free(buf);
 		return NULL;
 	}
-	if (pem != NULL && runconf_append(&buf, &n, &cap, pem,
-	    json_string_length(json_object_get(answer, "trust_bundle"))) ==
-	    -1)
-		goto oom;
+	if (pem != NULL) {
+		/* What could not be merged is said where it matters. */
+		json_array_foreach(rc->trust_warn, i, v)
+			fprintf(stderr, "%s: %s\n", rc->cmd,
+			    json_string_value(v));
+		json_array_foreach(json_object_get(answer, "trust_warnings"),
+		    i, v)
+			if (json_is_string(v))
+				fprintf(stderr, "%s: %s\n", rc->cmd,
+				    json_string_value(v));
+		store = runconf_trust_store(rc, answer, &storelen);
+		if (runconf_append(&buf, &n, &cap, pem, json_string_length(
+		    json_object_get(answer, "trust_bundle"))) == -1 ||
+		    (store != NULL && (runconf_append(&buf, &n, &cap, "",
+		    1) == -1 || runconf_append(&buf, &n, &cap,
+		    (const char *)store, storelen) == -1))) {
+			free(store);
+			goto oom;
+		}
+		free(store);
+	}
 	*len = n;
 	return buf;
  oom:

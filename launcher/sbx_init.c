@@ -36,11 +36,14 @@
  * sandbox's secrets) and to remove ("NAME": where moatd reads a secret's
  * value from), files to hide ("/PATH": moatd's CA key, secret files; the
  * init mounts /dev/null over each), each ending in NUL, an empty string,
- * then the trust bundle moatd built (its CA, the system's roots; PEM, maybe
- * none).  With one, the init mounts it read-only over the system bundle in
- * the sandbox's mount namespace (so programs that read only that file
- * trust moat's CA too) and points the usual variables at it.  No file is
- * written outside the sandbox's mounts.
+ * then the trust bundle moatd built (its CA, the system's roots, the CA
+ * files the user named; PEM, maybe none) and, after a NUL, the same as a
+ * PKCS12 trust store (maybe none).  With a bundle, the init mounts it
+ * read-only over the system bundle in the sandbox's mount namespace (so
+ * programs that read only that file trust moat's CA too) and points the
+ * usual variables at it; the trust store goes over every Java trust
+ * store it finds (sandbox_java_stores()).  No file is written outside the
+ * sandbox's mounts.
  */
 #include "config.h"
 
@@ -82,6 +85,7 @@
 #define SANDBOX_EXTRA_MAX	(4u << 20)	/* the extras, bytes */
 #define SANDBOX_ENV_MAX		256	/* variables the extras set/unset */
 #define SANDBOX_MAP_MAX		64	/* one uid_map / gid_map line */
+#define SANDBOX_JAVA_MAX	8	/* Java trust stores mounted over */
 
 extern char	**environ;
 
@@ -113,12 +117,26 @@ static const char *const sandbox_proxy_vars[] = {
  * Ruby, PHP), requests, curl, node (adds to its own roots), git, pip,
  * cargo, the AWS SDKs and CLI, deno.  SSL_CERT_DIR is left alone: the
  * bundle holds every root, and the system's directory stays valid for
- * what it holds.
+ * what it holds.  The files the caller's own values name are merged into
+ * the bundle (runconf_trust_files()).
  */
-static const char *const sandbox_ca_vars[] = {
+const char *const sandbox_ca_vars[] = {
 	"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
 	"NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "PIP_CERT",
 	"CARGO_HTTP_CAINFO", "AWS_CA_BUNDLE", "DENO_CERT"
+};
+const size_t sandbox_ca_nvars = sizeof(sandbox_ca_vars) /
+    sizeof(sandbox_ca_vars[0]);
+
+/*
+ * Where Java reads its default trust store (JAVA_HOME/lib/security/cacerts,
+ * or jssecacerts when that exists): Debian's and Ubuntu's JDKs link it to
+ * the first, Fedora's and RHEL's to the second.  The JDKs of JAVA_HOME
+ * and of the java on PATH are looked at too.
+ */
+static const char *const sandbox_java_system[] = {
+	"/etc/ssl/certs/java/cacerts",
+	"/etc/pki/ca-trust/extracted/java/cacerts",
 };
 
 static void	sandbox_init(const struct sandbox_spec *spec, int fd)
@@ -128,7 +146,14 @@ static void	sandbox_fail(int fd, const char *fmt, ...)
 static void	sandbox_close_fds(int keep1, int keep2);
 static int	sandbox_write_file(const char *path, const char *text);
 static void	sandbox_files(const char *nameserver, const char *bundle,
-		    size_t bundlelen, int fd);
+		    size_t bundlelen, const char *store, size_t storelen,
+		    int fd);
+static int	sandbox_mount_try(int mnt, const char *name,
+		    const char *target);
+static void	sandbox_java_add(char (*out)[PATH_MAX], size_t *n,
+		    size_t max, const char *path);
+static void	sandbox_java_home(char (*out)[PATH_MAX], size_t *n,
+		    size_t max, const char *home);
 static void	sandbox_mount_file(int mnt, const char *name,
 		    const char *target, int fd);
 static void	sandbox_mask(const char *path, int fd);
@@ -208,23 +233,35 @@ sandbox_write_file(const char *path, const char *text)
 	return 0;
 }
 
-/* Mounts name of the tmpfs mnt over target, read-only. */
-static void
-sandbox_mount_file(int mnt, const char *name, const char *target, int fd)
+/* Mounts name of the tmpfs mnt over target, read-only.  0 or -1. */
+static int
+sandbox_mount_try(int mnt, const char *name, const char *target)
 {
 	struct mount_attr	attr;
-	int			tree;
+	int			tree, rc = -1, e;
 
 	memset(&attr, 0, sizeof(attr));
 	attr.attr_set = MOUNT_ATTR_RDONLY;
 	if ((tree = open_tree(mnt, name, OPEN_TREE_CLONE |
-	    OPEN_TREE_CLOEXEC)) == -1 || mount_setattr(tree, "",
-	    AT_EMPTY_PATH, &attr, sizeof(attr)) == -1 ||
+	    OPEN_TREE_CLOEXEC)) == -1)
+		return -1;
+	if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) == 0 &&
 	    move_mount(tree, "", AT_FDCWD, target,
-	    MOVE_MOUNT_F_EMPTY_PATH) == -1)
+	    MOVE_MOUNT_F_EMPTY_PATH) == 0)
+		rc = 0;
+	e = errno;
+	close(tree);
+	errno = e;
+	return rc;
+}
+
+/* The same, or the init gives up. */
+static void
+sandbox_mount_file(int mnt, const char *name, const char *target, int fd)
+{
+	if (sandbox_mount_try(mnt, name, target) == -1)
 		sandbox_fail(fd, "cannot mount %s over %s: %s", name, target,
 		    strerror(errno));
-	close(tree);
 }
 
 /* Writes len bytes of text to name in the directory mnt. */
@@ -249,19 +286,96 @@ sandbox_write_at(int mnt, const char *name, const char *text, size_t len,
 		sandbox_fail(fd, "cannot write %s: %s", name, strerror(errno));
 }
 
+/* Adds path's canonical name to out[] if it is a regular file not there. */
+static void
+sandbox_java_add(char (*out)[PATH_MAX], size_t *n, size_t max,
+    const char *path)
+{
+	struct stat	st;
+	char		real[PATH_MAX];
+	size_t		i;
+
+	if (*n == max || realpath(path, real) == NULL || stat(real,
+	    &st) == -1 || !S_ISREG(st.st_mode))
+		return;
+	for (i = 0; i < *n; i++)
+		if (strcmp(out[i], real) == 0)
+			return;
+	memcpy(out[(*n)++], real, strlen(real) + 1);
+}
+
+/* The trust stores of the JDK at home (".../lib/security/"). */
+static void
+sandbox_java_home(char (*out)[PATH_MAX], size_t *n, size_t max,
+    const char *home)
+{
+	static const char *const files[] = {
+		"lib/security/cacerts", "lib/security/jssecacerts",
+		"jre/lib/security/cacerts", "jre/lib/security/jssecacerts"
+	};
+	char	path[PATH_MAX];
+	size_t	i;
+
+	if (home == NULL || home[0] != '/')
+		return;
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", home,
+		    files[i]) < sizeof(path))
+			sandbox_java_add(out, n, max, path);
+}
+
+/* The JDK of the first java on PATH is its real path less "bin/java". */
+size_t
+sandbox_java_stores(char (*out)[PATH_MAX], size_t max)
+{
+	const char	*path = getenv("PATH"), *p, *e;
+	char		 java[PATH_MAX], real[PATH_MAX], *slash;
+	size_t		 n = 0, i, l;
+
+	for (i = 0; i < sizeof(sandbox_java_system) /
+	    sizeof(sandbox_java_system[0]); i++)
+		sandbox_java_add(out, &n, max, sandbox_java_system[i]);
+	sandbox_java_home(out, &n, max, getenv("JAVA_HOME"));
+	for (p = path; p != NULL && *p != '\0'; p = *e != '\0' ? e + 1 : e) {
+		e = p + strcspn(p, ":");
+		l = (size_t)(e - p);
+		if (l == 0 || p[0] != '/' || l + sizeof("/java") > sizeof(java))
+			continue;
+		memcpy(java, p, l);
+		memcpy(java + l, "/java", sizeof("/java"));
+		if (access(java, X_OK) == -1)
+			continue;
+		/* .../bin/java: the JDK is two levels up. */
+		if (realpath(java, real) != NULL &&
+		    (slash = strrchr(real, '/')) != NULL) {
+			*slash = '\0';
+			if ((slash = strrchr(real, '/')) != NULL &&
+			    strcmp(slash, "/bin") == 0) {
+				*slash = '\0';
+				sandbox_java_home(out, &n, max, real);
+			}
+		}
+		break;
+	}
+	return n;
+}
+
 /*
  * A tmpfs of the sandbox's own holding resolv.conf (naming moatd's DNS)
- * and, when moatd intercepts TLS, the trust bundle; each file is mounted
- * read-only over its place (/etc/resolv.conf, the system bundle; over
- * what they point to if they are symlinks).  The new mount API makes the
- * files without touching the host's filesystem.
+ * and, when moatd intercepts TLS, the trust bundle and its Java trust
+ * store; each file is mounted read-only over its place (/etc/resolv.conf,
+ * the system bundle, each Java trust store found; over what they point to
+ * if they are symlinks).  The new mount API makes the files without
+ * touching the host's filesystem.
  */
 static void
 sandbox_files(const char *nameserver, const char *bundle, size_t bundlelen,
-    int fd)
+    const char *store, size_t storelen, int fd)
 {
 	struct stat	 st;
 	char		 resolv[PATH_MAX], sys[PATH_MAX], text[128], size[32];
+	char		 java[SANDBOX_JAVA_MAX][PATH_MAX];
+	size_t		 njava = 0, i;
 	int		 fs = -1, mnt = -1, n;
 
 	if (realpath(SANDBOX_RESOLV, resolv) == NULL ||
@@ -276,9 +390,12 @@ sandbox_files(const char *nameserver, const char *bundle, size_t bundlelen,
 		sandbox_fail(fd, "%s: %s (moat mounts the sandbox's trust "
 		    "bundle over it)", CERTS_SYSTEM_BUNDLE, errno ?
 		    strerror(errno) : "not a regular file");
+	if (bundle != NULL && store != NULL)
+		njava = sandbox_java_stores(java, SANDBOX_JAVA_MAX);
 	n = snprintf(text, sizeof(text), "# moat run: DNS goes to moatd\n"
 	    "nameserver %s\n", nameserver);
-	snprintf(size, sizeof(size), "%zu", bundlelen + SANDBOX_TMPFS_BYTES);
+	snprintf(size, sizeof(size), "%zu", bundlelen + storelen +
+	    SANDBOX_TMPFS_BYTES);
 	if ((fs = fsopen("tmpfs", FSOPEN_CLOEXEC)) == -1 ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "size", size, 0) == -1 ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) == -1 ||
@@ -292,6 +409,13 @@ sandbox_files(const char *nameserver, const char *bundle, size_t bundlelen,
 	if (bundle != NULL) {
 		sandbox_write_at(mnt, "ca-bundle.crt", bundle, bundlelen, fd);
 		sandbox_mount_file(mnt, "ca-bundle.crt", sys, fd);
+	}
+	if (njava > 0) {
+		sandbox_write_at(mnt, "cacerts", store, storelen, fd);
+		/* A JDK found by its path may be where no mount goes (a
+		 * FUSE file system): its JVMs then trust what they did. */
+		for (i = 0; i < njava; i++)
+			(void)sandbox_mount_try(mnt, "cacerts", java[i]);
 	}
 	close(mnt);
 	close(fs);
@@ -431,7 +555,7 @@ sandbox_env(const struct sandbox_net *net, const char *extra,
 		x[nx++] = p;
 	}
 	nvars = sizeof(sandbox_proxy_vars) / sizeof(sandbox_proxy_vars[0]);
-	ncas = ca ? sizeof(sandbox_ca_vars) / sizeof(sandbox_ca_vars[0]) : 0;
+	ncas = ca ? sandbox_ca_nvars : 0;
 	while (environ[n] != NULL)
 		n++;
 	if ((env = calloc(n + nvars + nx + ncas + 1, sizeof(*env))) == NULL)
@@ -456,10 +580,13 @@ sandbox_env(const struct sandbox_net *net, const char *extra,
 		const char	*name = sandbox_proxy_vars[j];
 		int		 r;
 
-		if (strcasecmp(name, "ALL_PROXY") == 0)
-			r = asprintf(&v, "%s=socks5h://%s:%u", name,
-			    net->proxy_host, net->socks_port);
-		else if (strcasecmp(name, "NO_PROXY") == 0)
+		/*
+		 * ALL_PROXY too names the HTTP proxy: every client that reads
+		 * it takes http:// (httpx refuses socks5h://, and wants a
+		 * package for socks5://), and what ignores it is caught by
+		 * the transparent listener.
+		 */
+		if (strcasecmp(name, "NO_PROXY") == 0)
 			r = asprintf(&v, "%s=localhost,127.0.0.1,::1", name);
 		else
 			r = asprintf(&v, "%s=http://%s:%u", name,
@@ -612,8 +739,8 @@ sandbox_init(const struct sandbox_spec *spec, int fd)
 	struct sandbox_go	 go;
 	sigset_t		 mask;
 	char			 msg[SANDBOX_MSG_MAX], **envp, *extra;
-	const char		*pem;
-	size_t			 extralen, pemlen;
+	const char		*pem, *store, *end;
+	size_t			 extralen, pemlen, storelen;
 	ssize_t			 n;
 	pid_t			 wpid;
 	int			 sfd, ep[2], e;
@@ -647,13 +774,18 @@ sandbox_init(const struct sandbox_spec *spec, int fd)
 		_exit(MOAT_EXIT_LAUNCH);
 	if ((extra = sandbox_recv_extra(fd, &extralen)) == NULL)
 		_exit(MOAT_EXIT_LAUNCH);
-	/* The bundle follows the variables' empty string. */
-	for (pem = extra; pem < extra + extralen && *pem != '\0';
-	    pem += strlen(pem) + 1)
+	/* The bundle follows the variables' empty string, the trust store
+	 * the bundle's NUL. */
+	end = extra + extralen;
+	for (pem = extra; pem < end && *pem != '\0'; pem += strlen(pem) + 1)
 		;
-	pem = pem < extra + extralen ? pem + 1 : extra + extralen;
-	pemlen = extralen - (size_t)(pem - extra);
-	sandbox_files(go.net.nameserver, pemlen > 0 ? pem : NULL, pemlen, fd);
+	pem = pem < end ? pem + 1 : end;
+	store = memchr(pem, '\0', (size_t)(end - pem));
+	pemlen = (size_t)((store != NULL ? store : end) - pem);
+	store = store != NULL ? store + 1 : end;
+	storelen = (size_t)(end - store);
+	sandbox_files(go.net.nameserver, pemlen > 0 ? pem : NULL, pemlen,
+	    storelen > 0 ? store : NULL, storelen, fd);
 	sandbox_mask(spec->mask, fd);
 	sandbox_mask_admins(fd);
 	for (pem = extra; pem < extra + extralen && *pem != '\0';

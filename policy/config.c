@@ -145,6 +145,8 @@ static void	config_resolver(struct config_ctx *x, json_t *v, size_t pos);
 static bool	config_server(struct config_ctx *x, json_t *v, size_t pos,
 		    char **out);
 static void	config_tls(struct config_ctx *x, json_t *v, size_t pos);
+static void	config_trust_dir(struct config_ctx *x, json_t *v, size_t pos,
+		    bool ca);
 static void	config_file_list(struct config_ctx *x, json_t *v, size_t pos,
 		    char ***out);
 static void	config_admin(struct config_ctx *x, json_t *v, size_t pos);
@@ -631,7 +633,7 @@ config_server(struct config_ctx *x, json_t *v, size_t pos, char **out)
 
 enum {
 	TLS_CA_CERT = 0, TLS_CA_KEY, TLS_UPSTREAM, TLS_EXTRA, TLS_LEAF,
-	TLS__COUNT
+	TLS_TRUST_DIR, TLS__COUNT
 };
 
 static void
@@ -643,6 +645,7 @@ config_tls(struct config_ctx *x, json_t *v, size_t pos)
 		[TLS_UPSTREAM] = { "upstream_ca_files", NULL, 0 },
 		[TLS_EXTRA] = { "extra_ca_files", NULL, 0 },
 		[TLS_LEAF] = { "leaf_cache_entries", NULL, 0 },
+		[TLS_TRUST_DIR] = { "trust_dir", NULL, 0 },
 	};
 	struct moat_tls		*t = &x->c->tls;
 	long long		 n;
@@ -686,6 +689,33 @@ config_tls(struct config_ctx *x, json_t *v, size_t pos)
 			t->leaf_cache_entries = (size_t)n;
 		config_pop(x, old);
 	}
+	if (f[TLS_TRUST_DIR].v != NULL)
+		config_trust_dir(x, f[TLS_TRUST_DIR].v, f[TLS_TRUST_DIR].pos,
+		    f[TLS_CA_CERT].v != NULL);
+}
+
+/*
+ * tls.trust_dir: an absolute directory path, where moatd writes what the
+ * clients of its listeners must trust; only with a CA, which is what
+ * they would trust.
+ */
+static void
+config_trust_dir(struct config_ctx *x, json_t *v, size_t pos, bool ca)
+{
+	size_t	old = config_push_key(x, "trust_dir");
+
+	if (config_file(x, v, pos, &x->c->tls.trust_dir)) {
+		if (x->c->tls.trust_dir[0] != '/')
+			config_err(x, pos, "%s is not an absolute path",
+			    config_q(x, x->c->tls.trust_dir,
+			    strlen(x->c->tls.trust_dir)));
+		else if (!ca)
+			config_err(x, pos, "tls.trust_dir needs a CA "
+			    "(tls.ca_cert and tls.ca_key): without one "
+			    "moatd reads no TLS and there is nothing to "
+			    "trust");
+	}
+	config_pop(x, old);
 }
 
 static void
@@ -1025,6 +1055,7 @@ config_free(struct moat_config *c)
 	free(c->tls.ca_key);
 	config_free_list(c->tls.upstream_ca_files);
 	config_free_list(c->tls.extra_ca_files);
+	free(c->tls.trust_dir);
 	free(c->admin_address);
 	free(c->admin_path);
 	free(c->user);

@@ -535,6 +535,8 @@ struct moat_tls {
 	char		**upstream_ca_files;	/* NULL-terminated, may be NULL */
 	char		**extra_ca_files;	/* added to the sandbox trust bundle */
 	size_t		 leaf_cache_entries;
+	char		*trust_dir;		/* moatd writes the trust bundle
+						   and store there, or NULL */
 };
 
 struct moat_config {

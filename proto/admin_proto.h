@@ -24,7 +24,9 @@
  *   {"op": "hello", "version": 1}
  *     -> {"ok": true, "version": 1, "moatd": "0.1.0", "watch": true}
  *   {"op": "register", "sandbox": NAME, "config": CONFIG,
- *    "listeners": [{"proto": PROTO, "fd": I}, ...]}  + descriptors
+ *    "listeners": [{"proto": PROTO, "fd": I}, ...],
+ *    "trust_extra": [{"name": TEXT, "pem": PEM}, ...],
+ *    "trust_store": BOOL}  + descriptors
  *     NAME: [A-Za-z0-9._-]{1,64}, unique among live sandboxes and not
  *       the "sandbox" of one of moatd's configured listeners.
  *     CONFIG: a moat.json object holding only "policy" (and, with TLS
@@ -39,8 +41,15 @@
  *       "http+socks5" listener may add "connect_refusal": "status" (the
  *       default) or "in-tunnel" (moatd needs a CA), as the config key of
  *       that name; no other key.
+ *     "trust_extra" (optional, at most 16): CA files the sandbox's user
+ *       named (moat run sends the files of SSL_CERT_FILE and the other
+ *       bundle variables), each by a NAME of 1-512 bytes for messages;
+ *       merged into its "trust_bundle" when moatd intercepts TLS.
+ *     "trust_store" (optional, default false): answer with the bundle as
+ *       a PKCS12 trust store too.
  *     -> {"ok": true, "sandbox": NAME, "placeholders": {VAR: PH, ...},
- *         "hide": [PATH, ...], "trust_pem": PEM, "trust_bundle": PEM}
+ *         "hide": [PATH, ...], "trust_pem": PEM, "trust_bundle": PEM,
+ *         "trust_store": BASE64, "trust_warnings": [TEXT, ...]}
  *     "placeholders": for each secret of CONFIG's "secrets", the
  *       variable the sandbox gets ("sandbox_env", default the secret's
  *       name) and this sandbox's random placeholder for it ("moat-ph-"
@@ -51,10 +60,17 @@
  *       and of CONFIG (moat run mounts /dev/null over each).
  *     "trust_pem": present when moatd intercepts TLS (tls.ca_cert): its
  *       CA certificate and tls.extra_ca_files, PEM (never a key).
- *     "trust_bundle": with "trust_pem": those and the system's roots,
- *       each certificate re-encoded, what a sandbox mounts as its trust
- *       bundle; if moatd cannot build it (no system bundle, say),
- *       "trust_bundle_error": TEXT instead.
+ *     "trust_bundle": with "trust_pem": those, the system's roots and
+ *       the certificates of "trust_extra", each once and re-encoded, what
+ *       a sandbox mounts as its trust bundle; if moatd cannot build it
+ *       (no system bundle, say), "trust_bundle_error": TEXT instead.
+ *     "trust_store": when asked for, the bundle as PKCS12 (DER, base64):
+ *       trusted certificate entries only, nothing encrypted and no MAC,
+ *       so Java opens it with any password or none; if it cannot be
+ *       built, "trust_store_error": TEXT instead.
+ *     "trust_warnings": the "trust_extra" files left out, and why (one
+ *       that is no bundle of certificates, holds a key, or would make the
+ *       answer larger than ADMIN_MSG_MAX); absent when none was.
  *     Rules that must see inside TLS are accepted only when moatd has a
  *     CA; secrets are read when the sandbox registers (a file that is
  *     missing or readable by others refuses the registration).

@@ -33,6 +33,9 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <jansson.h>
+#include <openssl/evp.h>
+
+#include "certs/certs.h"
 
 #include "policy/policy.h"
 #include "policy/jsonload.h"
@@ -60,6 +63,12 @@
 #define ADMIN_WATCH_OUT_MAX	(256u << 10)
 #define ADMIN_WATCH_MAX		16	/* watches per connection */
 #define ADMIN_WATCH_NAME_MAX	256	/* a watched name, bytes */
+#define ADMIN_TRUST_EXTRA_MAX	16	/* "trust_extra" files */
+#define ADMIN_TRUST_NAME_MAX	512	/* the name of one, bytes */
+/* What a register answer may spend on its trust bundle and store (a
+ * sandbox's own CA files merged): the rest of a message is for the
+ * placeholders and what else it says. */
+#define ADMIN_TRUST_ANSWER_MAX	(ADMIN_MSG_MAX - (96u << 10))
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE		71
@@ -109,6 +118,8 @@ static int	admin_flush(struct admin_conn *ac);
 static int	admin_message(struct admin_conn *ac, const char *buf,
 		    size_t len);
 static int	admin_register(struct admin_conn *ac, json_t *req);
+static int	admin_trust_check(struct admin_conn *ac, json_t *req);
+static int	admin_trust(struct admin_conn *ac, json_t *req, json_t *ans);
 static int	admin_unregister(struct admin_conn *ac, json_t *req);
 static int	admin_watch(struct admin_conn *ac, json_t *req);
 static int	admin_unwatch(struct admin_conn *ac, json_t *req);
@@ -811,19 +822,195 @@ admin_hide(json_t *ans, const struct sandbox *sb)
 }
 
 /*
+ * A register's "trust_extra" and "trust_store", checked before anything
+ * is made: at most ADMIN_TRUST_EXTRA_MAX objects {"name": TEXT, "pem":
+ * TEXT}, a boolean.  0, or -1 once the failure is answered.
+ */
+static int
+admin_trust_check(struct admin_conn *ac, json_t *req)
+{
+	json_t	*ex = json_object_get(req, "trust_extra");
+	json_t	*st = json_object_get(req, "trust_store"), *e, *n, *p;
+	size_t	 i;
+
+	if (st != NULL && !json_is_boolean(st))
+		return admin_fail(ac, "\"trust_store\" must be true or false");
+	if (ex == NULL)
+		return 0;
+	if (!json_is_array(ex) || json_array_size(ex) > ADMIN_TRUST_EXTRA_MAX)
+		return admin_fail(ac, "\"trust_extra\" must list at most %d "
+		    "files", ADMIN_TRUST_EXTRA_MAX);
+	json_array_foreach(ex, i, e) {
+		n = json_object_get(e, "name");
+		p = json_object_get(e, "pem");
+		if (!json_is_object(e) || json_object_size(e) != 2 ||
+		    !json_is_string(n) || !json_is_string(p) ||
+		    json_string_length(n) == 0 ||
+		    json_string_length(n) > ADMIN_TRUST_NAME_MAX ||
+		    strlen(json_string_value(n)) != json_string_length(n))
+			return admin_fail(ac, "trust_extra[%zu]: want {\"name\": "
+			    "TEXT (1-%d bytes), \"pem\": TEXT}", i,
+			    ADMIN_TRUST_NAME_MAX);
+	}
+	return 0;
+}
+
+/* Sets ans's key to the base64 text of len bytes of data.  0 or -1. */
+static int
+admin_set_base64(json_t *ans, const char *key, const unsigned char *data,
+    size_t len)
+{
+	unsigned char	*b64;
+	int		 n, rc;
+
+	if (len > INT_MAX / 2 || (b64 = malloc((len + 2) / 3 * 4 + 1)) ==
+	    NULL)
+		return -1;
+	n = EVP_EncodeBlock(b64, data, (int)len);
+	rc = n < 0 ? -1 : json_object_set_new(ans, key, json_stringn(
+	    (const char *)b64, (size_t)n));
+	free(b64);
+	return rc;
+}
+
+/*
+ * The bundle of a sandbox that brings its user's CA files ("trust_extra":
+ * merged, each certificate once, a file that is no bundle left out and
+ * said in "trust_warnings") and, with store not NULL, its trust store;
+ * or moatd's own.  *own is set when they must be freed.  NULL with err
+ * set.
+ */
+static const char *
+admin_trust_bundle(json_t *req, json_t *warnings, size_t *len,
+    const unsigned char **store, size_t *slen, bool *own, char *err,
+    size_t errlen)
+{
+	struct certs_extra	 ex[ADMIN_TRUST_EXTRA_MAX];
+	json_t			*jex = json_object_get(req, "trust_extra"), *e;
+	const char		*pem, *b;
+	unsigned char		*st = NULL;
+	char			*nb;
+	size_t			 n = 0, plen, i;
+
+	*own = false;
+	if (json_array_size(jex) == 0) {
+		if ((b = tls_trust_bundle(*A_ctx->tls, len, err, errlen)) !=
+		    NULL && store != NULL)
+			*store = tls_trust_store(*A_ctx->tls, slen, err,
+			    errlen);
+		return b;
+	}
+	memset(ex, 0, sizeof(ex));
+	json_array_foreach(jex, i, e) {
+		ex[n].name = json_string_value(json_object_get(e, "name"));
+		ex[n].pem = json_string_value(json_object_get(e, "pem"));
+		ex[n].len = json_string_length(json_object_get(e, "pem"));
+		n++;
+	}
+	pem = tls_trust_pem(*A_ctx->tls, &plen);
+	if ((nb = certs_bundle_from_pem(pem, plen, NULL, ex, n, len,
+	    store != NULL ? &st : NULL, slen, err, errlen)) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (ex[i].why[0] != '\0' && json_array_append_new(warnings,
+		    json_sprintf("%s: not merged into the trust bundle: %s",
+		    ex[i].name, ex[i].why)) == -1) {
+			free(nb);
+			free(st);
+			snprintf(err, errlen, "out of memory");
+			return NULL;
+		}
+	if (store != NULL)
+		*store = st;
+	*own = true;
+	return nb;
+}
+
+/*
+ * What a sandbox must trust, into the register answer ans: "trust_pem"
+ * (moatd's CA and tls.extra_ca_files), "trust_bundle" (those, the
+ * system's roots and the sandbox's "trust_extra"), with "trust_store"
+ * true the bundle as a PKCS12 trust store ("trust_store", base64), and
+ * "trust_warnings" for what was left out.  A bundle that cannot be built
+ * is said in "trust_bundle_error" (the sandbox's side decides).  0, or
+ * -1 once the failure (memory) is answered.
+ */
+static int
+admin_trust(struct admin_conn *ac, json_t *req, json_t *ans)
+{
+	json_t			*warn;
+	const char		*pem, *bundle = NULL;
+	const unsigned char	*store = NULL;
+	char			 err[512];
+	size_t			 len, blen = 0, slen = 0;
+	bool			 own = false, want;
+	int			 rc = -1;
+
+	want = json_is_true(json_object_get(req, "trust_store"));
+	if ((warn = json_array()) == NULL)
+		return admin_fail(ac, "out of memory");
+	/* The CA alone, and the bundle a sandbox mounts: built here, so
+	 * that moat itself needs no OpenSSL. */
+	pem = tls_trust_pem(*A_ctx->tls, &len);
+	if (json_object_set_new(ans, "trust_pem", json_stringn(pem, len)) ==
+	    -1)
+		goto oom;
+	err[0] = '\0';
+	bundle = admin_trust_bundle(req, warn, &blen, want ? &store : NULL,
+	    &slen, &own, err, sizeof(err));
+	/* The user's files must not make the answer too large to send. */
+	if (own && blen + (slen + 2) / 3 * 4 > ADMIN_TRUST_ANSWER_MAX) {
+		free((char *)bundle);
+		free((unsigned char *)store);
+		own = false;
+		store = NULL;
+		json_array_clear(warn);
+		if (json_array_append_new(warn, json_sprintf("the CA files "
+		    "named (%zu of them) make the trust bundle too large to "
+		    "send (%zu bytes); none of them is merged",
+		    json_array_size(json_object_get(req, "trust_extra")),
+		    blen)) == -1)
+			goto oom;
+		bundle = admin_trust_bundle(NULL, warn, &blen, want ? &store :
+		    NULL, &slen, &own, err, sizeof(err));
+	}
+	if (bundle == NULL ? json_object_set_new(ans, "trust_bundle_error",
+	    json_string(err)) == -1 : json_object_set_new(ans,
+	    "trust_bundle", json_stringn(bundle, blen)) == -1)
+		goto oom;
+	if (bundle != NULL && want && (store == NULL ? json_object_set_new(ans,
+	    "trust_store_error", json_string(err)) == -1 :
+	    admin_set_base64(ans, "trust_store", store, slen) == -1))
+		goto oom;
+	if (json_array_size(warn) > 0 && json_object_set(ans,
+	    "trust_warnings", warn) == -1)
+		goto oom;
+	rc = 0;
+	goto out;
+ oom:
+	admin_fail(ac, "out of memory");
+ out:
+	if (own) {
+		free((char *)bundle);
+		free((unsigned char *)store);
+	}
+	json_decref(warn);
+	return rc;
+}
+
+/*
  * The start of a register answer: the sandbox's own secrets read now
  * (a failure refuses the registration), its placeholders made now and
  * listed by variable name, and what it must trust when moatd intercepts.
  * Returns the answer ({"ok": true, ...}) or NULL after admin_fail().
  */
 static json_t *
-admin_secrets(struct admin_conn *ac, struct sandbox *sb)
+admin_secrets(struct admin_conn *ac, struct sandbox *sb, json_t *req)
 {
 	struct secrets_view	 v;
 	json_t			*ans, *ph;
-	const char		*pem;
 	char			 err[512];
-	size_t			 i, len;
+	size_t			 i;
 
 	if ((ans = json_pack("{s:b, s:{}}", "ok", 1, "placeholders")) ==
 	    NULL) {
@@ -859,27 +1046,9 @@ admin_secrets(struct admin_conn *ac, struct sandbox *sb)
 		admin_fail(ac, "out of memory");
 		return NULL;
 	}
-	if (*A_ctx->tls != NULL) {
-		char	berr[256];
-
-		/* The CA alone, and the bundle a sandbox mounts: built
-		 * here, so that moat itself needs no OpenSSL. */
-		pem = tls_trust_pem(*A_ctx->tls, &len);
-		if (json_object_set_new(ans, "trust_pem",
-		    json_stringn(pem, len)) == -1) {
-			json_decref(ans);
-			admin_fail(ac, "out of memory");
-			return NULL;
-		}
-		if ((pem = tls_trust_bundle(*A_ctx->tls, &len, berr,
-		    sizeof(berr))) != NULL ? json_object_set_new(ans,
-		    "trust_bundle", json_stringn(pem, len)) == -1 :
-		    json_object_set_new(ans, "trust_bundle_error",
-		    json_string(berr)) == -1) {
-			json_decref(ans);
-			admin_fail(ac, "out of memory");
-			return NULL;
-		}
+	if (*A_ctx->tls != NULL && admin_trust(ac, req, ans) == -1) {
+		json_decref(ans);
+		return NULL;
 	}
 	return ans;
 }
@@ -956,6 +1125,8 @@ admin_register(struct admin_conn *ac, json_t *req)
 	    json_array_size(lst) > ADMIN_FDS_MAX)
 		return admin_fail(ac, "\"listeners\" must list 1-%d sockets",
 		    ADMIN_FDS_MAX);
+	if (admin_trust_check(ac, req) == -1)
+		return -1;
 	need = json_array_size(lst);
 	if (ac->nfds < need)
 		return admin_fail(ac, "%zu listeners announced, %zu descriptors "
@@ -1001,7 +1172,7 @@ admin_register(struct admin_conn *ac, json_t *req)
 		admin_fail(ac, "out of memory");
 		goto closefds;
 	}
-	if ((ans = admin_secrets(ac, sb)) == NULL)
+	if ((ans = admin_secrets(ac, sb, req)) == NULL)
 		goto closefds;
 	/* From here each descriptor belongs to its listener (or is closed). */
 	json_array_foreach(lst, i, e) {

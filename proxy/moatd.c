@@ -82,6 +82,8 @@ static void	raise_nofile(void);
 static void	check_nofile(const struct moat_config *cfg, size_t nworkers,
 		    const char *what);
 static int	drop_privileges(const char *user);
+static int	publish_trust(const struct moat_config *cfg, struct tls *tls,
+		    const char *what);
 static void	on_sighup(evutil_socket_t fd, short what, void *arg);
 static void	on_sigterm(evutil_socket_t fd, short what, void *arg);
 static void	on_sigusr1(evutil_socket_t fd, short what, void *arg);
@@ -378,6 +380,31 @@ drop_privileges(const char *user)
 	return 0;
 }
 
+/*
+ * tls.trust_dir: the trust bundle and store the clients of moatd's own
+ * listeners take (a Docker sidecar's container mounts the folder).  what
+ * prefixes the warning ("reload: ").  0, or -1 after the warning.
+ */
+static int
+publish_trust(const struct moat_config *cfg, struct tls *tls,
+    const char *what)
+{
+	char	err[512];
+
+	if (cfg->tls.trust_dir == NULL || tls == NULL)
+		return 0;
+	err[0] = '\0';
+	if (tls_publish(tls, cfg->tls.trust_dir, err, sizeof(err)) == -1) {
+		log_warnx("%stls.trust_dir: cannot write the trust bundle: %s",
+		    what, err);
+		return -1;
+	}
+	log_info("%strust: the clients of moatd's listeners trust %s/%s "
+	    "(PEM) or %s/%s (PKCS12, for Java)", what, cfg->tls.trust_dir,
+	    TLS_TRUST_PEM, cfg->tls.trust_dir, TLS_TRUST_P12);
+	return 0;
+}
+
 static int
 same_listeners(const struct moat_config *a, const struct moat_config *b)
 {
@@ -462,6 +489,7 @@ on_sighup(evutil_socket_t fd, short what, void *arg)
 	m->cfg = cfg;
 	m->tls = tls;
 	m->secrets = secrets;
+	(void)publish_trust(cfg, tls, "reload: ");
 	admin_reload();
 	log_info("reload done: new requests use the new policy");
 }
@@ -727,6 +755,10 @@ moatd_start(struct moatd *m)
 		if (m->admin_lfd == -1)
 			fatalx("%s", err);
 	}
+	/* Before the drop: the folder may be root's. */
+	if (publish_trust(m->cfg, m->tls, "") == -1)
+		fatalx("the clients of the listeners would have nothing to "
+		    "trust");
 	if (m->cfg->user != NULL && drop_privileges(m->cfg->user) == -1)
 		fatalx("refusing to run with more privilege than asked for");
 

@@ -13,6 +13,10 @@
  */
 #include "config.h"
 
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -48,6 +52,9 @@ struct tls {
 						   roots, built on first use
 						   (the admin thread's) */
 	size_t			 bundle_len;
+	unsigned char		*store;		/* bundle as PKCS12, built
+						   with it */
+	size_t			 store_len;
 };
 
 static int	tls_ex_key = -1;	/* SSL ex_data: "host:port" (client) */
@@ -200,6 +207,7 @@ tls_unref(struct tls *t)
 	certs_ca_free(t->ca);
 	free(t->trust_pem);
 	free(t->bundle);
+	free(t->store);
 	pthread_mutex_destroy(&t->mu);
 	free(t);
 }
@@ -214,12 +222,54 @@ tls_trust_pem(const struct tls *t, size_t *len)
 const char *
 tls_trust_bundle(struct tls *t, size_t *len, char *err, size_t errlen)
 {
+	/* The store with it: parsing the certificates is what costs. */
 	if (t->bundle == NULL && (t->bundle = certs_bundle_from_pem(
-	    t->trust_pem, t->trust_len, NULL, &t->bundle_len, err,
-	    errlen)) == NULL)
+	    t->trust_pem, t->trust_len, NULL, NULL, 0, &t->bundle_len,
+	    &t->store, &t->store_len, err, errlen)) == NULL)
 		return NULL;
 	*len = t->bundle_len;
 	return t->bundle;
+}
+
+const unsigned char *
+tls_trust_store(struct tls *t, size_t *len, char *err, size_t errlen)
+{
+	size_t	plen;
+
+	if (tls_trust_bundle(t, &plen, err, errlen) == NULL)
+		return NULL;
+	*len = t->store_len;
+	return t->store;
+}
+
+int
+tls_publish(struct tls *t, const char *dir, char *err, size_t errlen)
+{
+	const unsigned char	*store;
+	const char		*pem;
+	char			 path[PATH_MAX];
+	size_t			 plen, slen;
+
+	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if ((pem = tls_trust_bundle(t, &plen, err, errlen)) == NULL ||
+	    (store = tls_trust_store(t, &slen, err, errlen)) == NULL)
+		return -1;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+	    TLS_TRUST_PEM) >= sizeof(path) ||
+	    certs_publish(path, pem, plen, err, errlen) == -1)
+		goto fail;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+	    TLS_TRUST_P12) >= sizeof(path) ||
+	    certs_publish(path, store, slen, err, errlen) == -1)
+		goto fail;
+	return 0;
+ fail:
+	if (err[0] == '\0')
+		snprintf(err, errlen, "%s: path too long", dir);
+	return -1;
 }
 
 SSL *

@@ -46,6 +46,26 @@ const char	*tls_trust_pem(const struct tls *t, size_t *len);
  */
 const char	*tls_trust_bundle(struct tls *t, size_t *len, char *err,
 		    size_t errlen);
+/*
+ * tls_trust_bundle() as a PKCS12 trust store, for Java
+ * (certs_trust_store()), built with it and kept; likewise only from the
+ * admin socket's thread.  NULL with err set if it cannot be built.
+ */
+const unsigned char *tls_trust_store(struct tls *t, size_t *len, char *err,
+		    size_t errlen);
+
+/* The files tls_publish() writes, in tls.trust_dir. */
+#define TLS_TRUST_PEM	"ca-bundle.crt"
+#define TLS_TRUST_P12	"ca-bundle.p12"
+/*
+ * Writes tls_trust_bundle() to dir/ca-bundle.crt and tls_trust_store() to
+ * dir/ca-bundle.p12 (each mode 0644, replaced whole: a reader sees the
+ * old file or the new one), making dir (0755) if it is missing: what the
+ * clients of moatd's own listeners trust (tls.trust_dir).  Likewise only
+ * from the admin socket's thread.  0, or -1 with err set.
+ */
+int		tls_publish(struct tls *t, const char *dir, char *err,
+		    size_t errlen);
 
 /*
  * A server-side SSL for a client that asked for host (canonical name or

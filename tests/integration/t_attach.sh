@@ -240,7 +240,7 @@ mt_wait_log "$MT_T/moatd.err" "reload done" 50 ||
 if mt_bg att_tb moat env MOAT_NETNS="$MOAT_NETNS" "$MOAT" attach \
     --netns "/run/netns/$ATT" --moatd "unix:$MT_T/adm/admin.sock" $PRIV \
     --allow origin.test --name tb1 --trust-bundle "$MT_T/tb1.pem" \
-    --ready-fd 3; then
+    --trust-store "$MT_T/tb1.p12" --ready-fd 3; then
 	ca=$(sed -n '/BEGIN/,/END/p' "$MT_T/ca/ca.crt" | grep -v -- '-----' |
 	    tr -d '\n')
 	mt_eq "--trust-bundle: moat's CA is in it" 1 \
@@ -250,6 +250,19 @@ if mt_bg att_tb moat env MOAT_NETNS="$MOAT_NETNS" "$MOAT" attach \
 	    "$(grep -c 'BEGIN CERTIFICATE' "$MT_T/tb1.pem")"
 	mt_eq "--trust-bundle: no key in it" 0 \
 	    "$(grep -c 'PRIVATE KEY' "$MT_T/tb1.pem")"
+	# --trust-store: the same certificates, PKCS12, no password.
+	openssl pkcs12 -in "$MT_T/tb1.p12" -nokeys -passin pass: \
+	    2>/dev/null | sed -n '/BEGIN CERT/,/END CERT/p' > "$MT_T/tb1.p12.pem"
+	if cmp -s "$MT_T/tb1.p12.pem" "$MT_T/tb1.pem"; then
+		mt_pass "--trust-store: the bundle's certificates, read with no password"
+	else
+		mt_fail "--trust-store differs from --trust-bundle" "$MT_T/att_tb.err"
+	fi
+	if command -v keytool >/dev/null 2>&1; then
+		mt_eq "--trust-store: keytool lists a trusted entry per certificate" \
+		    $((sys + 1)) "$(keytool -list -keystore "$MT_T/tb1.p12" \
+		    -storepass changeit 2>/dev/null | grep -c trustedCertEntry)"
+	fi
 	kill -TERM "$MT_RPID_att_tb"
 	mt_wait_exit "$MT_PID_att_tb"
 else

@@ -194,7 +194,8 @@ for who in $users; do
 	fi
 	mt_eq "$n: HTTP_PROXY" "http://$h:3128" "$(mt_out "$n" HTTP_PROXY)"
 	mt_eq "$n: https_proxy" "http://$h:3128" "$(mt_out "$n" https_proxy)"
-	mt_eq "$n: ALL_PROXY" "socks5h://$h:1080" "$(mt_out "$n" ALL_PROXY)"
+	mt_eq "$n: ALL_PROXY" "http://$h:3128" "$(mt_out "$n" ALL_PROXY)"
+	mt_eq "$n: all_proxy" "http://$h:3128" "$(mt_out "$n" all_proxy)"
 	mt_eq "$n: no_proxy" "localhost,127.0.0.1,::1" "$(mt_out "$n" no_proxy)"
 	mt_eq "$n: curl through the proxy variables" 200 "$(mt_out "$n" curl)" "$out"
 	mt_eq "$n: curl https through CONNECT" 200 "$(mt_out "$n" curls)" "$out"

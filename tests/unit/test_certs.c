@@ -36,6 +36,7 @@
 #include <openssl/evp.h>
 #include <openssl/objects.h>
 #include <openssl/pem.h>
+#include <openssl/pkcs12.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
@@ -107,6 +108,8 @@ static void	test_certs_bundle(void);
 static void	test_certs_bundle_system(void);
 static void	test_certs_bundle_refuses(void);
 static void	test_certs_bundle_files(void);
+static void	test_certs_bundle_merge(void);
+static void	test_certs_trust_store(void);
 static void	test_certs_cmd(void);
 
 /* ------------------------------------------------------------------ */
@@ -1432,11 +1435,13 @@ test_certs_bundle_files(void)
 	files[2] = NULL;
 	pem = certs_trust_pem(tc_ca, extra, &plen, err, sizeof(err));
 	CU_ASSERT_FATAL(pem != NULL);
-	a = certs_bundle_from_pem(pem, plen, sys, &alen, err, sizeof(err));
+	a = certs_bundle_from_pem(pem, plen, sys, NULL, 0, &alen, NULL, NULL,
+	    err, sizeof(err));
 	b = certs_bundle_from_files(files, sys, &blen, err, sizeof(err));
 	CU_ASSERT_FATAL(a != NULL && b != NULL);
 	CU_ASSERT(alen == blen && memcmp(a, b, alen) == 0);
-	CU_ASSERT(tc_count(b, "-----BEGIN CERTIFICATE-----") == 3);
+	/* The other CA is an extra and the system's root: there once. */
+	CU_ASSERT(tc_count(b, "-----BEGIN CERTIFICATE-----") == 2);
 	free(pem);
 	free(a);
 
@@ -1562,6 +1567,229 @@ test_certs_bundle_refuses(void)
 	free(after);
 	free(before);
 	free(crt);
+}
+
+/*
+ * certs_bundle_from_pem() with the files a sandbox's user named: a
+ * private CA is merged, a copy of a root already there is not repeated,
+ * a file with a key or no certificate stays out (with its reason) and
+ * does not spoil the rest.
+ */
+static void
+test_certs_bundle_merge(void)
+{
+	char			 sys[PATH_MAX], dir[PATH_MAX], priv[PATH_MAX];
+	char			 err[TC_ERR_MAX], *ca, *root, *pcrt, *key;
+	char			*b, *both;
+	struct certs_extra	 ex[4];
+	X509			*first, *last, *px;
+	unsigned char		*st = NULL, *sb;
+	size_t			 calen, blen, slen = 0, sblen = 0, i;
+	int			 n;
+	BIO			*in;
+
+	TC_NEED();
+	tc_path(dir, "merge-root");
+	CU_ASSERT_FATAL(certs_ca_init(dir, err, sizeof(err)) == 0);
+	tc_join(sys, dir, "ca.crt");		/* a one-root system bundle */
+	tc_path(dir, "merge-private");
+	CU_ASSERT_FATAL(certs_ca_init(dir, err, sizeof(err)) == 0);
+	tc_join(priv, dir, "ca.crt");
+	ca = tc_slurp(tc_ca_crt, &calen);
+	root = tc_slurp(sys, NULL);
+	pcrt = tc_slurp(priv, NULL);
+	key = tc_slurp(tc_ca_key, NULL);
+	CU_ASSERT_FATAL(ca != NULL && root != NULL && pcrt != NULL &&
+	    key != NULL);
+	both = malloc(strlen(root) + strlen(pcrt) + 1);
+	CU_ASSERT_FATAL(both != NULL);
+	snprintf(both, strlen(root) + strlen(pcrt) + 1, "%s%s", root, pcrt);
+
+	memset(ex, 0, sizeof(ex));
+	ex[0] = (struct certs_extra){ "SSL_CERT_FILE=/a", pcrt,
+	    strlen(pcrt), "x" };
+	/* A bundle that repeats the system's root and the private CA. */
+	ex[1] = (struct certs_extra){ "REQUESTS_CA_BUNDLE=/b", both,
+	    strlen(both), "x" };
+	ex[2] = (struct certs_extra){ "CURL_CA_BUNDLE=/c", key, strlen(key),
+	    "x" };
+	ex[3] = (struct certs_extra){ "NODE_EXTRA_CA_CERTS=/d", "text\n", 5,
+	    "x" };
+	b = certs_bundle_from_pem(ca, calen, sys, ex, 4, &blen, &st, &slen,
+	    err, sizeof(err));
+	CU_ASSERT_FATAL(b != NULL && st != NULL);
+	/* The store from the same parse: the same certificates, in order. */
+	sb = certs_trust_store(b, blen, &sblen, err, sizeof(err));
+	CU_ASSERT(sb != NULL && sblen == slen && memcmp(sb, st, slen) == 0);
+	free(sb);
+	free(st);
+	CU_ASSERT(strlen(b) == blen);
+	CU_ASSERT(ex[0].why[0] == '\0' && ex[1].why[0] == '\0');
+	CU_ASSERT(tc_contains(ex[2].why, "CURL_CA_BUNDLE=/c") &&
+	    tc_contains(ex[2].why, "private key"));
+	CU_ASSERT(tc_contains(ex[3].why, "NODE_EXTRA_CA_CERTS=/d") &&
+	    tc_contains(ex[3].why, "no PEM certificate"));
+	CU_ASSERT(strstr(b, "PRIVATE KEY") == NULL);
+	/* moat's CA, the root, the private CA: each once, in that order. */
+	CU_ASSERT(tc_count(b, "-----BEGIN CERTIFICATE-----") == 3);
+	in = BIO_new_mem_buf(b, (int)blen);
+	CU_ASSERT_FATAL(in != NULL);
+	first = PEM_read_bio_X509(in, NULL, NULL, NULL);
+	X509_free(PEM_read_bio_X509(in, NULL, NULL, NULL));
+	last = PEM_read_bio_X509(in, NULL, NULL, NULL);
+	BIO_free(in);
+	px = tc_read_cert(priv);
+	CU_ASSERT(first != NULL && X509_cmp(first, certs_ca_cert(tc_ca)) == 0);
+	CU_ASSERT(last != NULL && px != NULL && X509_cmp(last, px) == 0);
+	X509_free(first);
+	X509_free(last);
+	X509_free(px);
+	free(b);
+
+	/* No extras; a bad system bundle is still an error. */
+	b = certs_bundle_from_pem(ca, calen, sys, NULL, 0, &blen, NULL, NULL,
+	    err, sizeof(err));
+	CU_ASSERT(b != NULL && tc_count(b, "-----BEGIN CERTIFICATE-----") ==
+	    2);
+	free(b);
+	err[0] = '\0';
+	st = NULL;
+	CU_ASSERT(certs_bundle_from_pem(ca, calen, tc_ca_key, NULL, 0, &blen,
+	    &st, &slen, err, sizeof(err)) == NULL &&
+	    tc_contains(err, "private key") && st == NULL);
+	/* moatd's own certificates twice over: once in the bundle. */
+	for (i = 0; i < 2; i++) {
+		n = 0;
+		b = certs_bundle_from_pem(ca, calen, tc_ca_crt, NULL, 0, &blen,
+		    NULL, NULL, err, sizeof(err));
+		if (b != NULL)
+			n = tc_count(b, "-----BEGIN CERTIFICATE-----");
+		CU_ASSERT(n == 1);
+		free(b);
+	}
+	free(both);
+	free(ca);
+	free(root);
+	free(pcrt);
+	free(key);
+}
+
+/*
+ * Whether bag is a certificate bag marked the way Java's PKCS12 store
+ * reads a trusted certificate entry: the trusted key usage attribute
+ * holding anyExtendedKeyUsage.
+ */
+static bool
+tc_java_trusted(const PKCS12_SAFEBAG *bag)
+{
+	const STACK_OF(X509_ATTRIBUTE)	*attrs;
+	const X509_ATTRIBUTE		*a;
+	const ASN1_TYPE			*t;
+	ASN1_OBJECT			*want, *any;
+	int				 i;
+	bool				 ok = false;
+
+	if (PKCS12_SAFEBAG_get_nid(bag) != NID_certBag ||
+	    (attrs = PKCS12_SAFEBAG_get0_attrs(bag)) == NULL)
+		return false;
+	want = OBJ_txt2obj("2.16.840.1.113894.746875.1.1", 1);
+	any = OBJ_txt2obj("2.5.29.37.0", 1);
+	for (i = 0; want != NULL && any != NULL &&
+	    i < sk_X509_ATTRIBUTE_num(attrs); i++) {
+		a = sk_X509_ATTRIBUTE_value(attrs, i);
+		if (OBJ_cmp(X509_ATTRIBUTE_get0_object((X509_ATTRIBUTE *)a),
+		    want) != 0)
+			continue;
+		t = X509_ATTRIBUTE_get0_type((X509_ATTRIBUTE *)a, 0);
+		ok = t != NULL && t->type == V_ASN1_OBJECT &&
+		    OBJ_cmp(t->value.object, any) == 0;
+	}
+	ASN1_OBJECT_free(want);
+	ASN1_OBJECT_free(any);
+	return ok;
+}
+
+/*
+ * certs_trust_store(): every certificate of the bundle, in order, as a
+ * trusted certificate bag with its alias, in one unencrypted safe, no
+ * MAC, no key; input that is not a bundle of certificates is refused.
+ */
+static void
+test_certs_trust_store(void)
+{
+	STACK_OF(PKCS7)			*safes;
+	STACK_OF(PKCS12_SAFEBAG)	*bags;
+	const PKCS12_SAFEBAG		*bag;
+	char				 err[TC_ERR_MAX], dir[PATH_MAX];
+	char				 other[PATH_MAX], *ca, *o, *pem, *name;
+	char				*key;
+	unsigned char			*der;
+	const unsigned char		*p;
+	PKCS12				*p12;
+	X509				*x, *want[2];
+	size_t				 len, clen;
+	int				 i;
+
+	TC_NEED();
+	tc_path(dir, "store-other");
+	CU_ASSERT_FATAL(certs_ca_init(dir, err, sizeof(err)) == 0);
+	tc_join(other, dir, "ca.crt");
+	ca = tc_slurp(tc_ca_crt, &clen);
+	o = tc_slurp(other, NULL);
+	CU_ASSERT_FATAL(ca != NULL && o != NULL);
+	pem = malloc(clen + strlen(o) + 1);
+	CU_ASSERT_FATAL(pem != NULL);
+	snprintf(pem, clen + strlen(o) + 1, "%s%s", ca, o);
+	want[0] = certs_ca_cert(tc_ca);
+	want[1] = tc_read_cert(other);
+	CU_ASSERT_FATAL(want[1] != NULL);
+
+	der = certs_trust_store(pem, strlen(pem), &len, err, sizeof(err));
+	CU_ASSERT_FATAL(der != NULL && len > 0);
+	p = der;
+	p12 = d2i_PKCS12(NULL, &p, (long)len);
+	CU_ASSERT_FATAL(p12 != NULL);
+	CU_ASSERT(p == der + len);
+	CU_ASSERT(PKCS12_mac_present(p12) == 0);
+	safes = PKCS12_unpack_authsafes(p12);
+	CU_ASSERT_FATAL(safes != NULL && sk_PKCS7_num(safes) == 1);
+	/* Plain data, not encryptedData: readable with no password. */
+	CU_ASSERT(OBJ_obj2nid(sk_PKCS7_value(safes, 0)->type) ==
+	    NID_pkcs7_data);
+	bags = PKCS12_unpack_p7data(sk_PKCS7_value(safes, 0));
+	CU_ASSERT_FATAL(bags != NULL && sk_PKCS12_SAFEBAG_num(bags) == 2);
+	for (i = 0; i < 2; i++) {
+		char	alias[16];
+
+		bag = sk_PKCS12_SAFEBAG_value(bags, i);
+		CU_ASSERT(tc_java_trusted(bag));
+		x = PKCS12_SAFEBAG_get1_cert(bag);
+		CU_ASSERT(x != NULL && X509_cmp(x, want[i]) == 0);
+		X509_free(x);
+		name = PKCS12_get_friendlyname((PKCS12_SAFEBAG *)bag);
+		snprintf(alias, sizeof(alias), "moat-%d", i);
+		CU_ASSERT(name != NULL && strcmp(name, alias) == 0);
+		OPENSSL_free(name);
+	}
+	sk_PKCS12_SAFEBAG_pop_free(bags, PKCS12_SAFEBAG_free);
+	sk_PKCS7_pop_free(safes, PKCS7_free);
+	PKCS12_free(p12);
+	free(der);
+	X509_free(want[1]);
+
+	/* A key, or no certificate at all, is no trust store. */
+	key = tc_slurp(tc_ca_key, NULL);
+	CU_ASSERT_FATAL(key != NULL);
+	err[0] = '\0';
+	CU_ASSERT(certs_trust_store(key, strlen(key), &len, err,
+	    sizeof(err)) == NULL && tc_contains(err, "private key"));
+	err[0] = '\0';
+	CU_ASSERT(certs_trust_store("", 0, &len, err, sizeof(err)) == NULL &&
+	    tc_contains(err, "no PEM certificate"));
+	free(key);
+	free(pem);
+	free(ca);
+	free(o);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1695,5 +1923,8 @@ test_certs_register(void)
 	    test_certs_bundle_files);
 	CU_add_test(s, "bundle: the system's roots", test_certs_bundle_system);
 	CU_add_test(s, "bundle: refusals", test_certs_bundle_refuses);
+	CU_add_test(s, "bundle: the user's CA files merged, once each",
+	    test_certs_bundle_merge);
+	CU_add_test(s, "trust store: PKCS12 for Java", test_certs_trust_store);
 	CU_add_test(s, "moat ca", test_certs_cmd);
 }

@@ -333,6 +333,17 @@ static const struct cfg_vec	cfg_vectors[] = {
 	      "\"auto\"" },
 	    { 9, 11, "\"-x\"", "user: \"-x\" is not a user name (1-32 of A-Z "
 	      "a-z 0-9 . _ -, not starting with -)" } } },
+	{ "tls.trust_dir: a relative path",
+	  "{\n  " LISTEN ", " POLICY ",\n"
+	  "  \"tls\": {\"trust_dir\": \"run/moat\"}\n}", 1, 0, {
+	    { 3, 24, "\"run/moat\"", "tls.trust_dir: \"run/moat\" is not an "
+	      "absolute path" } } },
+	{ "tls.trust_dir without a CA",
+	  "{\n  " LISTEN ", " POLICY ",\n"
+	  "  \"tls\": {\"trust_dir\": \"/run/moat\"}\n}", 1, 0, {
+	    { 3, 24, "\"/run/moat\"", "tls.trust_dir: tls.trust_dir needs a CA "
+	      "(tls.ca_cert and tls.ca_key): without one moatd reads no TLS "
+	      "and there is nothing to trust" } } },
 	{ "limits.partial_heads_bytes below its range",
 	  "{\n  " LISTEN ", " POLICY ",\n"
 	  "  \"limits\": {\"partial_heads_bytes\": 65536}\n}", 1, 0, {

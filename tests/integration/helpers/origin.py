@@ -22,6 +22,10 @@ Endpoints (any method; HEAD gets no body):
                    an upstream that echoes a credential does
   /reason          401 with the request's Authorization in the status
                    line's reason phrase ("Invalid API key ...")
+  /PATH            with --root DIR, GET or HEAD of a file under DIR (a
+                   directory: its index.html or index.json): served
+                   with Content-Length, the query ignored: a package
+                   index, a registry stub, a dumb-HTTP git repository
   /store/NAME      PUT or POST: keeps the body in memory under NAME (201);
                    other methods: serves it (404 if none), honouring a
                    single "Range: bytes=A-B" with 206: what a service that
@@ -52,6 +56,7 @@ itself after --lifetime seconds.
 import argparse
 import hashlib
 import json
+import mimetypes
 import os
 import signal
 import socket
@@ -356,6 +361,15 @@ class Origin:
     def route(self, c, rec, close, head_only):
         path = rec["path"]
         parts = path.split("/")
+        if self.args.root and rec["method"] in ("GET", "HEAD"):
+            f = self.root_file(path)
+            if f is not None:
+                with open(f, "rb") as fh:
+                    body = fh.read()
+                ctype = mimetypes.guess_type(f)[0] or \
+                    "application/octet-stream"
+                self.respond(c, 200, body, close, head_only, ctype=ctype)
+                return not close
         if len(parts) == 3 and parts[1] == "bytes" and parts[2].isdigit():
             return self.send_bytes(c, rec, int(parts[2]), close,
                 head_only)
@@ -395,6 +409,20 @@ class Origin:
         self.respond(c, 200, body, close, head_only,
             ctype="application/json", conn=rec["conn"])
         return not close
+
+    def root_file(self, path):
+        """The file under --root that path names (a directory: its
+        index.html or index.json), or None; nothing outside --root."""
+        root = os.path.realpath(self.args.root)
+        f = os.path.realpath(os.path.join(root, path.lstrip("/")))
+        if f != root and not f.startswith(root + os.sep):
+            return None
+        if os.path.isdir(f):
+            for index in ("index.html", "index.json"):
+                if os.path.isfile(os.path.join(f, index)):
+                    return os.path.join(f, index)
+            return None
+        return f if os.path.isfile(f) else None
 
     def stored(self, c, rec, name, close, head_only):
         if rec["method"] in ("PUT", "POST"):
@@ -518,6 +546,7 @@ def main():
     ap.add_argument("--name", default="origin",
         help="name in log lines and X-Origin-Name")
     ap.add_argument("--banner", help="text served for GET /")
+    ap.add_argument("--root", help="serve GET and HEAD of files under DIR")
     ap.add_argument("--lifetime", type=float, default=60.0,
         help="exit after this many seconds (default 60)")
     ap.add_argument("--ready-fd", type=int, default=1,
