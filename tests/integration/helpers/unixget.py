@@ -211,7 +211,14 @@ def swap(d, bad, n):
     ta.start()
     tf.start()
     seen = {}
-    for _ in range(n):
+    # At least n connects; then on (up to 10 n, 20 s) until both names
+    # were seen, as in race(): on a loaded machine the flipping thread
+    # may not run for a while, and a swap never seen proves nothing.
+    deadline = time.monotonic() + 20
+    for i in range(n * 10):
+        if i >= n and (time.monotonic() > deadline or (
+                seen.get("own") and seen.get("EPERM"))):
+            break
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(5)
         try:
@@ -227,6 +234,9 @@ def swap(d, bad, n):
     tf.join()
     print("swap_own=%d\nswap_bad=%d\nswap_eperm=%d" %
           (seen.get("own", 0), seen.get("bad", 0), seen.get("EPERM", 0)))
+    other = sorted("%s:%d" % (k, v) for k, v in seen.items()
+                   if k not in ("own", "bad", "EPERM"))
+    print("swap_other=%s" % (",".join(other) or "none"))
 
 
 def race(good, bad, n):
