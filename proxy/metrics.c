@@ -14,7 +14,9 @@
  * once and keeps the answer in its caches (direct-mapped, small); an
  * entry for a sandbox name stays valid while the generation of its
  * place (M.gen, the one value workers read that another thread writes,
- * and only when the place changes hands) is the one it saw.
+ * and only when the place changes hands) is the one it saw.  The
+ * generation of other moves whenever a name gets a place, so that a
+ * name cached as other while every place was taken is looked up again.
  *
  * Not here: what is worth counting (the callers), the HTTP listener
  * (metrics_http.c).
@@ -105,6 +107,7 @@ struct mslot {			/* a sandbox name's place */
 
 struct mname {			/* cache: (sandbox, rule) -> place, rule */
 	uint32_t	 h, slot, gen, ridx;
+	uint32_t	 kgen;		/* gen in series keys (other: 0) */
 	bool		 used, has_rule;
 	uint8_t		 fold;		/* 1: sandbox folded, 2: rule */
 	char		 sb[METRICS_NAME_MAX + 1];
@@ -372,6 +375,8 @@ slot_get(const char *name)
 	sl->holds = 0;
 	sl->idle_seq = ++M.seq;
 	sl->nrules = 0;
+	/* What threads cached as other may have a place now: look again. */
+	atomic_store(&M.gen[M.other], atomic_load(&M.gen[M.other]) + 1);
 	return s;
 }
 
@@ -482,6 +487,8 @@ thr_name(struct mthr *t, const char *sb, const char *rule)
 	e->gen = atomic_load(&M.gen[s]);
 	e->ridx = rule_get(s, rule);
 	pthread_mutex_unlock(&M.mu);
+	/* Other's generation only says "look again": its series stay. */
+	e->kgen = s == M.other ? 0 : e->gen;
 	e->fold = (s == M.other ? 1 : 0) |
 	    (e->ridx == M.maxrules + 1 ? 2 : 0);
 	e->h = h;
@@ -648,7 +655,7 @@ metrics_audit(const struct audit_rec *r)
 		v = r->verdict == POLICY_ALLOW ? 0 : 1;
 		reason = (unsigned)r->reason < POLICY_R__COUNT ?
 		    (unsigned)r->reason : POLICY_R_INTERNAL;
-		key = KEY(KEY_DEC, n->gen, n->slot, n->ridx, v, reason);
+		key = KEY(KEY_DEC, n->kgen, n->slot, n->ridx, v, reason);
 		idx = thr_series(t, &M.dec, key,
 		    (uint32_t)M.cap + v * POLICY_R__COUNT + reason);
 		if (idx >= M.cap)
@@ -656,7 +663,7 @@ metrics_audit(const struct audit_rec *r)
 		cadd(&t->c[M.o_dec + idx], cnt);
 	}
 	if ((req || close) && (r->bytes_up > 0 || r->bytes_down > 0)) {
-		key = KEY(KEY_BYTES, n->gen, n->slot, n->ridx, 0, 0);
+		key = KEY(KEY_BYTES, n->kgen, n->slot, n->ridx, 0, 0);
 		idx = thr_series(t, &M.bytes, key, (uint32_t)M.cap);
 		if (idx >= M.cap)
 			cadd(&t->c[M.o_misc + MISC_FOLD_SERIES], 1);
