@@ -45,11 +45,16 @@
 #define METRICS_HTTP_READ_MS	5000	/* ... that must come this soon */
 #define METRICS_HTTP_WRITE_MS	10000	/* a reply that does not drain */
 #define METRICS_HTTP_ACCEPTS	16	/* accepts per wake-up */
+#define METRICS_HTTP_LINGER_MS	1000	/* what a client still sends after
+					   the reply is read and dropped this
+					   long, so that closing does not
+					   reset the reply away */
 
 struct metrics_http_conn {
 	struct metrics_http		*h;
 	struct bufferevent		*bev;
 	size_t				 scan;	/* http_head_scan's state */
+	struct event			*linger;	/* its end, once written */
 	LIST_ENTRY(metrics_http_conn)	 link;
 };
 
@@ -67,6 +72,7 @@ static void	mh_read(struct bufferevent *bev, void *arg);
 static void	mh_written(struct bufferevent *bev, void *arg);
 static void	mh_event(struct bufferevent *bev, short what, void *arg);
 static void	mh_conn_free(struct metrics_http_conn *mc);
+static void	mh_linger_end(evutil_socket_t fd, short what, void *arg);
 
 static int
 mh_bind_unix(const struct moat_metrics *m, char *err, size_t errlen)
@@ -241,6 +247,8 @@ mh_conn_free(struct metrics_http_conn *mc)
 {
 	LIST_REMOVE(mc, link);
 	mc->h->nconns--;
+	if (mc->linger != NULL)
+		event_free(mc->linger);
 	bufferevent_free(mc->bev);
 	free(mc);
 }
@@ -369,11 +377,50 @@ mh_read(struct bufferevent *bev, void *arg)
 	mh_answer(mc, (const char *)p, head_len);
 }
 
+/* After the reply: what the client still sends is dropped. */
+static void
+mh_discard(struct bufferevent *bev, void *arg)
+{
+	struct evbuffer	*in = bufferevent_get_input(bev);
+
+	(void)arg;
+	evbuffer_drain(in, evbuffer_get_length(in));
+}
+
+static void
+mh_linger_end(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	mh_conn_free(arg);
+}
+
+/*
+ * The reply is written: our side is shut down, and the connection is
+ * closed once the client closes its side or METRICS_HTTP_LINGER_MS have
+ * passed.  Closing with bytes of the client's unread (a refusal before
+ * its whole request came) would reset the connection, and the client
+ * could lose the reply.
+ */
 static void
 mh_written(struct bufferevent *bev, void *arg)
 {
-	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-		mh_conn_free(arg);
+	struct metrics_http_conn	*mc = arg;
+	struct timeval			 tv = util_ms_tv(METRICS_HTTP_LINGER_MS);
+
+	if (evbuffer_get_length(bufferevent_get_output(bev)) != 0 ||
+	    mc->linger != NULL)
+		return;
+	(void)shutdown(bufferevent_getfd(bev), SHUT_WR);
+	if ((mc->linger = evtimer_new(mc->h->base, mh_linger_end, mc)) ==
+	    NULL || evtimer_add(mc->linger, &tv) == -1) {
+		mh_conn_free(mc);
+		return;
+	}
+	bufferevent_setcb(bev, mh_discard, NULL, mh_event, mc);
+	(void)bufferevent_set_timeouts(bev, NULL, NULL);
+	(void)bufferevent_disable(bev, EV_WRITE);
+	(void)bufferevent_enable(bev, EV_READ);
 }
 
 static void

@@ -19,9 +19,10 @@ BUILD="build-essential autoconf automake pkg-config
 # Tests: namespaces and nftables (iproute2, nftables), real peers (curl,
 # socat, openssl, python3 for the helper servers), /proc readers (procps),
 # setpriv and unshare (util-linux), timeout (coreutils), gzip (moat audit
-# on compressed files).
+# on compressed files), a real scraper of moatd's metrics and its promtool
+# (prometheus).
 TEST="iproute2 nftables curl socat openssl python3 procps util-linux
-    coreutils gzip"
+    coreutils gzip prometheus"
 # Benchmarks: the origin of scripts/bench-inspect.sh (nginx-light).
 BENCH="nginx-light"
 # srt (t_srt.sh: sandbox-runtime from npm runs bubblewrap, socat and
