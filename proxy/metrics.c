@@ -188,6 +188,17 @@ metrics_mix(uint64_t k)
 	return k;
 }
 
+/* strcmp(a, b) == 0, inline: the names compared are short. */
+static inline bool
+streq(const char *a, const char *b)
+{
+	while (*a == *b && *a != '\0') {
+		a++;
+		b++;
+	}
+	return *a == *b;
+}
+
 /* Only the owning thread writes c: a relaxed load and store suffice. */
 static inline void
 cadd(_Atomic uint64_t *c, uint64_t n)
@@ -476,8 +487,7 @@ thr_name(struct mthr *t, const char *sb, const char *rule)
 	h = metrics_hash(rule != NULL ? rule : "", h * 31 + 7);
 	e = &t->nc[h & (METRICS_NAME_CACHE - 1)];
 	if (e->used && e->h == h && e->has_rule == (rule != NULL) &&
-	    strcmp(e->sb, sb) == 0 &&
-	    (rule == NULL || strcmp(e->rule, rule) == 0) &&
+	    streq(e->sb, sb) && (rule == NULL || streq(e->rule, rule)) &&
 	    atomic_load_explicit(&M.gen[e->slot], memory_order_relaxed) ==
 	    e->gen)
 		return e;
@@ -637,12 +647,26 @@ metrics_audit(const struct audit_rec *r)
 
 	if (!metrics_on || ev == NULL)
 		return;
-	req = strcmp(ev, "request") == 0;
-	dec = req || strcmp(ev, "open") == 0 || strcmp(ev, "dns") == 0 ||
-	    strcmp(ev, "connection") == 0;
-	/* An inspected tunnel's close line: its bytes were its requests'. */
-	close = strcmp(ev, "close") == 0 && (r->detail == NULL ||
-	    strcmp(r->detail, "inspected") != 0);
+	/* Decisions: request, open, dns, connection; bytes: request and
+	 * close (an inspected tunnel's close line: its bytes were its
+	 * requests'); others are not counted.  One comparison each. */
+	req = dec = close = false;
+	switch (ev[0]) {
+	case 'r':
+		req = dec = streq(ev, "request");
+		break;
+	case 'o':
+		dec = streq(ev, "open");
+		break;
+	case 'd':
+		dec = streq(ev, "dns");
+		break;
+	case 'c':
+		dec = streq(ev, "connection");
+		close = !dec && streq(ev, "close") && (r->detail == NULL ||
+		    !streq(r->detail, "inspected"));
+		break;
+	}
 	if ((!dec && !close) || (t = thr()) == NULL)
 		return;
 	n = thr_name(t, r->sandbox, r->rule);
