@@ -163,6 +163,9 @@ X509	*certs_leaf_get(struct certs_minter *m, const char *host, char *err,
  */
 EVP_PKEY	*certs_leaf_key(struct certs_minter *m);
 
+/* Cache hits and misses of every minter since start, whichever config
+ * made it (a reload makes a new one): for metrics.  Thread-safe. */
+void	certs_minter_totals(uint64_t *hits, uint64_t *misses);
 /* Copies m's counters into *st (a consistent snapshot).  Thread-safe. */
 void	certs_minter_stats(struct certs_minter *m,
 	    struct certs_minter_stats *st);

@@ -33,6 +33,7 @@
 
 #include <pthread.h>
 #include <search.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -82,6 +83,9 @@ struct leaf_entry {
 	char			 host[];	/* the tree's key */
 };
 TAILQ_HEAD(leaf_lru, leaf_entry);
+
+/* Every minter's hits and misses together (certs_minter_totals). */
+static _Atomic uint64_t	certs_leaf_hits, certs_leaf_misses;
 
 struct certs_minter {
 	struct certs_ca		*ca;		/* a reference */
@@ -528,8 +532,13 @@ certs_leaf_get(struct certs_minter *m, const char *host, char *err,
 		x = e->cert;
 		X509_up_ref(x);
 		m->st.hits++;
-	} else
+		atomic_fetch_add_explicit(&certs_leaf_hits, 1,
+		    memory_order_relaxed);
+	} else {
 		m->st.misses++;
+		atomic_fetch_add_explicit(&certs_leaf_misses, 1,
+		    memory_order_relaxed);
+	}
 	(void)pthread_mutex_unlock(&m->lock);
 	if (x != NULL)
 		return x;
@@ -589,6 +598,14 @@ EVP_PKEY *
 certs_leaf_key(struct certs_minter *m)
 {
 	return m->key;
+}
+
+void
+certs_minter_totals(uint64_t *hits, uint64_t *misses)
+{
+	*hits = atomic_load_explicit(&certs_leaf_hits, memory_order_relaxed);
+	*misses = atomic_load_explicit(&certs_leaf_misses,
+	    memory_order_relaxed);
 }
 
 void

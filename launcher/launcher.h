@@ -150,7 +150,7 @@ void	runconf_free(struct runconf *rc);
 char	*runconf_standins(const json_t *root, const char *text, size_t len,
 	    bool tls_standin, size_t *outlen);
 
-#define RUNCONF_UNUSED_MAX	10	/* top-level keys moat run may skip */
+#define RUNCONF_UNUSED_MAX	12	/* top-level keys moat run may skip */
 
 /* Room for runconf_unused()'s answer. */
 struct runconf_unused {

@@ -445,6 +445,9 @@ runconf_unused(const json_t *root, const char *cmd, bool moatd,
 		{ "limits", moatd ? running : defaults },
 		{ "workers", moatd ? running : defaults },
 		{ "user", moatd ? running : defaults },
+		{ "metrics", moatd ? "the running moatd's own \"metrics\" "
+		    "apply" : "its moatd serves no metrics (run a moatd with "
+		    "\"metrics\" and give --moatd SOCKET)" },
 	};
 	size_t			 i, n = 0;
 

@@ -60,6 +60,19 @@ const struct config_default	config_defaults[] = {
 	    CONFIG_OFF(tls.leaf_cache_entries) },
 	/* admin.mode: the admin socket's permissions (owner only) */
 	{ "admin", "mode", CONFIG_T_MODE, 0600, 0, 07777, NULL, CONFIG_NOOFF },
+	/* metrics.mode: a unix metrics socket's permissions (owner only) */
+	{ "metrics", "mode", CONFIG_T_MODE, 0600, 0, 07777, NULL,
+	    CONFIG_NOOFF },
+	/* metrics.max_sandboxes: sandbox names with series of their own;
+	 * the rest are counted as sandbox="(other)" */
+	{ "metrics", "max_sandboxes", CONFIG_T_SIZE, 256, 1, 10000, NULL,
+	    CONFIG_OFF(metrics.max_sandboxes) },
+	/* metrics.max_rules: rule names per sandbox, then rule="(other)" */
+	{ "metrics", "max_rules", CONFIG_T_SIZE, 64, 1, 1000, NULL,
+	    CONFIG_OFF(metrics.max_rules) },
+	/* metrics.max_series: series of decisions, and of bytes */
+	{ "metrics", "max_series", CONFIG_T_SIZE, 4096, 16, 100000, NULL,
+	    CONFIG_OFF(metrics.max_series) },
 	/* timeouts.request_head_ms: client must send a whole request head */
 	{ "timeouts", "request_head_ms", CONFIG_T_UINT, 10000, 1, 86400000,
 	    NULL, CONFIG_OFF(timeouts.request_head_ms) },
@@ -150,6 +163,7 @@ static void	config_trust_dir(struct config_ctx *x, json_t *v, size_t pos,
 static void	config_file_list(struct config_ctx *x, json_t *v, size_t pos,
 		    char ***out);
 static void	config_admin(struct config_ctx *x, json_t *v, size_t pos);
+static void	config_metrics(struct config_ctx *x, json_t *v, size_t pos);
 static void	config_workers(struct config_ctx *x, json_t *v, size_t pos);
 static void	config_user(struct config_ctx *x, json_t *v, size_t pos);
 static void	config_limits(struct moat_config *c);
@@ -172,7 +186,7 @@ enum {
 	TOP_LISTEN = 0, TOP_SECRETS, TOP_GEOIP, TOP_POLICY, TOP_AUDIT,
 	TOP_RESOLVER,
 	TOP_TLS, TOP_ADMIN, TOP_TIMEOUTS, TOP_LIMITS, TOP_WORKERS, TOP_USER,
-	TOP__COUNT
+	TOP_METRICS, TOP__COUNT
 };
 
 static void
@@ -191,6 +205,7 @@ config_top(struct config_ctx *x, json_t *root)
 		[TOP_LIMITS] = { "limits", NULL, 0 },
 		[TOP_WORKERS] = { "workers", NULL, 0 },
 		[TOP_USER] = { "user", NULL, 0 },
+		[TOP_METRICS] = { "metrics", NULL, 0 },
 	};
 	size_t			old;
 	int			i;
@@ -252,6 +267,9 @@ config_top(struct config_ctx *x, json_t *root)
 			break;
 		case TOP_USER:
 			config_user(x, f[i].v, f[i].pos);
+			break;
+		case TOP_METRICS:
+			config_metrics(x, f[i].v, f[i].pos);
 			break;
 		}
 		config_pop(x, old);
@@ -774,6 +792,75 @@ config_admin(struct config_ctx *x, json_t *v, size_t pos)
 	}
 }
 
+enum {
+	MET_ADDRESS = 0, MET_MODE, MET_SANDBOXES, MET_RULES, MET_SERIES,
+	MET__COUNT
+};
+
+/* "metrics": where moatd serves /metrics, and the caps on its series. */
+static void
+config_metrics(struct config_ctx *x, json_t *v, size_t pos)
+{
+	struct config_field	 f[MET__COUNT] = {
+		[MET_ADDRESS] = { "address", NULL, 0 },
+		[MET_MODE] = { "mode", NULL, 0 },
+		[MET_SANDBOXES] = { "max_sandboxes", NULL, 0 },
+		[MET_RULES] = { "max_rules", NULL, 0 },
+		[MET_SERIES] = { "max_series", NULL, 0 },
+	};
+	struct moat_metrics	*m = &x->c->metrics;
+	size_t			*num[MET__COUNT] = {
+		[MET_SANDBOXES] = &m->max_sandboxes,
+		[MET_RULES] = &m->max_rules,
+		[MET_SERIES] = &m->max_series,
+	};
+	struct moat_listen	 l;
+	size_t			 old, i;
+	long long		 n;
+	bool			 ok = false;
+
+	if (!config_fields(x, v, pos, f, MET__COUNT))
+		return;
+	if (f[MET_ADDRESS].v == NULL)
+		config_err(x, pos, "missing \"address\" (IP:PORT, [IPv6]:PORT "
+		    "or unix:/PATH, where a scraper and no sandbox can reach "
+		    "it)");
+	else {
+		memset(&l, 0, sizeof(l));
+		old = config_push_key(x, "address");
+		if ((ok = config_bind(x, f[MET_ADDRESS].v, f[MET_ADDRESS].pos,
+		    false, &l))) {
+			m->address = l.address;
+			m->path = l.path;
+			m->is_unix = l.is_unix;
+			m->host = l.host;
+			m->port = l.port;
+			m->line = (int)x->jp->v[f[MET_ADDRESS].pos].vline;
+			m->column = (int)x->jp->v[f[MET_ADDRESS].pos].vcol;
+		}
+		config_pop(x, old);
+	}
+	if (f[MET_MODE].v != NULL) {
+		old = config_push_key(x, "mode");
+		if (ok && !m->is_unix)
+			config_err(x, f[MET_MODE].pos, "a mode applies to a "
+			    "unix socket address only");
+		else
+			(void)config_mode(x, f[MET_MODE].v, f[MET_MODE].pos,
+			    &m->mode);
+		config_pop(x, old);
+	}
+	for (i = MET_SANDBOXES; i < MET__COUNT; i++) {
+		if (f[i].v == NULL)
+			continue;
+		old = config_push_key(x, f[i].key);
+		if (config_number(x, f[i].v, f[i].pos,
+		    config_default("metrics", f[i].key), &n))
+			*num[i] = (size_t)n;
+		config_pop(x, old);
+	}
+}
+
 static void
 config_workers(struct config_ctx *x, json_t *v, size_t pos)
 {
@@ -909,6 +996,7 @@ config_apply_defaults(struct moat_config *c)
 			*(size_t *)((char *)c + d->off) = (size_t)d->def;
 	}
 	c->admin_mode = (int)config_default("admin", "mode")->def;
+	c->metrics.mode = (int)config_default("metrics", "mode")->def;
 }
 
 struct moat_config *
@@ -1058,6 +1146,8 @@ config_free(struct moat_config *c)
 	free(c->tls.trust_dir);
 	free(c->admin_address);
 	free(c->admin_path);
+	free(c->metrics.address);
+	free(c->metrics.path);
 	free(c->user);
 	free(c->file);
 	free(c);

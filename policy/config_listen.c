@@ -9,6 +9,9 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -306,6 +309,95 @@ config_bind(struct config_ctx *x, json_t *v, size_t pos, bool unix_only,
 	return l->address != NULL;
 }
 
+/* 0.0.0.0 or :: */
+static bool
+config_addr_any(const struct policy_addr *a)
+{
+	static const struct in6_addr	any6 = IN6ADDR_ANY_INIT;
+
+	return a->family == AF_INET ? a->u.v4.s_addr == htonl(INADDR_ANY) :
+	    memcmp(&a->u.v6, &any6, sizeof(any6)) == 0;
+}
+
+/* 127.0.0.0/8 or ::1: the loopback interface. */
+static bool
+config_addr_loop(const struct policy_addr *a)
+{
+	return a->family == AF_INET ?
+	    (ntohl(a->u.v4.s_addr) >> 24) == 127 :
+	    IN6_IS_ADDR_LOOPBACK(&a->u.v6);
+}
+
+/*
+ * A sandbox must never reach the metrics listener: it would read every
+ * other sandbox's traffic there.  Refused: the socket of a listener or
+ * of the admin socket; a TCP address on the interface of a listener (a
+ * sandbox that reaches the listener reaches every port of its address:
+ * the same address, loopback beside loopback, or anything beside a
+ * listener on every address); every address (0.0.0.0, ::) while moatd
+ * has a TCP listener or an admin socket (a registered sandbox's veth
+ * leads into moatd's namespace).
+ */
+static void
+config_check_metrics(struct config_ctx *x)
+{
+	static const char	 fix[] = "; put metrics on unix:/PATH, or on "
+	    "an address of an interface no listener is on (in the namespace "
+	    "moatd runs in)";
+	struct moat_config	*c = x->c;
+	struct moat_metrics	*m = &c->metrics;
+	struct moat_listen	*a;
+	size_t			 i;
+
+	if (m->address == NULL)
+		return;
+	if (m->is_unix && c->admin_path != NULL &&
+	    strcmp(m->path, c->admin_path) == 0)
+		diag_add(x->d, POLICY_DIAG_ERROR, m->line, m->column,
+		    "metrics.address: %s is also the admin socket: give "
+		    "metrics a path of its own", m->path);
+	for (i = 0; i < c->nlisten; i++) {
+		a = &c->listen[i];
+		if (a->address == NULL || a->is_unix != m->is_unix)
+			continue;
+		if (m->is_unix) {
+			if (strcmp(a->path, m->path) == 0)
+				diag_add(x->d, POLICY_DIAG_ERROR, m->line,
+				    m->column, "metrics.address: %s is also "
+				    "listen[%zu]'s socket (line %d): give "
+				    "metrics a path of its own", m->path, i,
+				    a->line);
+			continue;
+		}
+		if (config_addr_any(&m->host.addr))
+			diag_add(x->d, POLICY_DIAG_ERROR, m->line, m->column,
+			    "metrics.address %s listens on every address, "
+			    "listen[%zu]'s (%s, line %d) too, which sandboxes "
+			    "reach%s", m->address, i, a->address, a->line, fix);
+		else if (config_addr_any(&a->host.addr))
+			diag_add(x->d, POLICY_DIAG_ERROR, m->line, m->column,
+			    "metrics.address %s: listen[%zu] (%s, line %d) "
+			    "listens on every address, so a sandbox that "
+			    "reaches it may reach this port too%s", m->address,
+			    i, a->address, a->line, fix);
+		else if (a->host.addr.family == m->host.addr.family &&
+		    (strcmp(a->host.name, m->host.name) == 0 ||
+		    (config_addr_loop(&a->host.addr) &&
+		    config_addr_loop(&m->host.addr))))
+			diag_add(x->d, POLICY_DIAG_ERROR, m->line, m->column,
+			    "metrics.address %s is on the interface of "
+			    "listen[%zu] (%s, line %d): a sandbox that reaches "
+			    "that listener reaches this port too%s",
+			    m->address, i, a->address, a->line, fix);
+	}
+	if (!m->is_unix && config_addr_any(&m->host.addr) &&
+	    c->admin_path != NULL)
+		diag_add(x->d, POLICY_DIAG_ERROR, m->line, m->column,
+		    "metrics.address %s listens on every address, and the "
+		    "sandboxes registered on the admin socket may reach "
+		    "moatd's namespace (through a veth)%s", m->address, fix);
+}
+
 /* The same socket twice is an error, whatever spelling. */
 void
 config_check_addresses(struct config_ctx *x)
@@ -344,6 +436,7 @@ config_check_addresses(struct config_ctx *x)
 			    "listen[%zu]: %s is also the admin socket", i,
 			    a->path);
 	}
+	config_check_metrics(x);
 }
 
 /*

@@ -539,6 +539,24 @@ struct moat_tls {
 						   and store there, or NULL */
 };
 
+/*
+ * "metrics": moatd's Prometheus listener (proxy/metrics_http.c) and the
+ * caps on its series (proxy/metrics.h).  address NULL: no metrics.
+ * config_check_addresses() refuses an address a sandbox could reach.
+ */
+struct moat_metrics {
+	char			*address;	/* as written, or NULL */
+	bool			 is_unix;
+	char			*path;		/* unix socket path, or NULL */
+	struct policy_host	 host;		/* TCP: the address to bind */
+	uint16_t		 port;
+	int			 mode;		/* unix socket mode */
+	size_t			 max_sandboxes;	/* sandbox names, then (other) */
+	size_t			 max_rules;	/* rule names per sandbox */
+	size_t			 max_series;	/* series per family */
+	int			 line, column;	/* of "address" */
+};
+
 struct moat_config {
 	struct moat_listen	*listen;
 	size_t			 nlisten;
@@ -556,6 +574,7 @@ struct moat_config {
 	char			*admin_address;	/* "unix:PATH" as written, or NULL */
 	char			*admin_path;	/* its PATH, or NULL */
 	int			 admin_mode;
+	struct moat_metrics	 metrics;
 	struct moat_timeouts	 timeouts;
 	struct moat_limits	 limits;
 	unsigned		 workers;	/* 0 = one per CPU in the affinity mask */

@@ -24,6 +24,7 @@
 #include "proxy/audit.h"
 #include "proxy/auditchain.h"
 #include "proxy/log.h"
+#include "proxy/metrics.h"
 #include "proxy/secretscan.h"
 #include "proxy/util.h"
 #include "proxy/watch.h"
@@ -70,6 +71,7 @@ static struct {
 	struct auditchain *ch;
 	char		*cbuf;		/* the chained copy of a write */
 	size_t		 ccap;
+	_Atomic uint64_t dropped_total;	/* lines lost since start (metrics) */
 } A = {
 	.mu = PTHREAD_MUTEX_INITIALIZER,
 	.cv = PTHREAD_COND_INITIALIZER,
@@ -440,8 +442,10 @@ audit_hold(const char *buf, size_t len)
 	memcpy(A.held + A.heldlen, buf, keep);
 	A.heldlen += keep;
 	for (; keep < len; keep++)
-		if (buf[keep] == '\n')
+		if (buf[keep] == '\n') {
 			A.lost++;
+			atomic_fetch_add(&A.dropped_total, 1);
+		}
 }
 
 /*
@@ -885,6 +889,7 @@ audit_emit(const struct audit_rec *r)
 	char	 stack[AUDIT_LINE_STACK_BYTES], *line = stack;
 	size_t	 n;
 
+	metrics_audit(r);	/* counts it, by ids: formats nothing */
 	if (!A.running)
 		return;
 	n = audit_format(r, stack, sizeof(stack));
@@ -902,6 +907,7 @@ audit_emit(const struct audit_rec *r)
 	pthread_mutex_lock(&A.mu);
 	if (A.qlen + n > AUDIT_QUEUE_MAX_BYTES) {
 		A.dropped++;
+		atomic_fetch_add(&A.dropped_total, 1);
 		atomic_store(&A.failing, 1);
 		pthread_mutex_unlock(&A.mu);
 		audit_warn_lost("the queue is full (the audit sink does not "
@@ -915,9 +921,10 @@ audit_emit(const struct audit_rec *r)
 
 			while (nc < A.qlen + n)
 				nc *= 2;
-			if ((nq = realloc(A.q, nc)) == NULL)
+			if ((nq = realloc(A.q, nc)) == NULL) {
 				A.dropped++;
-			else {
+				atomic_fetch_add(&A.dropped_total, 1);
+			} else {
 				A.q = nq;
 				A.qcap = nc;
 			}
@@ -937,10 +944,20 @@ audit_emit(const struct audit_rec *r)
  drop:
 	if (line != stack)
 		free(line);
+	atomic_fetch_add(&A.dropped_total, 1);
 	pthread_mutex_lock(&A.mu);
 	A.dropped++;
 	pthread_cond_signal(&A.cv);
 	pthread_mutex_unlock(&A.mu);
+}
+
+void
+audit_stats(uint64_t *queued_bytes, uint64_t *dropped)
+{
+	pthread_mutex_lock(&A.mu);
+	*queued_bytes = A.qlen;
+	pthread_mutex_unlock(&A.mu);
+	*dropped = atomic_load(&A.dropped_total);
 }
 
 void

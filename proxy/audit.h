@@ -113,6 +113,8 @@ int	audit_refuses(const struct moat_config *cfg);
  * length, or 0 if it does not fit.  For tests.
  */
 size_t	audit_format_line(const struct audit_rec *r, char *buf, size_t cap);
+/* For metrics: bytes of lines queued now, lines lost since start. */
+void	audit_stats(uint64_t *queued_bytes, uint64_t *dropped);
 /* Writes what is queued, stops the writer thread, closes the file. */
 void	audit_stop(void);
 

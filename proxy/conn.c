@@ -29,6 +29,7 @@
 #include "proxy/io.h"
 #include "proxy/listener.h"
 #include "proxy/log.h"
+#include "proxy/metrics.h"
 #include "proxy/dns.h"
 #include "proxy/inject.h"
 #include "proxy/resolver.h"
@@ -169,6 +170,7 @@ conn_accept(struct worker *w, struct listener *l, int fd,
 		return;
 	}
 	TAILQ_INSERT_TAIL(&w->conns, c, link);
+	metrics_conn(c->sb != NULL ? &c->sb->msb : NULL, l->proto, true);
 	w->nconns++;
 	if (w->nconns > w->peak_conns)
 		w->peak_conns = w->nconns;
@@ -426,6 +428,7 @@ conn_name_leaks(struct conn *c)
 		snprintf(d, sizeof(d), "the name carries the secret %s (its "
 		    "value or the sandbox's placeholder), which is not bound "
 		    "to this host", who);
+		metrics_secret_leak(who);
 		conn_fail(c, 0, POLICY_R_SECRET_LEAK, d);
 	}
 	return rc != 0;
@@ -444,6 +447,7 @@ conn_route(struct conn *c)
 	char			budget[192];
 	int			rc;
 
+	c->m_decide_t0 = metrics_clock();
 	memset(&t, 0, sizeof(t));
 	if (c->target.kind == POLICY_HOST_NAME)
 		t.name = c->target.name;
@@ -468,8 +472,10 @@ conn_route(struct conn *c)
 	/* Before it is resolved: the name must not carry a secret out. */
 	if (conn_name_leaks(c))
 		return;
-	if (c->ops->judged != NULL && c->ops->judged(c) == -1)
+	if (c->ops->judged != NULL && c->ops->judged(c) == -1) {
+		metrics_observe(METRICS_H_DECISION, &c->m_decide_t0);
 		return;
+	}
 	/* Not even resolved when the tunnel would be refused anyway. */
 	if (conn_inspection_refused(c))
 		return;
@@ -605,6 +611,7 @@ conn_connect(struct conn *c)
 		    "up for now");
 		return;
 	}
+	metrics_observe(METRICS_H_DECISION, &c->m_decide_t0);
 	if (conn_take_pooled(c))
 		return;
 	conn_enter_state(c, CONN_ST_CONNECTING);
@@ -774,6 +781,7 @@ void
 conn_fail(struct conn *c, int code, enum policy_reason reason,
     const char *detail)
 {
+	metrics_observe(METRICS_H_DECISION, &c->m_decide_t0);
 	if (c->ops->denied == NULL) {
 		conn_audit(c, conn_event(c), POLICY_DENY, reason, detail);
 		conn_close(c, reason, NULL);
@@ -875,6 +883,7 @@ conn_to_tunnel(struct conn *c, int ufd)
 	m.ip = c->ip;
 	m.rule = c->dec.rule_name;
 	m.t_start = c->t_start;
+	m.lkind = c->l->proto;
 	/* The tunnel takes the buffered bytes and both sockets. */
 	cfd = io_fd(c->cio);
 	/* A live tunnel counts as an open connection, as c did, for the
@@ -883,6 +892,8 @@ conn_to_tunnel(struct conn *c, int ufd)
 	    c->cfg->timeouts.idle_tunnel_ms) == 0) {
 		atomic_fetch_add(&worker_conns_open, 1);
 		sandbox_conn_hold(c->sb);
+		metrics_conn(c->sb != NULL ? &c->sb->msb : NULL, m.lkind,
+		    true);
 	}
 	(void)io_release(c->cio);
 	c->cio = NULL;
@@ -1022,6 +1033,7 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 	c->http.inj = NULL;
 	tls_unref(c->tun.tls);
 	policy_config_unref(c->cfg);
+	metrics_conn(c->sb != NULL ? &c->sb->msb : NULL, c->l->proto, false);
 	listener_unref(c->l);
 	TAILQ_REMOVE(&w->conns, c, link);
 	w->nconns--;

@@ -188,6 +188,10 @@ struct conn {
 	const char		*sandbox;	/* sb's name, or the auth identity */
 	struct event		*timer;		/* deadline of the current phase */
 	uint64_t		 t_start;	/* ms, start of request or tunnel */
+	/* metrics_clock() at the start of a decision and when the request
+	 * went upstream (metrics.h); 0: not measured. */
+	uint64_t		 m_decide_t0;
+	uint64_t		 m_ttfb_t0;
 
 	/* Target of the current request or tunnel. */
 	struct policy_host	 target;	/* normalised host */

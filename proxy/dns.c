@@ -30,6 +30,7 @@
 #include "proxy/io.h"
 #include "proxy/listener.h"
 #include "proxy/log.h"
+#include "proxy/metrics.h"
 #include "proxy/resolver.h"
 #include "proxy/sandbox.h"
 #include "proxy/secrets.h"
@@ -434,6 +435,9 @@ dns_reply(struct dns_pending *p, const uint8_t *buf, size_t n)
 
 	if (c == NULL && p->l == NULL)
 		return;		/* its TCP client went away */
+	/* RCODE and ANCOUNT of the header (RFC 1035 4.1.1). */
+	metrics_dns_reply(&p->sb->msb, n >= 4 ? buf[3] & 0x0f : 15,
+	    n >= 8 ? (unsigned)(buf[6] << 8 | buf[7]) : 0);
 	if (c == NULL) {
 		if (sendto(p->fd, buf, n, MSG_DONTWAIT,
 		    (struct sockaddr *)&p->peer, p->peerlen) == -1 &&
@@ -471,9 +475,11 @@ dns_name_leaks(struct dns_pending *p, const char *name, const char *rule)
 	    p->cfg), name, 0, who, sizeof(who));
 	if (rc == 0)
 		return false;
-	if (rc == 1)
+	if (rc == 1) {
 		snprintf(d, sizeof(d), "secret-leak: the name carries the "
 		    "secret %s", who);
+		metrics_secret_leak(who);
+	}
 	dns_error(p, rc == 1 ? DNS_RCODE_NXDOMAIN : DNS_RCODE_SERVFAIL);
 	dns_audit(p, POLICY_DENY, rc == 1 ? POLICY_R_DNS_DENIED :
 	    POLICY_R_INTERNAL, rule, NULL, rc == 1 ? d : "out of memory");

@@ -36,6 +36,7 @@
 #include "proxy/io.h"
 #include "proxy/listener.h"
 #include "proxy/log.h"
+#include "proxy/metrics.h"
 #include "proxy/tls.h"
 #include "proxy/util.h"
 #include "proxy/worker.h"
@@ -720,6 +721,7 @@ http_leak(struct conn *c)
 	snprintf(d, sizeof(d), "the request carries the secret %s (its value "
 	    "or the sandbox's placeholder), which is not bound to this host",
 	    inject_leak_name(c->http.inj));
+	metrics_secret_leak(inject_leak_name(c->http.inj));
 	log_info("conn=%llu secret-leak: %s to %s:%u refused",
 	    (unsigned long long)c->id, inject_leak_name(c->http.inj),
 	    conn_log_redact(c, c->host, hbuf, sizeof(hbuf)), c->port);
@@ -830,6 +832,7 @@ http_send_request(struct conn *c)
 	c->http.up_clean = false;
 	c->http.up_scan_state = 0;
 	c->http.resp_head_done = false;
+	c->m_ttfb_t0 = metrics_clock();
 	http_clock_start(c);
 	io_read(c->uio, 1);
 	http_pump_request(c);
@@ -1230,6 +1233,8 @@ http_read_response(struct conn *c)
 	unsigned char		*p;
 	int			 rc;
 
+	if (c->m_ttfb_t0 != 0 && evbuffer_get_length(in) > 0)
+		metrics_observe(METRICS_H_TTFB, &c->m_ttfb_t0);
 	while (!c->http.resp_head_done) {
 		len = evbuffer_get_length(in);
 		if (len == 0)

@@ -34,6 +34,7 @@
 #include "proxy/audit.h"
 #include "proxy/listener.h"
 #include "proxy/log.h"
+#include "proxy/metrics.h"
 #include "proxy/secret.h"
 #include "proxy/secrets.h"
 #include "proxy/tls.h"
@@ -69,6 +70,8 @@ struct moatd {
 	int			 admin_fd;	/* --admin-fd, or -1 */
 	int			 admin_lfd;	/* "admin" socket, or -1 */
 	struct admin_ctx	 admin;
+	int			 metrics_fd;	/* "metrics" socket, or -1 */
+	struct metrics_http	*metrics;
 };
 
 static void	usage(FILE *f);
@@ -96,6 +99,7 @@ static void	start_drain(struct moatd *m);
 static int	moatd_options(struct moatd *m, int argc, char *argv[]);
 static int	moatd_fd_arg(const char *opt, const char *arg, int *fd);
 static int	moatd_load(struct moatd *m);
+static void	moatd_metrics_start(struct moatd *m);
 static void	moatd_start(struct moatd *m);
 static void	moatd_serve(struct moatd *m);
 static void	moatd_stop(struct moatd *m);
@@ -405,6 +409,16 @@ publish_trust(const struct moat_config *cfg, struct tls *tls,
 	return 0;
 }
 
+/* "metrics" is read at start only: say so when a reload changes it. */
+static int
+same_metrics(const struct moat_metrics *a, const struct moat_metrics *b)
+{
+	return strcmp(a->address ? a->address : "", b->address ? b->address :
+	    "") == 0 && a->mode == b->mode &&
+	    a->max_sandboxes == b->max_sandboxes &&
+	    a->max_rules == b->max_rules && a->max_series == b->max_series;
+}
+
 static int
 same_listeners(const struct moat_config *a, const struct moat_config *b)
 {
@@ -443,17 +457,22 @@ on_sighup(evutil_socket_t fd, short what, void *arg)
 	if ((cfg = load_config(m, 1, "reload refused: ")) == NULL) {
 		log_warnx("reload refused: the config has errors; the running "
 		    "config stays in force");
+		metrics_reload(false);
 		return;
 	}
 	if (check_secrets(cfg) == -1) {
 		log_warnx("reload refused: secrets or tokens cannot be read; "
 		    "the running config stays in force");
 		policy_config_unref(cfg);
+		metrics_reload(false);
 		return;
 	}
 	if (!same_listeners(m->cfg, cfg))
 		log_warnx("reload: changes to \"listen\" need a restart; the "
 		    "listeners stay as they are");
+	if (!same_metrics(&m->cfg->metrics, &cfg->metrics))
+		log_warnx("reload: changes to \"metrics\" need a restart; "
+		    "metrics stay as they are");
 	for (i = 0; i < cfg->nlisten; i++)
 		if (cfg->listen[i].nauth > 0) {
 			log_warnx("reload: listener auth tokens are read at "
@@ -465,6 +484,7 @@ on_sighup(evutil_socket_t fd, short what, void *arg)
 		log_warnx("reload refused: tls: %s; the running config stays "
 		    "in force", err);
 		policy_config_unref(cfg);
+		metrics_reload(false);
 		return;
 	}
 	secrets = secrets_load(cfg, true, err, sizeof(err));
@@ -473,6 +493,7 @@ on_sighup(evutil_socket_t fd, short what, void *arg)
 		    "force", err);
 		tls_unref(tls);
 		policy_config_unref(cfg);
+		metrics_reload(false);
 		return;
 	}
 	check_nofile(cfg, m->nworkers, "reload: ");
@@ -491,6 +512,7 @@ on_sighup(evutil_socket_t fd, short what, void *arg)
 	m->secrets = secrets;
 	(void)publish_trust(cfg, tls, "reload: ");
 	admin_reload();
+	metrics_reload(true);
 	log_info("reload done: new requests use the new policy");
 }
 
@@ -722,9 +744,27 @@ moatd_load(struct moatd *m)
 	return -1;
 }
 
+/* "metrics": the counters, and the listening socket.  Exits on failure. */
+static void
+moatd_metrics_start(struct moatd *m)
+{
+	const struct moat_metrics	*mc = &m->cfg->metrics;
+	struct metrics_limits		 lim;
+	char				 err[512];
+
+	lim.sandboxes = mc->max_sandboxes;
+	lim.rules = mc->max_rules;
+	lim.series = mc->max_series;
+	if (metrics_init(&lim) == -1)
+		fatalx("metrics: out of memory");
+	if ((m->metrics_fd = metrics_http_bind(mc, err, sizeof(err))) == -1)
+		fatalx("%s", err);
+}
+
 /*
- * Everything that needs privilege (the audit log, the listeners, the
- * admin socket), then the drop, then the workers.  Exits on failure.
+ * Everything that needs privilege (the audit log, the metrics and the
+ * other listeners, the admin socket), then the drop, then the workers.
+ * Exits on failure.
  */
 static void
 moatd_start(struct moatd *m)
@@ -745,6 +785,9 @@ moatd_start(struct moatd *m)
 		fatalx("audit.hash_chain: out of memory");
 	if (audit_start(m->cfg->audit_path) == -1)
 		fatal("audit log %s", m->cfg->audit_path);
+	/* Before the listeners: their sandboxes take places in it. */
+	if (m->cfg->metrics.address != NULL)
+		moatd_metrics_start(m);
 	m->listeners = listener_bind_all(m->cfg, m->nworkers, err,
 	    sizeof(err));
 	if (m->listeners == NULL && err[0] != '\0')
@@ -817,6 +860,14 @@ moatd_serve(struct moatd *m)
 	if (m->admin_fd >= 0 && admin_adopt(&m->admin, m->admin_fd,
 	    on_admin_gone, m) == -1)
 		fatal("--admin-fd %d", m->admin_fd);
+	if (m->metrics_fd >= 0) {
+		if ((m->metrics = metrics_http_serve(m->base, m->metrics_fd,
+		    m->cfg->metrics.path)) == NULL)
+			fatalx("cannot serve the metrics socket");
+		m->metrics_fd = -1;	/* closed with m->metrics */
+		log_info("metrics on %s (GET /metrics)",
+		    m->cfg->metrics.address);
+	}
 	for (l = m->listeners; l != NULL; l = l->next)
 		log_info("listening on %s (%s%s, sandbox \"%s\"%s)",
 		    l->address, policy_proto_str(l->proto),
@@ -841,6 +892,7 @@ moatd_stop(struct moatd *m)
 {
 	size_t	i;
 
+	metrics_http_free(m->metrics);
 	admin_shutdown();
 	for (i = 0; i < m->nworkers; i++)
 		worker_free(m->workers[i]);
@@ -867,6 +919,7 @@ moatd_stop(struct moatd *m)
 	tls_unref(m->tls);
 	secrets_unref(m->secrets);
 	free(m->allow_private);
+	metrics_free();
 	log_info("stopped");
 }
 
@@ -878,7 +931,7 @@ main(int argc, char *argv[])
 
 	memset(&m, 0, sizeof(m));
 	m.done_pipe[0] = m.done_pipe[1] = -1;
-	m.admin_fd = m.admin_lfd = m.ready_fd = -1;
+	m.admin_fd = m.admin_lfd = m.ready_fd = m.metrics_fd = -1;
 	m.log_level = LOG_LVL_INFO;
 	if ((rc = moatd_options(&m, argc, argv)) != -1)
 		return rc;

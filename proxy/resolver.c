@@ -27,6 +27,7 @@
 
 #include "policy/policy.h"
 #include "proxy/log.h"
+#include "proxy/metrics.h"
 #include "proxy/resolver.h"
 #include "proxy/util.h"
 
@@ -49,6 +50,7 @@ struct rentry {
 	unsigned			 starting:1;	/* inside ares_getaddrinfo */
 	unsigned			 in_lru:1;
 	uint64_t			 expires_ms;
+	uint64_t			 t0;		/* metrics_clock(): query sent */
 	struct resolver_result		 res;
 	TAILQ_HEAD(, resolver_query)	 waiters;
 };
@@ -385,6 +387,7 @@ rstart(struct resolver *r, struct rentry *e)
 	hints.ai_socktype = SOCK_STREAM;
 	e->pending = 1;
 	e->starting = 1;
+	e->t0 = metrics_clock();
 	r->npending++;
 	ares_getaddrinfo(r->ch, e->name, NULL, &hints, rares_cb, e);
 	e->starting = 0;
@@ -467,6 +470,7 @@ rares_cb(void *arg, int status, int timeouts, struct ares_addrinfo *ai)
 		e->pending = 0;
 		return;		/* resolver_free frees the entry */
 	}
+	metrics_observe(METRICS_H_DNS, &e->t0);
 	rfill(e, status, ai);
 	if (ai != NULL)
 		ares_freeaddrinfo(ai);

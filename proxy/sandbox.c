@@ -107,6 +107,7 @@ sandbox_new(const char *name, struct moat_config *cfg)
 	atomic_init(&sb->conns_refused, 0);
 	atomic_init(&sb->conns_audit_ms, 0);
 	atomic_init(&sb->heads_held, 0);
+	metrics_sandbox_hold(&sb->msb, sb->name);
 	return sb;
 }
 
@@ -135,6 +136,7 @@ sandbox_unref(struct sandbox *sb)
 	pthread_mutex_destroy(&sb->attrs->mu);
 	free(sb->attrs);
 	policy_config_unref(sb->cfg);
+	metrics_sandbox_release(&sb->msb);
 	free(sb);
 }
 

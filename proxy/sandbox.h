@@ -18,6 +18,7 @@
 
 #include "policy/policy.h"
 #include "proto/admin_proto.h"
+#include "proxy/metrics.h"
 
 #define SANDBOX_ATTR_MAX	4096	/* addresses remembered per sandbox */
 #define SANDBOX_ATTR_TTL_MIN_S	5	/* an answer is remembered at least this
@@ -72,6 +73,8 @@ struct sandbox {
 	atomic_uint_fast64_t	 conns_audit_ms;	/* that line's time */
 	/* Bytes its unfinished request heads hold (conn_head_hold). */
 	atomic_size_t		 heads_held;
+	/* Its name's place in the metrics (held while sb lives). */
+	struct metrics_sb	 msb;
 };
 
 /*

@@ -45,6 +45,7 @@
 
 #include "proxy/audit.h"
 #include "proxy/log.h"
+#include "proxy/metrics.h"
 #include "proxy/sandbox.h"
 #include "proxy/secrets.h"
 #include "proxy/tunnel.h"
@@ -83,6 +84,7 @@ struct tunnel {
 	uint64_t		 id;
 	uint64_t		 t_start;
 	uint16_t		 port;
+	unsigned		 lkind;		/* listener kind, for metrics */
 	const char		*sandbox, *proto, *client, *host, *ip, *rule;
 	char			*strs;
 };
@@ -135,6 +137,7 @@ tunnel_copy_meta(struct tunnel *t, const struct tunnel_meta *m)
 	t->sb = m->sb ? sandbox_ref(m->sb) : NULL;
 	t->port = m->port;
 	t->t_start = m->t_start;
+	t->lkind = m->lkind;
 	return 0;
 }
 
@@ -593,6 +596,7 @@ tunnel_close(struct tunnel *t, enum tunnel_end end)
 	close(t->ufd);
 	LIST_REMOVE(t, link);
 	w->ntunnels--;
+	metrics_conn(t->sb != NULL ? &t->sb->msb : NULL, t->lkind, false);
 	worker_conn_closed(w, t->sb);
 	sandbox_unref(t->sb);
 	free(t->strs);

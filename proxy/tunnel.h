@@ -40,6 +40,7 @@ struct tunnel_meta {
 	const char		*ip;
 	const char		*rule;
 	uint64_t		 t_start;	/* ms, monotonic */
+	unsigned		 lkind;		/* its listener's kind (metrics) */
 };
 
 /*

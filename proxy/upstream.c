@@ -14,6 +14,7 @@
 
 #include <event2/event.h>
 
+#include "proxy/metrics.h"
 #include "proxy/upstream.h"
 #include "proxy/util.h"
 
@@ -28,6 +29,7 @@ struct upstream_connect {
 	unsigned		 timeout_ms;
 	int			 fd;
 	int			 err;		/* errno of the last failure */
+	uint64_t		 t0;		/* metrics_clock() at start */
 	struct event		*ev;		/* write-ready or timeout */
 	struct event		*done;		/* deferred result */
 	int			 ok;		/* done reports fd as connected */
@@ -81,6 +83,7 @@ upstream_connect_start(struct event_base *base, const struct policy_addr *addrs,
 	uc->cb = cb;
 	uc->arg = arg;
 	uc->err = EHOSTUNREACH;
+	uc->t0 = metrics_clock();
 	if ((uc->done = evtimer_new(base, uc_done_cb, uc)) == NULL) {
 		free(uc);
 		errno = ENOMEM;
@@ -215,6 +218,7 @@ uc_done_cb(evutil_socket_t fd, short what, void *arg)
 		uc->fd = -1;
 		idx = uc->idx;
 		err = 0;
+		metrics_observe(METRICS_H_CONNECT, &uc->t0);
 	}
 	uc_free(uc);
 	cb(cfd, idx, err, cbarg);

@@ -2,7 +2,7 @@
 # bench.sh - measures moatd beside its peers with the shared harness
 # (../shared/bench/compare), the way BENCHMARKS.md reports it.
 #
-#   bash scripts/bench.sh [default|intercept|all|ceiling] [compare options...]
+#   bash scripts/bench.sh [default|intercept|all|ceiling|metrics] [compare options...]
 #
 # Builds moatd (optimised, into build/bench unless MOATD names a binary),
 # writes its configs and a CA into a temporary directory, and runs compare
@@ -12,7 +12,12 @@
 # runs setup, socks and bulk with two more --custom proxies beside moatd:
 # scripts/nullproxy.c, a relay that does nothing but relay ("null": read
 # and write; "null-splice": splice through pipes), which shows what any
-# proxy can reach on this machine with this harness.  The report
+# proxy can reach on this machine with this harness.  "metrics" runs the
+# default workloads with no peer and two moatds side by side, "moatd"
+# (the default config) and "moatd-metrics" (the same with a "metrics"
+# block: a unix socket in the temporary directory, not scraped, as a
+# scrape every 15 s costs nothing a run would see), so that the cost of
+# the counters is a ratio within one run.  The report
 # goes to stdout (compare's --out/--json work as usual); moatd's audit goes
 # to /dev/null, as the peers log nothing either.
 #
@@ -24,7 +29,8 @@
 # NULLPROXY (the nullproxy binary, default beside MOATD's build),
 # MOATD_BASE (a second moatd, say one built from an older commit: the
 # default and ceiling families then measure it too, as "moatd-base", in the
-# same run, so a change is judged by a ratio within one run).
+# same run, so a change is judged by a ratio within one run),
+# MOATD_METRICS=1 (every family: moatd's configs get the "metrics" block).
 
 set -eu
 
@@ -33,13 +39,13 @@ bench=${BENCH_DIR:-$here/../shared/bench}
 family=${1:-default}
 [ $# -gt 0 ] && shift
 case $family in
-default|intercept|all|ceiling) ;;
+default|intercept|all|ceiling|metrics) ;;
 -h|--help)
-	sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0 ;;
 *)
 	echo "bench.sh: unknown family '$family'" \
-	    "(default, intercept, all, ceiling)" >&2
+	    "(default, intercept, all, ceiling, metrics)" >&2
 	exit 2 ;;
 esac
 [ -x "$bench/compare" ] || {
@@ -66,6 +72,19 @@ tmp=$(mktemp -d /tmp/moat-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 chmod 755 "$tmp"
 
+# metrics_block NAME: the "metrics" key of a config, on a unix socket
+# (a loopback address beside the loopback listeners is refused).
+metrics_block()
+{
+	printf '"metrics": {"address": "unix:%s/%s.sock"},' "$tmp" "$1"
+}
+m_default=""
+m_intercept=""
+if [ "${MOATD_METRICS:-}" = 1 ]; then
+	m_default=$(metrics_block metrics)
+	m_intercept=$(metrics_block metrics-intercept)
+fi
+
 # The default family: a plain forward proxy, CONNECT and SOCKS5 on one port.
 cat > "$tmp/moatd.json" <<EOF
 {
@@ -76,6 +95,7 @@ cat > "$tmp/moatd.json" <<EOF
     "rules": [{"name": "bench-origins", "action": "allow",
                "hosts": ["127.0.0.1"], "ports": [18080, 18443, 18444]}]
   },
+  $m_default
   "audit": {"path": "/dev/null"},
   "limits": {"connections": 100000, "sandbox_connections": 100000}
 }
@@ -98,6 +118,7 @@ cat > "$tmp/moatd-intercept.json" <<EOC
   },
   "tls": {"ca_cert": "$tmp/ca/ca.crt", "ca_key": "$tmp/ca/ca.key",
           "upstream_ca_files": ["\$PXBENCH_ORIGIN_CA"]},
+  $m_intercept
   "audit": {"path": "/dev/null"},
   "limits": {"connections": 100000, "sandbox_connections": 100000}
 }
@@ -126,6 +147,19 @@ run_default()
 	    "${base[@]}" "$@"
 }
 
+# The default config with metrics, on a port of its own (metrics family).
+grep -v '"metrics"' "$tmp/moatd.json" |
+    sed -e "s|\"audit\": |$(metrics_block metrics-on) \"audit\": |" \
+    -e 's/127.0.0.1:14000/127.0.0.1:14003/' > "$tmp/moatd-metrics.json"
+
+run_metrics()
+{
+	"$bench/compare" --proxies none \
+	    --custom "moatd=$MOATD -q -c $tmp/moatd.json@127.0.0.1:14000" \
+	    --custom "moatd-metrics=$MOATD -q -c $tmp/moatd-metrics.json@127.0.0.1:14003" \
+	    "$@"
+}
+
 run_intercept()
 {
 	"$bench/compare" --workloads intercept \
@@ -150,5 +184,6 @@ case $family in
 default) run_default "$@" ;;
 ceiling) run_ceiling "$@" ;;
 intercept) run_intercept "$@" ;;
+metrics) run_metrics "$@" ;;
 all) run_default "$@" && run_intercept "$@" ;;
 esac

@@ -22,10 +22,10 @@ BUILD="build-essential autoconf automake pkg-config
 # on compressed files); the clients the trust and sidecar tests run
 # (t_run_trust, t_sidecar_trust: each skipped where it is missing):
 # Python's httpx, requests, aiohttp and pip, Java, git (node and npm
-# below).
+# below); a real scraper of moatd's metrics and its promtool (prometheus).
 TEST="iproute2 nftables curl socat openssl python3 procps util-linux
     coreutils gzip python3-httpx python3-requests python3-aiohttp
-    python3-pip default-jdk-headless git"
+    python3-pip default-jdk-headless git prometheus"
 # Benchmarks: the origin of scripts/bench-inspect.sh (nginx-light).
 BENCH="nginx-light"
 # srt (t_srt.sh: sandbox-runtime from npm runs bubblewrap, socat and

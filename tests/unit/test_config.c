@@ -36,6 +36,8 @@
 		"\"L\": {\"env\": \"B\"}}"
 #define RULE(n)	"{\"name\": \"" n "\", \"action\": \"allow\", \"hosts\": " \
 		"[\"" n ".example\"], "
+#define METRICS_FIX "; put metrics on unix:/PATH, or on an address of an " \
+		"interface no listener is on (in the namespace moatd runs in)"
 
 struct cfg_diag {
 	int		 line, col;
@@ -755,6 +757,51 @@ static const struct cfg_vec	cfg_vectors[] = {
 	      "checks methods or paths but never intercepts TLS: its HTTPS "
 	      "requests cannot be checked" },
 	    } },
+	{ "metrics: not on a listener's interface (loopback too)",
+	  "{\n  " LISTEN ",\n  " POLICY ",\n"
+	  "  \"metrics\": {\"address\": \"127.0.0.2:9464\"}\n}", 1, 0, {
+	    { 4, 26, "\"127.0.0.2:9464\"", "metrics.address 127.0.0.2:9464 "
+	      "is on the interface of listen[0] (127.0.0.1:3128, line 2): a "
+	      "sandbox that reaches that listener reaches this port too"
+	      METRICS_FIX } } },
+	{ "metrics: nowhere beside a listener on every address",
+	  "{\n  \"listen\": [{\"proto\": \"http\", \"address\": "
+	  "\"0.0.0.0:3128\"},\n    {\"proto\": \"socks5\", \"address\": "
+	  "\"10.1.2.3:1080\"}],\n  " POLICY ",\n"
+	  "  \"metrics\": {\"address\": \"10.1.2.3:9464\"}\n}", 2, 0, {
+	    { 5, 26, "\"10.1.2.3:9464\"", "metrics.address 10.1.2.3:9464: "
+	      "listen[0] (0.0.0.0:3128, line 2) listens on every address, so "
+	      "a sandbox that reaches it may reach this port too" METRICS_FIX },
+	    { 5, 26, "\"10.1.2.3:9464\"", "metrics.address 10.1.2.3:9464 is "
+	      "on the interface of listen[1] (10.1.2.3:1080, line 3): a "
+	      "sandbox that reaches that listener reaches this port too"
+	      METRICS_FIX } } },
+	{ "metrics: a socket of its own",
+	  "{\n  \"listen\": [{\"proto\": \"http\", \"address\": "
+	  "\"unix:/run/p.sock\"}],\n  \"admin\": {\"address\": "
+	  "\"unix:/run/a.sock\"},\n  " POLICY ",\n  \"metrics\": "
+	  "{\"address\": \"unix:/run/p.sock\"}\n}", 1, 0, {
+	    { 5, 26, "\"unix:/run/p.sock\"", "metrics.address: /run/p.sock "
+	      "is also listen[0]'s socket (line 2): give metrics a path of "
+	      "its own" } } },
+	{ "metrics: every address beside an admin socket; mode, range, keys",
+	  "{\n  \"admin\": {\"address\": \"unix:/run/a.sock\"},\n  " POLICY
+	  ",\n  \"metrics\": {\"address\": \"[::]:9464\", \"mode\": "
+	  "\"0600\",\n    \"max_series\": 5, \"adress\": 1}\n}", 4, 0, {
+	    { 4, 26, "\"[::]:9464\"", "metrics.address [::]:9464 listens on "
+	      "every address, and the sandboxes registered on the admin "
+	      "socket may reach moatd's namespace (through a veth)"
+	      METRICS_FIX },
+	    { 4, 47, "\"0600\"", "metrics.mode: a mode applies to a unix "
+	      "socket address only" },
+	    { 5, 19, "5", "metrics.max_series: 5 is out of range "
+	      "(16-100000)" },
+	    { 5, 22, "\"adress\"", "unknown key \"adress\" in metrics "
+	      "(did you mean \"address\"?)" } } },
+	{ "metrics: an address of its own is fine",
+	  "{\n  " LISTEN ",\n  " POLICY ",\n  \"metrics\": {\"address\": "
+	  "\"192.0.2.1:9464\", \"max_sandboxes\": 1000}\n}", 0, 0, {
+	    { 0, 0, NULL, NULL } } },
 	{ "a CA given wrongly is reported once, not again per rule",
 	  "{\n  " LISTEN ",\n  \"tls\": {\"ca_key\": \"/k\"},\n  " SECRETS ",\n"
 	  "  \"policy\": {\"rules\": [\n"

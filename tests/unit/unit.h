@@ -36,6 +36,7 @@ void	test_unixfilter_register(void);
 void	test_unixsuper_register(void);
 void	test_refusals_register(void);
 void	test_audit_tool_register(void);
+void	test_metrics_register(void);
 
 /*
  * test_policy.c: decides for name and/or addr (any spelling; NULL for
