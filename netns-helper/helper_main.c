@@ -67,6 +67,7 @@
 #include <libmnl/libmnl.h>
 
 #include "netns-helper/helper.h"
+#include "proto/drops_proto.h"
 #include "proto/helper_proto.h"
 
 #define NSH_NOBODY_ID		65534	/* if "nobody" is not in passwd */
@@ -125,6 +126,11 @@ struct nsh_state {
 	struct nsh_veth_addrs	 addrs;
 	int			 lock_fd;	/* holds subnet X */
 	unsigned		 nsockets;
+	/* NSH_SETUP_DROPS: the group drops are logged to (else -1), and
+	 * the socket bound to it in the sandbox's namespace, until DROPS
+	 * hands it over. */
+	int			 log_group;
+	int			 nflog;
 };
 
 struct nsh_handler {
@@ -177,6 +183,10 @@ static int	nsh_op_veth(struct nsh_state *, const struct nsh_msg *, int *,
 		    struct nsh_msg *, int *);
 static int	nsh_op_socket(struct nsh_state *, const struct nsh_msg *,
 		    int *, struct nsh_msg *, int *);
+static int	nsh_op_drops(struct nsh_state *, const struct nsh_msg *,
+		    int *, struct nsh_msg *, int *);
+static int	nsh_drop_log(struct nsh_state *st, unsigned op,
+		    struct nsh_msg *reply);
 static int	nsh_op_release(struct nsh_state *, const struct nsh_msg *,
 		    int *, struct nsh_msg *, int *);
 static int	nsh_op_teardown(struct nsh_state *, const struct nsh_msg *,
@@ -204,6 +214,7 @@ static const struct nsh_handler nsh_handlers[] = {
 	{ NSH_OP_JOIN, NSH_PH(NSH_PH_HELLO), true, nsh_op_join },
 	{ NSH_OP_HELD, NSH_PH(NSH_PH_JOINED), true, nsh_op_held },
 	{ NSH_OP_VETH, NSH_PH(NSH_PH_JOINED), true, nsh_op_veth },
+	{ NSH_OP_DROPS, NSH_PH(NSH_PH_READY), true, nsh_op_drops },
 	{ NSH_OP_SOCKET, NSH_PH(NSH_PH_READY), false, nsh_op_socket },
 	{ NSH_OP_RELEASE, NSH_PH(NSH_PH_READY), true, nsh_op_release },
 	{ NSH_OP_TEARDOWN, NSH_PH(NSH_PH_HELLO) | NSH_PH(NSH_PH_JOINED) |
@@ -582,7 +593,8 @@ static int
 nsh_egress(struct nsh_state *st, const char *sbx_if, unsigned op,
     struct nsh_msg *reply)
 {
-	if (nsh_nft_egress(st->nft_sbx, st->owner, sbx_if, &st->addrs) == 0)
+	if (nsh_nft_egress(st->nft_sbx, st->owner, sbx_if, &st->addrs,
+	    st->log_group) == 0)
 		return 0;
 	if (!st->attach && (errno == EINVAL || errno == EOPNOTSUPP ||
 	    errno == ENOENT))
@@ -619,8 +631,10 @@ nsh_op_held(struct nsh_state *st, const struct nsh_msg *m, int *fds,
 		    "moat" : "cannot list nftables tables");
 		return -1;
 	}
+	if (nsh_drop_log(st, m->op, reply) == -1)
+		return -1;
 	if (nsh_nft_held(st->nft_sbx, st->owner, m->u.setup.dns_port,
-	    m->u.setup.transparent_port) == -1) {
+	    m->u.setup.transparent_port, st->log_group) == -1) {
 		nsh_proto_reply(reply, m->op, errno, "nftables table inet %s: "
 		    "%s", NSH_TABLE, strerror(errno));
 		return -1;
@@ -796,6 +810,9 @@ nsh_op_veth(struct nsh_state *st, const struct nsh_msg *m, int *fds,
 		    "moat" : "cannot list nftables tables");
 		return -1;
 	}
+	/* The drop log is bound in the sandbox's namespace, from here. */
+	if (nsh_drop_log(st, m->op, reply) == -1)
+		return -1;
 	/* The listeners of veth mode live on the host side. */
 	if (setns(st->self_ns, CLONE_NEWNET) == -1) {
 		nsh_proto_reply(reply, m->op, errno, "cannot return to the "
@@ -806,7 +823,8 @@ nsh_op_veth(struct nsh_state *st, const struct nsh_msg *m, int *fds,
 		return -1;
 	/* Sandbox side first: from its first packet it is default-deny. */
 	if (nsh_nft_veth_sandbox(st->nft_sbx, st->owner, st->attach ?
-	    NSH_SBX_IF_ATTACH : NSH_SBX_IF_RUN, &st->addrs) == -1) {
+	    NSH_SBX_IF_ATTACH : NSH_SBX_IF_RUN, &st->addrs,
+	    st->log_group) == -1) {
 		nsh_proto_reply(reply, m->op, errno, "nftables table inet %s "
 		    "in the sandbox: %s", NSH_TABLE, strerror(errno));
 		return -1;
@@ -885,6 +903,49 @@ nsh_op_socket(struct nsh_state *st, const struct nsh_msg *m, int *fds,
 	}
 	st->nsockets++;
 	*outfd = fd;
+	return 0;
+}
+
+/*
+ * With NSH_SETUP_DROPS, in the sandbox's namespace (HELD and VETH call
+ * it while they are in there): the group the table logs drops to, and
+ * the socket bound to it.  A group someone else holds there (an
+ * attached namespace's own NFLOG reader) refuses the setup: the drops
+ * would be logged to them.
+ */
+static int
+nsh_drop_log(struct nsh_state *st, unsigned op, struct nsh_msg *reply)
+{
+	if ((st->setup.flags & NSH_SETUP_DROPS) == 0)
+		return 0;
+	if ((st->nflog = nsh_nflog_open(DROPS_NFLOG_GROUP)) == -1) {
+		nsh_proto_reply(reply, op, errno, "cannot bind NFLOG group %u "
+		    "for the drop log: %s%s", DROPS_NFLOG_GROUP,
+		    strerror(errno), errno == EBUSY ? " (another program in "
+		    "the namespace reads that group)" : "");
+		return -1;
+	}
+	st->log_group = DROPS_NFLOG_GROUP;
+	return 0;
+}
+
+/*
+ * Why DROPS is safe: it hands over a socket that only receives what the
+ * sandbox's own table logs (the headers of its dropped packets) and can
+ * configure nothing without CAP_NET_ADMIN over that namespace, which its
+ * reader, moatd, does not have.
+ */
+static int
+nsh_op_drops(struct nsh_state *st, const struct nsh_msg *m, int *fds,
+    struct nsh_msg *reply, int *outfd)
+{
+	if (st->nflog == -1) {
+		nsh_proto_reply(reply, m->op, EPERM, "the setup did not ask "
+		    "for the drop log");
+		return -1;
+	}
+	*outfd = st->nflog;
+	st->nflog = -1;
 	return 0;
 }
 
@@ -983,7 +1044,9 @@ nsh_state_free(struct nsh_state *st)
 		close(st->self_ns);
 	if (st->lock_fd != -1)
 		close(st->lock_fd);
-	st->sbx_ns = st->self_ns = st->lock_fd = -1;
+	if (st->nflog != -1)
+		close(st->nflog);
+	st->sbx_ns = st->self_ns = st->lock_fd = st->nflog = -1;
 }
 
 /* --- serve ------------------------------------------------------------ */
@@ -1023,7 +1086,8 @@ nsh_serve(void)
 
 	memset(&st, 0, sizeof(st));
 	st.chan = NSH_CHANNEL_FD;
-	st.self_ns = st.sbx_ns = st.lock_fd = -1;
+	st.self_ns = st.sbx_ns = st.lock_fd = st.nflog = -1;
+	st.log_group = -1;
 	st.ruid = getuid();
 	st.root = geteuid() == 0;
 
@@ -1104,7 +1168,7 @@ nsh_serve(void)
 		    (h->once && (st.done & (1u << m.op)) != 0)) {
 			nsh_log("%s not allowed now: ending the session",
 			    nsh_proto_opname(m.op));
-			nsh_proto_reply(&reply, m.op < NSH_OP_REPLY ? m.op :
+			nsh_proto_reply(&reply, m.op != NSH_OP_REPLY ? m.op :
 			    NSH_OP_HELLO, EPROTO, "%s not allowed now",
 			    nsh_proto_opname(m.op));
 			(void)nsh_proto_send(st.chan, &reply, NULL);
