@@ -165,6 +165,16 @@ int	nsh_nft_tables(struct mnl_socket *nl, const char *prefix,
 	    void (*fn)(const char *name, const char *comment, void *arg),
 	    void *arg);
 
+/*
+ * Calls fn for each counter "drop-KIND" of table NSH_TABLE of family
+ * (NFPROTO_INET or NFPROTO_NETDEV): its name, packets and bytes.  ENOENT
+ * if there is no such table.  (`nft list counters` of Debian 12 never
+ * returns in a namespace with moat's netdev table: this reads them.)
+ */
+int	nsh_nft_counters(struct mnl_socket *nl, uint16_t family,
+	    void (*fn)(const char *name, uint64_t packets, uint64_t bytes,
+	    void *arg), void *arg);
+
 /* --- the drop log (helper_nflog.c) -------------------------------- */
 
 /*

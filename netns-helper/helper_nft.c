@@ -163,8 +163,7 @@ static void	nsh_nft_loopback_rules(struct nsh_nft_tx *tx,
 		    const char *table, const char *chain, int verdict);
 static void	nsh_nft_obj(struct nsh_nft_tx *tx, const char *table,
 		    uint32_t type, const char *name);
-static void	nsh_nft_drop_objs(struct nsh_nft_tx *tx, const char *table,
-		    unsigned first, unsigned last, int log_group);
+static void	nsh_nft_drop_objs(struct nsh_nft_tx *tx, int log_group);
 static void	nsh_nft_objref(struct nsh_nft_rule *rb, uint32_t type,
 		    const char *name);
 static void	nsh_nft_log(struct nsh_nft_rule *rb, uint16_t group,
@@ -876,23 +875,25 @@ nsh_nft_obj(struct nsh_nft_tx *tx, const char *table, uint32_t type,
 }
 
 /*
- * The counters "drop-KIND" of kinds first..last, and with a log group
- * the limit of the log, in table `table` of the transaction's family.
+ * In table NSH_TABLE of the transaction's family, the counters
+ * "drop-KIND" of its kinds (netdev: egress; inet: the others), and with
+ * a log group the limit of the log.
  */
 static void
-nsh_nft_drop_objs(struct nsh_nft_tx *tx, const char *table, unsigned first,
-    unsigned last, int log_group)
+nsh_nft_drop_objs(struct nsh_nft_tx *tx, int log_group)
 {
 	char		name[NSH_DROP_NAME_MAX];
 	unsigned	k;
 
-	for (k = first; k <= last; k++) {
+	for (k = 0; k < DROPS_KIND__COUNT; k++) {
+		if ((k == DROPS_EGRESS) != (tx->family == NFPROTO_NETDEV))
+			continue;
 		snprintf(name, sizeof(name), "%s%s", DROPS_COUNTER,
 		    drops_kind_name(k));
-		nsh_nft_obj(tx, table, NFT_OBJECT_COUNTER, name);
+		nsh_nft_obj(tx, NSH_TABLE, NFT_OBJECT_COUNTER, name);
 	}
 	if (log_group >= 0)
-		nsh_nft_obj(tx, table, NFT_OBJECT_LIMIT, DROPS_LIMIT);
+		nsh_nft_obj(tx, NSH_TABLE, NFT_OBJECT_LIMIT, DROPS_LIMIT);
 }
 
 /* counter name NAME | limit name NAME (a table's object) */
@@ -1088,8 +1089,7 @@ nsh_nft_held(struct mnl_socket *nl, const char *owner, uint16_t dns_port,
 	    NF_INET_LOCAL_OUT, NSH_NFT_PRIO_FILTER, NF_DROP);
 	nsh_nft_chain(&tx, NSH_TABLE, "filter_fwd", "filter",
 	    NF_INET_FORWARD, NSH_NFT_PRIO_FILTER, NF_DROP);
-	nsh_nft_drop_objs(&tx, NSH_TABLE, DROPS_UDP, DROPS_LOOPBACK_PORT,
-	    log_group);
+	nsh_nft_drop_objs(&tx, log_group);
 	nsh_nft_drop(&tx, "filter_fwd", DROPS_FORWARD, NULL, 0, log_group,
 	    true);
 	nsh_nft_filter_in(&tx, log_group);
@@ -1167,8 +1167,7 @@ nsh_nft_veth_sandbox(struct mnl_socket *nl, const char *owner,
 	    NF_INET_LOCAL_OUT, NSH_NFT_PRIO_FILTER, NF_DROP);
 	nsh_nft_chain(&tx, NSH_TABLE, "filter_fwd", "filter",
 	    NF_INET_FORWARD, NSH_NFT_PRIO_FILTER, NF_DROP);
-	nsh_nft_drop_objs(&tx, NSH_TABLE, DROPS_UDP, DROPS_LOOPBACK_PORT,
-	    log_group);
+	nsh_nft_drop_objs(&tx, log_group);
 	nsh_nft_drop(&tx, "filter_fwd", DROPS_FORWARD, NULL, 0, log_group,
 	    true);
 	nsh_nft_filter_in(&tx, log_group);
@@ -1397,8 +1396,7 @@ nsh_nft_egress(struct mnl_socket *nl, const char *owner, const char *sbx_if,
 	tx.family = NFPROTO_NETDEV;
 	nsh_nft_replace(&tx, NSH_TABLE, owner);
 	nsh_nft_egress_chain(&tx, NSH_TABLE, "egress");
-	nsh_nft_drop_objs(&tx, NSH_TABLE, DROPS_EGRESS, DROPS_EGRESS,
-	    log_group);
+	nsh_nft_drop_objs(&tx, log_group);
 	nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "egress");
 	nsh_nft_ifname(&rb, NFT_META_OIFNAME, "lo");
 	nsh_nft_verdict(&rb, NF_ACCEPT);
@@ -1543,6 +1541,79 @@ nsh_nft_tables(struct mnl_socket *nl, const char *prefix,
 		}
 		r = mnl_cb_run(buf, (size_t)n, seq, portid, nsh_nft_list_cb,
 		    &l);
+		if (r == -1)
+			return -1;
+		if (r == MNL_CB_STOP)
+			return 0;
+	}
+}
+
+/* --- the drop counters ------------------------------------------------ */
+
+struct nsh_nft_ctrs {
+	void	(*fn)(const char *, uint64_t, uint64_t, void *);
+	void	*arg;
+};
+
+static int
+nsh_nft_ctr_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	struct nsh_nft_ctrs	*c = arg;
+	struct nftnl_obj	*o;
+	const char		*name, *table;
+
+	if ((o = nftnl_obj_alloc()) == NULL)
+		return MNL_CB_ERROR;
+	if (nftnl_obj_nlmsg_parse(nlh, o) < 0 ||
+	    nftnl_obj_get_u32(o, NFTNL_OBJ_TYPE) != NFT_OBJECT_COUNTER ||
+	    (table = nftnl_obj_get_str(o, NFTNL_OBJ_TABLE)) == NULL ||
+	    strcmp(table, NSH_TABLE) != 0 ||
+	    (name = nftnl_obj_get_str(o, NFTNL_OBJ_NAME)) == NULL ||
+	    strncmp(name, DROPS_COUNTER, strlen(DROPS_COUNTER)) != 0)
+		goto out;
+	c->fn(name, nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_PKTS),
+	    nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_BYTES), c->arg);
+ out:
+	nftnl_obj_free(o);
+	return MNL_CB_OK;
+}
+
+int
+nsh_nft_counters(struct mnl_socket *nl, uint16_t family,
+    void (*fn)(const char *, uint64_t, uint64_t, void *), void *arg)
+{
+	static char		 buf[NSH_NFT_RECV_BUF];
+	struct nsh_nft_ctrs	 c;
+	struct nftnl_obj	*o;
+	struct nlmsghdr		*nlh;
+	uint32_t		 seq, portid;
+	ssize_t			 n;
+	int			 r;
+
+	c.fn = fn;
+	c.arg = arg;
+	if ((o = nftnl_obj_alloc()) == NULL)
+		return -1;
+	nftnl_obj_set_str(o, NFTNL_OBJ_TABLE, NSH_TABLE);
+	nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, NFT_OBJECT_COUNTER);
+	seq = ++nsh_nft_seq;
+	nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETOBJ, family, NLM_F_DUMP,
+	    seq);
+	nftnl_obj_nlmsg_build_payload(nlh, o);
+	nftnl_obj_free(o);
+	portid = mnl_socket_get_portid(nl);
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) == -1)
+		return -1;
+	for (;;) {
+		n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				errno = ETIMEDOUT;
+			return -1;
+		}
+		r = mnl_cb_run(buf, (size_t)n, seq, portid, nsh_nft_ctr_cb, &c);
 		if (r == -1)
 			return -1;
 		if (r == MNL_CB_STOP)
