@@ -186,7 +186,8 @@ int	nsh_nft_counters(struct mnl_socket *nl, uint16_t family,
  * arrives takes nothing, so the socket can be handed to an unprivileged
  * reader.  The binding ends when the last descriptor of the socket
  * closes.  Returns the descriptor (close-on-exec, non-blocking), or -1
- * with errno (EBUSY: another socket has the group).
+ * with errno (EPERM: another socket holds the group, after 250 ms of
+ * tries).
  */
 int	nsh_nflog_open(uint16_t group);
 

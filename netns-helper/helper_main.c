@@ -918,8 +918,8 @@ nsh_op_socket(struct nsh_state *st, const struct nsh_msg *m, int *fds,
  * With NSH_SETUP_DROPS, in the sandbox's namespace (HELD and VETH call
  * it while they are in there): the group the table logs drops to, and
  * the socket bound to it.  A group someone else holds there (an
- * attached namespace's own NFLOG reader) refuses the setup: the drops
- * would be logged to them.
+ * attached namespace's own NFLOG reader, a moat still attached) refuses
+ * the setup: the drops would be logged to them.
  */
 static int
 nsh_drop_log(struct nsh_state *st, unsigned op, struct nsh_msg *reply)
@@ -929,8 +929,8 @@ nsh_drop_log(struct nsh_state *st, unsigned op, struct nsh_msg *reply)
 	if ((st->nflog = nsh_nflog_open(DROPS_NFLOG_GROUP)) == -1) {
 		nsh_proto_reply(reply, op, errno, "cannot bind NFLOG group %u "
 		    "for the drop log: %s%s", DROPS_NFLOG_GROUP,
-		    strerror(errno), errno == EBUSY ? " (another program in "
-		    "the namespace reads that group)" : "");
+		    strerror(errno), errno == EPERM ? " (another socket of "
+		    "the namespace may hold it)" : "");
 		return -1;
 	}
 	st->log_group = DROPS_NFLOG_GROUP;

@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libmnl/libmnl.h>
@@ -45,6 +46,13 @@
 					   allows */
 #define NSH_NFLOG_BUF		32768	/* one read: an ack, or a batch of
 					   records that came first */
+/*
+ * A group another socket holds refuses the bind (EPERM).  The last
+ * reader of a namespace that is attached again may still hold it: moatd
+ * reads a sandbox's drop log for 20 ms after the sandbox went.
+ */
+#define NSH_NFLOG_BIND_TRIES	25
+#define NSH_NFLOG_BIND_WAIT_MS	10
 
 enum nsh_nflog_cfg {
 	NSH_NFLOG_BIND = 0,
@@ -130,8 +138,9 @@ nsh_nflog_open(uint16_t group)
 	    NSH_NFLOG_FLUSH };
 	struct mnl_socket		*nl;
 	struct timeval			 tv;
+	struct timespec			 nap;
 	size_t				 i;
-	int				 fd, saved, rcvbuf = NSH_NFLOG_RCVBUF;
+	int				 fd, saved, t, rcvbuf = NSH_NFLOG_RCVBUF;
 
 	if ((nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC)) ==
 	    NULL)
@@ -142,7 +151,14 @@ nsh_nflog_open(uint16_t group)
 	    setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVTIMEO, &tv,
 	    sizeof(tv)) == -1)
 		goto fail;
-	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+	for (t = 0; nsh_nflog_cfg(nl, group, NSH_NFLOG_BIND, 1) == -1; t++) {
+		if (errno != EPERM || t + 1 == NSH_NFLOG_BIND_TRIES)
+			goto fail;
+		nap.tv_sec = 0;
+		nap.tv_nsec = NSH_NFLOG_BIND_WAIT_MS * 1000000L;
+		(void)nanosleep(&nap, NULL);
+	}
+	for (i = 1; i < sizeof(steps) / sizeof(steps[0]); i++)
 		if (nsh_nflog_cfg(nl, group, steps[i], (uint32_t)i + 1) == -1)
 			goto fail;
 	/* The reader polls: no timeout of ours stays on the socket. */

@@ -60,7 +60,7 @@
  * records in batches, at least every 10 ms (helper_nflog.c), so the last
  * packets a sandbox dropped arrive after it.
  */
-#define DROPS_LINGER_MS		30
+#define DROPS_LINGER_MS		20
 
 struct drops {
 	struct sandbox	*sb;		/* a reference */
