@@ -3,19 +3,18 @@
  * writes for the packets it drops (drops.h, proto/drops_proto.h), counted
  * and audited.
  *
- * What it is: the parser of one NFLOG record (libnetfilter-log checks its
- * attributes; the packet's headers are read here, bounded by what was
- * captured), the audit line of a dropped packet, and the reader of one
- * sandbox's socket in the main thread's loop: every record counts;
- * DROPS_AUDIT_RATE of them a second get a line each, the rest one line
- * at the end of their window that says how many, by kind.  So a sandbox
- * that floods its own firewall costs moatd at most the records the rule
- * lets through (proto/drops_proto.h: 100 a second after a burst of
- * 1,000) and the audit log about 11 lines a second.
+ * What it is: the audit line of a dropped packet (its record parsed by
+ * drops_parse.c), and the reader of one sandbox's socket in the main
+ * thread's loop: every record counts; DROPS_AUDIT_RATE of them a second
+ * get a line each, the rest one line at the end of their window that
+ * says how many, by kind.  So a sandbox that floods its own firewall
+ * costs moatd at most the records the rule lets through
+ * (proto/drops_proto.h: 100 a second after a burst of 1,000) and the
+ * audit log about 11 lines a second.
  *
  * What it is not: the count of record.  The table's counters are exact
- * (`nft list counters table inet moat`); these are what moatd was told.
- * Nor privileged: the socket came bound, and reading it takes nothing.
+ * (`moat-netns counters`); these are what moatd was told.  Nor
+ * privileged: the socket came bound, and reading it takes nothing.
  */
 #include "config.h"
 
@@ -24,9 +23,6 @@
 #include <sys/socket.h>
 #include <arpa/inet.h>
 #include <linux/if_ether.h>
-#include <linux/netfilter.h>
-#include <linux/netfilter/nfnetlink.h>
-#include <linux/netfilter/nfnetlink_log.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
 
@@ -41,7 +37,6 @@
 
 #include <event2/event.h>
 #include <libmnl/libmnl.h>
-#include <libnetfilter_log/libnetfilter_log.h>
 
 #include "policy/policy.h"
 #include "proxy/audit.h"
@@ -53,8 +48,6 @@
 #define DROPS_READ_BUF		65536	/* one read of the socket */
 #define DROPS_READS_MAX		16	/* reads per wake-up, at most */
 #define DROPS_RCVBUF		(1 << 20) /* the socket's buffer, asked */
-#define DROPS_IP6_EXT_MAX	8	/* IPv6 extension headers walked */
-#define DROPS_ETH_HLEN		14	/* struct ethhdr */
 /*
  * How long a reader stays after its sandbox went: the kernel hands over
  * records in batches, at least every 10 ms (helper_nflog.c), so the last
@@ -84,12 +77,6 @@ struct drops {
 /* Readers whose sandbox went, until their last batch (main thread). */
 static LIST_HEAD(, drops)	D_lingering = LIST_HEAD_INITIALIZER(D_lingering);
 
-static int	drops_kind(const char *prefix);
-static void	drops_ip4(const uint8_t *b, size_t n, struct drops_pkt *p);
-static void	drops_ip6(const uint8_t *b, size_t n, struct drops_pkt *p);
-static void	drops_l4(const uint8_t *b, size_t n, struct drops_pkt *p);
-static void	drops_packet(const uint8_t *b, size_t n, int nfproto,
-		    uint16_t hwproto, struct drops_pkt *p);
 static void	drops_proto_name(const struct drops_pkt *p, char *buf,
 		    size_t len);
 static const char *drops_why(const struct drops_pkt *p, char *buf,
@@ -101,195 +88,10 @@ static void	drops_record(struct drops *d, const struct drops_pkt *p);
 static void	drops_summary(struct drops *d, uint64_t now_ms);
 static void	drops_free(struct drops *d);
 
-/* --- records: pure ---------------------------------------------------- */
+/* --- lines: pure ----------------------------------------------------- */
 
-/* The kind of a record's prefix ("moat:udp"), or -1 if not moat's. */
-static int
-drops_kind(const char *prefix)
-{
-	unsigned	k;
-
-	if (STRNCMP_LIT(prefix, DROPS_PREFIX) != 0)
-		return -1;
-	prefix += LIT_LEN(DROPS_PREFIX);
-	for (k = 0; k < DROPS_KIND__COUNT; k++)
-		if (strcmp(prefix, drops_kind_name(k)) == 0)
-			return (int)k;
-	return -1;
-}
-
-/* Ports or ICMP type of the transport header at b (n bytes captured). */
-static void
-drops_l4(const uint8_t *b, size_t n, struct drops_pkt *p)
-{
-	switch (p->proto) {
-	case IPPROTO_TCP:
-	case IPPROTO_UDP:
-	case IPPROTO_UDPLITE:
-	case IPPROTO_SCTP:
-	case IPPROTO_DCCP:
-		if (n >= 4) {
-			p->sport = (b[0] << 8) | b[1];
-			p->dport = (b[2] << 8) | b[3];
-		}
-		break;
-	case IPPROTO_ICMP:
-	case IPPROTO_ICMPV6:
-		if (n >= 2) {
-			p->icmp_type = b[0];
-			p->icmp_code = b[1];
-		}
-		break;
-	default:
-		break;
-	}
-}
-
-static void
-drops_ip4(const uint8_t *b, size_t n, struct drops_pkt *p)
-{
-	size_t	hl;
-
-	if (n < 20 || (b[0] >> 4) != 4 || (hl = (size_t)(b[0] & 0xf) * 4) <
-	    20)
-		return;
-	p->family = AF_INET;
-	p->proto = b[9];
-	inet_ntop(AF_INET, b + 12, p->src, sizeof(p->src));
-	inet_ntop(AF_INET, b + 16, p->dst, sizeof(p->dst));
-	/* A fragment but the first carries no transport header. */
-	if (((b[6] & 0x1f) << 8 | b[7]) != 0 || hl > n)
-		return;
-	drops_l4(b + hl, n - hl, p);
-}
-
-static void
-drops_ip6(const uint8_t *b, size_t n, struct drops_pkt *p)
-{
-	size_t	off = 40, len;
-	int	nh, i;
-
-	if (n < 40 || (b[0] >> 4) != 6)
-		return;
-	p->family = AF_INET6;
-	inet_ntop(AF_INET6, b + 8, p->src, sizeof(p->src));
-	inet_ntop(AF_INET6, b + 24, p->dst, sizeof(p->dst));
-	nh = b[6];
-	for (i = 0; i < DROPS_IP6_EXT_MAX; i++) {
-		if (nh != IPPROTO_HOPOPTS && nh != IPPROTO_ROUTING &&
-		    nh != IPPROTO_DSTOPTS && nh != IPPROTO_FRAGMENT &&
-		    nh != IPPROTO_AH)
-			break;
-		if (off + 8 > n) {
-			p->proto = nh;	/* the rest was not captured */
-			return;
-		}
-		if (nh == IPPROTO_FRAGMENT) {
-			/* Not the first fragment: no transport header. */
-			if ((((b[off + 2] << 8) | b[off + 3]) & 0xfff8) != 0) {
-				p->proto = b[off];
-				return;
-			}
-			len = 8;
-		} else if (nh == IPPROTO_AH)
-			len = ((size_t)b[off + 1] + 2) * 4;
-		else
-			len = ((size_t)b[off + 1] + 1) * 8;
-		nh = b[off];
-		off += len;
-	}
-	p->proto = nh;
-	if (off <= n)
-		drops_l4(b + off, n - off, p);
-}
-
-/*
- * The packet: from its network header for the inet hooks; a netdev
- * record (egress) starts with the link-layer header, which an Ethernet
- * frame of type hwproto is taken to have.
- */
-static void
-drops_packet(const uint8_t *b, size_t n, int nfproto, uint16_t hwproto,
-    struct drops_pkt *p)
-{
-	p->ethertype = hwproto;
-	if (nfproto == NFPROTO_NETDEV && n >= DROPS_ETH_HLEN &&
-	    ((b[12] << 8) | b[13]) == hwproto) {
-		b += DROPS_ETH_HLEN;
-		n -= DROPS_ETH_HLEN;
-	}
-	if (n > 0 && (b[0] >> 4) == 4 && (hwproto == ETH_P_IP ||
-	    nfproto == NFPROTO_IPV4))
-		drops_ip4(b, n, p);
-	else if (n > 0 && (b[0] >> 4) == 6 && (hwproto == ETH_P_IPV6 ||
-	    nfproto == NFPROTO_IPV6))
-		drops_ip6(b, n, p);
-}
-
-/*
- * The attributes fill the message, none cut short: libmnl's walk stops
- * quietly at the first that runs past the end; a record with one is
- * malformed, not shorter.
- */
-static bool
-drops_attrs_whole(const struct nlmsghdr *nlh)
-{
-	const struct nlattr	*a;
-	const char		*at, *end = (const char *)nlh + nlh->nlmsg_len;
-
-	at = mnl_nlmsg_get_payload_offset(nlh, sizeof(struct nfgenmsg));
-	mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg))
-		at = (const char *)mnl_attr_next(a);
-	return at <= end && (size_t)(end - at) < MNL_ALIGNTO;
-}
-
-int
-drops_parse(const struct nlmsghdr *nlh, struct drops_pkt *p)
-{
-	struct nlattr				*a[NFULA_MAX + 1];
-	const struct nfgenmsg			*g;
-	const struct nfulnl_msg_packet_hdr	*ph;
-	const char				*prefix;
-	uint16_t				 plen;
-	int					 k;
-
-	memset(p, 0, sizeof(*p));
-	p->proto = p->sport = p->dport = p->icmp_type = p->icmp_code = -1;
-	if (nlh->nlmsg_type != ((NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_PACKET))
-		return 0;
-	if (nlh->nlmsg_len < NLMSG_LENGTH(sizeof(*g)))
-		return -1;
-	memset(a, 0, sizeof(a));
-	if (!drops_attrs_whole(nlh) || nflog_nlmsg_parse(nlh, a) != MNL_CB_OK)
-		return -1;
-	g = mnl_nlmsg_get_payload(nlh);
-	/* A prefix is a NUL-terminated string inside its attribute. */
-	if (a[NFULA_PREFIX] == NULL ||
-	    (plen = mnl_attr_get_payload_len(a[NFULA_PREFIX])) == 0)
-		return 0;
-	prefix = mnl_attr_get_str(a[NFULA_PREFIX]);
-	if (prefix[plen - 1] != '\0')
-		return -1;
-	if ((k = drops_kind(prefix)) == -1)
-		return 0;
-	p->kind = (unsigned)k;
-	if (a[NFULA_PACKET_HDR] == NULL ||
-	    mnl_attr_get_payload_len(a[NFULA_PACKET_HDR]) < sizeof(*ph))
-		return -1;
-	ph = mnl_attr_get_payload(a[NFULA_PACKET_HDR]);
-	if (a[NFULA_SEQ] != NULL &&
-	    mnl_attr_get_payload_len(a[NFULA_SEQ]) == sizeof(uint32_t)) {
-		p->has_seq = true;
-		p->seq = ntohl(mnl_attr_get_u32(a[NFULA_SEQ]));
-	}
-	if (a[NFULA_PAYLOAD] != NULL)
-		drops_packet(mnl_attr_get_payload(a[NFULA_PAYLOAD]),
-		    mnl_attr_get_payload_len(a[NFULA_PAYLOAD]),
-		    g->nfgen_family, ntohs(ph->hw_protocol), p);
-	return 1;
-}
-
-/* "udp", "icmpv6", "sctp", ..., "ip-N"; "arp", "ether-0xNNNN". */
+/* "udp", "icmpv6", "sctp", ..., "ip-N"; "ip" (no header); "arp",
+ * "ether-0xNNNN". */
 static void
 drops_proto_name(const struct drops_pkt *p, char *buf, size_t len)
 {
@@ -316,6 +118,8 @@ drops_proto_name(const struct drops_pkt *p, char *buf, size_t len)
 		snprintf(buf, len, "ip-%d", p->proto);
 	else if (p->ethertype == ETH_P_ARP)
 		snprintf(buf, len, "arp");
+	else if (p->ethertype == ETH_P_IP || p->ethertype == ETH_P_IPV6)
+		snprintf(buf, len, "ip");	/* its header was not captured */
 	else
 		snprintf(buf, len, "ether-0x%04x", p->ethertype);
 }
@@ -704,7 +508,7 @@ drops_read(struct drops *d)
 		}
 		left = (int)n;
 		for (nlh = (const struct nlmsghdr *)buf;
-		    mnl_nlmsg_ok(nlh, left); nlh = mnl_nlmsg_next(nlh, &left)) {
+		    drops_msg_ok(nlh, left); nlh = mnl_nlmsg_next(nlh, &left)) {
 			if ((r = drops_parse(nlh, &p)) == 1)
 				drops_record(d, &p);
 			else if (r == -1)

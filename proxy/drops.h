@@ -25,32 +25,16 @@
 #include <stdint.h>
 
 #include "proto/drops_proto.h"
+#include "proxy/drops_parse.h"
 
 #define DROPS_AUDIT_RATE	10	/* drop lines a second per sandbox */
 #define DROPS_AUDIT_WINDOW_MS	1000	/* ... counted over this */
-#define DROPS_ADDR_MAX		46	/* INET6_ADDRSTRLEN */
 #define DROPS_DETAIL_MAX	320	/* an audit line's detail, bytes */
 
 struct audit_rec;
 struct event_base;
-struct nlmsghdr;
 struct sandbox;
 struct drops;
-
-/* A dropped packet as its record tells it. */
-struct drops_pkt {
-	unsigned	kind;		/* enum drops_kind */
-	int		family;		/* AF_INET, AF_INET6; 0: not IP */
-	uint16_t	ethertype;	/* the frame's type (netdev records) */
-	int		proto;		/* IP protocol, after IPv6 extension
-					   headers; -1 when not IP */
-	char		src[DROPS_ADDR_MAX];	/* "" when not IP */
-	char		dst[DROPS_ADDR_MAX];
-	int		sport, dport;	/* -1: none or not captured */
-	int		icmp_type, icmp_code;	/* -1: not ICMP */
-	bool		has_seq;
-	uint32_t	seq;		/* the record's number (NFULA_SEQ) */
-};
 
 /* The text an audit record of drops_audit_rec() points into. */
 struct drops_text {
@@ -58,17 +42,6 @@ struct drops_text {
 	char	client[DROPS_ADDR_MAX + 16];	/* [address]:port */
 	char	detail[DROPS_DETAIL_MAX];
 };
-
-/*
- * Parses one netlink message received on a drop log (nlh: nlmsg_len
- * bytes, already checked to lie within what was received).  Returns 1
- * with *p filled for a packet record of one of moat's kinds ("moat:KIND"
- * prefix); 0 for a message that is none (NLMSG_DONE, another type, a
- * record without moat's prefix); -1 for a malformed record.  A packet
- * cut short by the snapshot length fills what it holds (ports -1).
- * Pure: no I/O, no allocation.
- */
-int	drops_parse(const struct nlmsghdr *nlh, struct drops_pkt *p);
 
 /*
  * The audit record of one dropped packet of sandbox `sandbox`: event

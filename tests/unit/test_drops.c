@@ -388,6 +388,7 @@ test_foreign_and_bad(void)
 	struct drops_pkt	 p;
 	struct nlmsghdr		*nlh;
 	struct nlattr		*a;
+	json_t			*o;
 	size_t			 n;
 
 	n = ip4(pkt, IPPROTO_UDP, "10.0.0.2", "198.51.100.9", udp,
@@ -432,6 +433,11 @@ test_foreign_and_bad(void)
 	CU_ASSERT_EQUAL(drops_parse(mkrec(buf, NFPROTO_IPV4, ETH_P_IP,
 	    "moat:udp", NULL, 0, 0), &p), 1);
 	CU_ASSERT_EQUAL(p.family, 0);
+	o = line_of(&p, "s");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_STRING_EQUAL(jstr(o, "proto"), "ip");
+	CU_ASSERT(json_is_null(json_object_get(o, "ip")));
+	json_decref(o);
 	memset(pkt, 0x00, sizeof(pkt));
 	CU_ASSERT_EQUAL(drops_parse(mkrec(buf, NFPROTO_IPV4, ETH_P_IP,
 	    "moat:udp", pkt, 30, 0), &p), 1);
