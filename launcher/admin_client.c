@@ -45,6 +45,7 @@ struct admin_client {
 	uint8_t	 *in;
 	size_t	  inlen, incap;
 	bool	  can_watch;	/* hello said moatd streams a watch */
+	bool	  can_drops;	/* ... and reads a sandbox's drop log */
 	bool	  eof;		/* moatd closed the connection */
 	int	  wait_ms;	/* how long the answer awaited may take */
 	void	(*on_watch)(void *, json_t *);
@@ -450,6 +451,7 @@ admin_client_hello_recv(struct admin_client *ac, char *err, size_t errlen)
 	if ((ans = admin_client_answer(ac, err, errlen)) == NULL)
 		return -1;
 	ac->can_watch = json_is_true(json_object_get(ans, "watch"));
+	ac->can_drops = json_is_true(json_object_get(ans, "drops"));
 	v = json_object_get(ans, "version");
 	if (!json_is_integer(v) || json_integer_value(v) !=
 	    ADMIN_PROTO_VERSION) {
@@ -475,16 +477,23 @@ admin_client_hello(struct admin_client *ac, char *err, size_t errlen)
 int
 admin_client_register(struct admin_client *ac, const char *name,
     json_t *config, json_t *more, const char *const *protos, const int *fds,
-    size_t n, const char *connect_refusal, json_t **answer, char *err,
-    size_t errlen)
+    size_t n, const char *connect_refusal, int drops, json_t **answer,
+    char *err, size_t errlen)
 {
 	json_t	*lst, *req, *ans, *e;
-	size_t	 i;
+	int	 all[ADMIN_FDS_MAX];
+	size_t	 i, nall = n;
 
-	if (n == 0 || n > ADMIN_FDS_MAX) {
-		snprintf(err, errlen, "%zu listeners (1-%d)", n, ADMIN_FDS_MAX);
+	if (drops != -1 && !ac->can_drops)
+		drops = -1;
+	if (n == 0 || n + (drops != -1) > ADMIN_FDS_MAX) {
+		snprintf(err, errlen, "%zu listeners (1-%d)", n,
+		    ADMIN_FDS_MAX - (drops != -1));
 		return -1;
 	}
+	memcpy(all, fds, n * sizeof(int));
+	if (drops != -1)
+		all[nall++] = drops;
 	if ((lst = json_array()) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -514,7 +523,13 @@ admin_client_register(struct admin_client *ac, const char *name,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (admin_client_call(ac, req, fds, n, &ans, err, errlen) == -1)
+	/* The drop log: the descriptor after the listeners'. */
+	if (req != NULL && drops != -1 && json_object_set_new(req, "drops",
+	    json_integer((json_int_t)n)) == -1) {
+		json_decref(req);
+		req = NULL;
+	}
+	if (admin_client_call(ac, req, all, nall, &ans, err, errlen) == -1)
 		return -1;
 	if (!json_is_string(json_object_get(ans, "sandbox")) ||
 	    strcmp(json_string_value(json_object_get(ans, "sandbox")),
@@ -542,6 +557,12 @@ bool
 admin_client_can_watch(const struct admin_client *ac)
 {
 	return ac->can_watch;
+}
+
+bool
+admin_client_can_drops(const struct admin_client *ac)
+{
+	return ac->can_drops;
 }
 
 void

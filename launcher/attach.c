@@ -446,11 +446,12 @@ attach_watch(struct attach *a, char *err, size_t errlen)
 /*
  * The namespace's sockets: moat-netns joins it, installs moat's table
  * (held sockets or a veth) and makes one listening socket per listener.
- * fds[] and protos[] get them (*n of them, each of fds[] -1 until made).
+ * fds[] and protos[] get them (*n of them, each of fds[] -1 until made),
+ * *drops the drop log.
  */
 static int
 attach_sockets_netns(struct attach *a, int *fds, const char **protos,
-    size_t *n, char *err, size_t errlen)
+    size_t *n, int *drops, char *err, size_t errlen)
 {
 	struct runconf_listener	 ls[MOAT_LISTENERS_MAX];
 	size_t			 nl, i;
@@ -467,7 +468,8 @@ attach_sockets_netns(struct attach *a, int *fds, const char **protos,
 	if ((a->nsh = nsh_client_spawn(err, errlen)) == NULL ||
 	    nsh_client_join(a->nsh, -1, a->nsfd, err, errlen) == -1 ||
 	    nsh_client_setup(a->nsh, &a->rc, true, &a->veth_index,
-	    a->veth_ifname, err, errlen) == -1)
+	    a->veth_ifname, err, errlen) == -1 || nsh_client_drops(a->nsh,
+	    drops, err, errlen) == -1)
 		return -1;
 	nl = runconf_listeners(&a->rc, ls, MOAT_LISTENERS_MAX);
 	for (i = 0; i < nl; i++) {
@@ -523,7 +525,7 @@ static int
 attach_setup(struct attach *a, char *err, size_t errlen)
 {
 	const char		*protos[MOAT_LISTENERS_MAX];
-	int			 fds[MOAT_LISTENERS_MAX];
+	int			 fds[MOAT_LISTENERS_MAX], drops = -1;
 	size_t			 i, nfds = 0;
 	json_t			*ans = NULL;
 	int			 rc = -1;
@@ -531,17 +533,19 @@ attach_setup(struct attach *a, char *err, size_t errlen)
 	for (i = 0; i < MOAT_LISTENERS_MAX; i++)
 		fds[i] = -1;
 	if ((a->netns != NULL ? attach_sockets_netns(a, fds, protos, &nfds,
-	    err, errlen) : attach_sockets_listen(a, fds, protos, &nfds, err,
-	    errlen)) == -1)
+	    &drops, err, errlen) : attach_sockets_listen(a, fds, protos,
+	    &nfds, err, errlen)) == -1)
 		goto out;
 	if ((a->admin = admin_client_connect(a->rc.moatd_path, err,
 	    errlen)) == NULL || admin_client_hello(a->admin, err,
 	    errlen) == -1 || attach_watch(a, err, errlen) == -1 ||
 	    (a->store_file != NULL && runconf_trust(&a->rc, false, true) == -1) ||
 	    admin_client_register(a->admin, a->rc.name, a->rc.config,
-	    a->rc.trust, protos, fds, nfds, a->connect_refusal, &ans, err,
-	    errlen) == -1)
+	    a->rc.trust, protos, fds, nfds, a->connect_refusal, drops, &ans,
+	    err, errlen) == -1)
 		goto out;
+	if (drops != -1)
+		runconf_drops_note(&a->rc, a->admin);
 	if (attach_outputs(a, ans, err, errlen) == -1)
 		goto out;
 	attach_say_attached(a);
@@ -551,6 +555,8 @@ attach_setup(struct attach *a, char *err, size_t errlen)
 	for (i = 0; i < nfds; i++)
 		if (fds[i] != -1)
 			close(fds[i]);
+	if (drops != -1)
+		close(drops);
 	json_decref(ans);
 	return rc;
 }

@@ -169,14 +169,16 @@ sm_refusal(struct audit_summary *sm, const char *sbx, const char *kind,
 
 	if ((r = sm_get(sm, SM_REF, parts, 4, oom)) == NULL)
 		return;
-	if (r->count == 0 && l->host != NULL)
-		snprintf(r->example, sizeof(r->example), "%s%s%s", l->host,
+	/* A dropped packet has no host: where it went is its ip. */
+	if (r->count == 0 && (l->host != NULL || l->ip != NULL))
+		snprintf(r->example, sizeof(r->example), "%s%s%s",
+		    l->host != NULL ? l->host : l->ip,
 		    port[0] != '\0' && strcmp(port, "dns") != 0 ? ":" : "",
 		    strcmp(port, "dns") == 0 ? " (dns)" : port);
 	r->count += n;
 }
 
-/* A decision line (request, open, dns, connection). */
+/* A decision line (request, open, dns, connection, drop). */
 static void
 sm_decision(struct audit_summary *sm, struct sm_sbx *sb, const char *sbx,
     const struct audit_ln *l, const char *port, int *oom)
@@ -190,7 +192,8 @@ sm_decision(struct audit_summary *sm, struct sm_sbx *sb, const char *sbx,
 			    strcmp(l->verdict, "deny") == 0;
 	size_t		 i;
 
-	if (strcmp(l->event, "connection") == 0 && l->refused > 0)
+	if ((strcmp(l->event, "connection") == 0 ||
+	    strcmp(l->event, "drop") == 0) && l->refused > 0)
 		n = (uint64_t)l->refused;
 	sb->decisions += n;
 	if (deny)
@@ -280,7 +283,7 @@ audit_summary_fold(void *arg, const struct audit_ln *l,
 		sm->dropped += (uint64_t)l->dropped;
 	if (strcmp(ev, "request") != 0 && strcmp(ev, "open") != 0 &&
 	    strcmp(ev, "dns") != 0 && strcmp(ev, "connection") != 0 &&
-	    strcmp(ev, "close") != 0)
+	    strcmp(ev, "drop") != 0 && strcmp(ev, "close") != 0)
 		return 0;
 	sbx = l->sandbox != NULL ? l->sandbox : AUDIT_NO_SANDBOX;
 	if ((sb = sm_get(sm, SM_SBX, &sbx, 1, &oom)) == NULL)

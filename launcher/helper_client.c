@@ -241,7 +241,7 @@ nsh_client_died(struct nsh_client *c, char *err, size_t errlen,
 /*
  * One request, one reply.  The reply must answer req's op; an error
  * reply becomes err ("moat-netns: OP: text").  *fd receives the reply's
- * descriptor, which only a successful SOCKET may carry.
+ * descriptor, which only a successful SOCKET or DROPS may carry.
  */
 static int
 nsh_client_call(struct nsh_client *c, const struct nsh_msg *req,
@@ -357,7 +357,9 @@ nsh_client_setup_req(struct nsh_msg *req, const struct runconf *rc,
 	req->u.setup.nports = 2;
 	req->u.setup.ports[0] = rc->http_port;
 	req->u.setup.ports[1] = rc->socks_port;
-	req->u.setup.flags = attach ? NSH_SETUP_ATTACH : 0;
+	/* The drop log always: moatd reads it, or it is closed unread. */
+	req->u.setup.flags = NSH_SETUP_DROPS |
+	    (attach ? NSH_SETUP_ATTACH : 0);
 }
 
 static void
@@ -411,18 +413,49 @@ nsh_client_socket(struct nsh_client *c, const struct runconf_listener *l,
 }
 
 int
-nsh_client_open(struct nsh_client *c, int userns, int netns,
-    const struct runconf *rc, const struct runconf_listener *ls, size_t n,
-    int *fds, bool release, unsigned *index, char *ifname, char *err,
-    size_t errlen)
+nsh_client_drops(struct nsh_client *c, int *fd, char *err, size_t errlen)
 {
 	struct nsh_msg	req, reply;
-	int		jfds[2], rc_ = 0;
-	size_t		i, sent = 0, total = 2 + n + (release ? 1 : 0);
+
+	memset(&req, 0, sizeof(req));
+	req.op = NSH_OP_DROPS;
+	if (nsh_client_call(c, &req, NULL, &reply, fd, err, errlen) == -1)
+		return -1;
+	if (*fd == -1) {
+		snprintf(err, errlen, "moat-netns answered DROPS without a "
+		    "descriptor");
+		return -1;
+	}
+	return 0;
+}
+
+/* The op of the i-th answer nsh_client_open() reads (n sockets). */
+static int
+nsh_client_open_op(const struct runconf *rc, size_t i, size_t n)
+{
+	if (i == 0)
+		return NSH_OP_JOIN;
+	if (i == 1)
+		return rc->mode == RUNCONF_VETH ? NSH_OP_VETH : NSH_OP_HELD;
+	if (i == 2)
+		return NSH_OP_DROPS;
+	return i < 3 + n ? NSH_OP_SOCKET : NSH_OP_RELEASE;
+}
+
+int
+nsh_client_open(struct nsh_client *c, int userns, int netns,
+    const struct runconf *rc, const struct runconf_listener *ls, size_t n,
+    int *fds, int *drops, bool release, unsigned *index, char *ifname,
+    char *err, size_t errlen)
+{
+	struct nsh_msg	req, reply;
+	int		jfds[2], rc_ = 0, op, *fd;
+	size_t		i, sent = 0, total = 3 + n + (release ? 1 : 0);
 	char		e[NSH_CLIENT_ERR_MAX];
 
 	for (i = 0; i < n; i++)
 		fds[i] = -1;
+	*drops = -1;
 	if (nsh_client_ready(c, err, errlen) == -1)
 		return -1;
 	/* Everything out first: the helper answers in order. */
@@ -431,6 +464,11 @@ nsh_client_open(struct nsh_client *c, int userns, int netns,
 		return -1;
 	sent++;
 	nsh_client_setup_req(&req, rc, false);
+	if (nsh_client_send(c, &req, NULL, err, errlen) == -1)
+		goto drain;
+	sent++;
+	memset(&req, 0, sizeof(req));
+	req.op = NSH_OP_DROPS;
 	if (nsh_client_send(c, &req, NULL, err, errlen) == -1)
 		goto drain;
 	sent++;
@@ -450,11 +488,9 @@ nsh_client_open(struct nsh_client *c, int userns, int netns,
  drain:
 	/* Then every answer, in the order asked; the first error counts. */
 	for (i = 0; i < sent; i++) {
-		int	op = i == 0 ? NSH_OP_JOIN : i == 1 ? (rc->mode ==
-			    RUNCONF_VETH ? NSH_OP_VETH : NSH_OP_HELD) :
-			    i < 2 + n ? NSH_OP_SOCKET : NSH_OP_RELEASE;
-		int	*fd = op == NSH_OP_SOCKET ? &fds[i - 2] : NULL;
-
+		op = nsh_client_open_op(rc, i, n);
+		fd = op == NSH_OP_SOCKET ? &fds[i - 3] : op == NSH_OP_DROPS ?
+		    drops : NULL;
 		memset(&reply, 0, sizeof(reply));
 		if (nsh_client_recv(c, op, &reply, fd, rc_ == 0 ? err : e,
 		    rc_ == 0 ? errlen : sizeof(e)) == -1) {
@@ -468,9 +504,9 @@ nsh_client_open(struct nsh_client *c, int userns, int netns,
 		}
 		if (op == NSH_OP_VETH || op == NSH_OP_HELD)
 			nsh_client_setup_reply(&reply, index, ifname);
-		if (op == NSH_OP_SOCKET && *fd == -1 && rc_ == 0) {
-			snprintf(err, errlen, "moat-netns answered SOCKET "
-			    "without a descriptor");
+		if (fd != NULL && *fd == -1 && rc_ == 0) {
+			snprintf(err, errlen, "moat-netns answered %s "
+			    "without a descriptor", nsh_proto_opname(op));
 			rc_ = -1;
 		}
 		if (op == NSH_OP_RELEASE && rc_ == 0)

@@ -265,6 +265,12 @@ void		 runconf_refusals_end(const struct runconf *rc,
 		    struct refusals *rf);
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t	 runconf_now_ms(void);
+/*
+ * After register: when moatd could not take the sandbox's drop log (it
+ * is older), says so on stderr, and where the drops are still counted.
+ */
+void		 runconf_drops_note(const struct runconf *rc,
+		    const struct admin_client *ac);
 
 /* --- attach_listen.c: the sockets of moat attach --listen ----------- */
 
@@ -353,18 +359,27 @@ int	nsh_client_socket(struct nsh_client *c,
 	    size_t errlen);
 
 /*
- * JOIN (userns may be -1), the setup of nsh_client_setup(), a SOCKET per
- * listener (n of them, into fds[], each -1 until received) and, with
- * release, RELEASE: all sent at once, then every answer read in order, so
- * the helper works through them without waiting for us in between.  Its
- * phases still order them: after a refusal it refuses the rest.  0, or -1
- * with the first error (fds received are left in fds[] for the caller to
- * close).
+ * After nsh_client_setup() (which asks for the drop log): DROPS, the
+ * NFLOG socket of the sandbox's drop records into *fd (close-on-exec),
+ * for moatd's register.  0 or -1.
+ */
+int	nsh_client_drops(struct nsh_client *c, int *fd, char *err,
+	    size_t errlen);
+
+/*
+ * JOIN (userns may be -1), the setup of nsh_client_setup(), DROPS (the
+ * drop log into *drops, -1 until received), a SOCKET per listener (n of
+ * them, into fds[], each -1 until received) and, with release, RELEASE:
+ * all sent at once, then every answer read in order, so the helper works
+ * through them without waiting for us in between.  Its phases still
+ * order them: after a refusal it refuses the rest.  0, or -1 with the
+ * first error (descriptors received are left in fds[] and *drops for the
+ * caller to close).
  */
 int	nsh_client_open(struct nsh_client *c, int userns, int netns,
 	    const struct runconf *rc, const struct runconf_listener *ls,
-	    size_t n, int *fds, bool release, unsigned *index, char *ifname,
-	    char *err, size_t errlen);
+	    size_t n, int *fds, int *drops, bool release, unsigned *index,
+	    char *ifname, char *err, size_t errlen);
 
 /*
  * Ends the helper with TEARDOWN (remove everything it added; a held
@@ -421,16 +436,19 @@ int	admin_client_hello_recv(struct admin_client *ac, char *err,
  * register: name, config (borrowed), and n listeners: protos[i] names
  * fds[i].  connect_refusal ("in-tunnel", or NULL: moatd's default) goes
  * with each http and http+socks5 listener; the keys of more (borrowed,
- * may be NULL: "trust_store", "trust_extra") are added to the request.
- * The descriptors are sent, not closed.  0 or -1 (err holds moatd's
- * "error" when it refused).  With answer non-NULL, *answer is moatd's
- * answer ("placeholders", "trust_pem"; json_decref() it).
+ * may be NULL: "trust_store", "trust_extra") are added to the request;
+ * drops, unless -1, the sandbox's drop log (nsh_client_drops()), sent
+ * only if admin_client_can_drops().  The descriptors are sent, not
+ * closed.  0 or -1 (err holds moatd's "error" when it refused).  With
+ * answer non-NULL, *answer is moatd's answer ("placeholders",
+ * "trust_pem"; json_decref() it).
  */
 int	admin_client_register(struct admin_client *ac, const char *name,
 	    json_t *config, json_t *more, const char *const *protos,
-	    const int *fds, size_t n, const char *connect_refusal,
-	    json_t **answer, char *err,
-	    size_t errlen);
+	    const int *fds, size_t n, const char *connect_refusal, int drops,
+	    json_t **answer, char *err, size_t errlen);
+/* The hello said moatd reads a sandbox's drop log ("drops": true). */
+bool	admin_client_can_drops(const struct admin_client *ac);
 
 /* unregister NAME.  0 or -1. */
 int	admin_client_unregister(struct admin_client *ac, const char *name,

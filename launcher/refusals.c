@@ -261,6 +261,53 @@ rf_policy_reason(const char *reason)
 }
 
 /*
+ * A packet the sandbox's firewall dropped: "udp to 198.51.100.9:123",
+ * "icmp to 198.51.100.9", or of a summary line "21 more packets".
+ */
+static void
+rf_drop(const json_t *rec, struct lb *b)
+{
+	const char	*proto = rf_str(rec, "proto"), *ip = rf_str(rec, "ip");
+	long long	 n = rf_int(rec, "refused");
+	char		 hp[600];
+
+	if (n > 0) {
+		lb_fmt(b, "%lld more packet%s", n, n == 1 ? "" : "s");
+		return;
+	}
+	lb_esc(b, proto != NULL ? proto : "packet", 16, true);
+	if (ip != NULL) {
+		rf_hostport(hp, sizeof(hp), ip, rf_int(rec, "port"));
+		lb_str(b, " to ");
+		lb_esc(b, hp, REFUSALS_WHAT_MAX, true);
+	}
+}
+
+/*
+ * The kind of a drop line, when the protocol does not say it already
+ * ("loopback-port", "interface", "forward", "egress"), into kind; else
+ * "".  The kind is detail's first word, before ':'.
+ */
+static void
+rf_drop_kind(const json_t *rec, char *kind, size_t len)
+{
+	static const char *const	plain[] = { "udp", "tcp", "icmp",
+	    "other-proto", NULL };
+	const char			*d = rf_str(rec, "detail");
+	size_t				 n, i;
+
+	kind[0] = '\0';
+	if (d == NULL || rf_int(rec, "refused") > 0 ||
+	    (n = strcspn(d, ":")) == strlen(d) || n >= len)
+		return;
+	memcpy(kind, d, n);
+	kind[n] = '\0';
+	for (i = 0; plain[i] != NULL; i++)
+		if (strcmp(kind, plain[i]) == 0)
+			kind[0] = '\0';
+}
+
+/*
  * What the record was about, and (into target, "" for none) what
  * `moat explain` takes to judge it again.  false: not a line to show.
  */
@@ -313,6 +360,8 @@ rf_what(const json_t *rec, struct lb *b, char *target, size_t tlen,
 	} else if (strcmp(event, "connection") == 0) {
 		lb_fmt(b, "%lld connection%s", rf_int(rec, "refused"),
 		    rf_int(rec, "refused") == 1 ? "" : "s");
+	} else if (strcmp(event, "drop") == 0) {
+		rf_drop(rec, b);
 	} else if (strcmp(event, "sandbox") == 0) {
 		/* Registered, unregistered: no decision about traffic. */
 		if (strcmp(rf_str(rec, "verdict") ? rf_str(rec, "verdict") :
@@ -368,9 +417,9 @@ refusals_format(const json_t *rec, const struct refusals_opts *o, char *buf,
     size_t len)
 {
 	struct lb	 b = { buf, 0, len };
-	const char	*verdict, *reason, *rule, *detail, *method;
-	char		 clock[16], target[2048];
-	bool		 deny;
+	const char	*verdict, *reason, *rule, *detail, *method, *event;
+	char		 clock[16], target[2048], kind[32];
+	bool		 deny, drop;
 
 	if (len == 0)
 		return 0;
@@ -383,10 +432,12 @@ refusals_format(const json_t *rec, const struct refusals_opts *o, char *buf,
 		return 0;
 	reason = rf_str(rec, "reason");
 	rule = rf_str(rec, "rule");
+	event = rf_str(rec, "event");
+	drop = deny && event != NULL && strcmp(event, "drop") == 0;
 	rf_clock(rec, clock, sizeof(clock));
 	lb_str(&b, "moat: ");
 	lb_str(&b, clock);
-	lb_str(&b, deny ? " denied " : " allowed ");
+	lb_str(&b, drop ? " dropped " : deny ? " denied " : " allowed ");
 	if (!rf_what(rec, &b, target, sizeof(target), &method))
 		return 0;
 	lb_str(&b, " (");
@@ -398,6 +449,11 @@ refusals_format(const json_t *rec, const struct refusals_opts *o, char *buf,
 		    0 && strcspn(detail, " ") == strlen(detail)) {
 			lb_str(&b, ": ");
 			lb_esc(&b, detail, 32, true);
+		}
+		if (drop && (rf_drop_kind(rec, kind, sizeof(kind)),
+		    kind[0] != '\0')) {
+			lb_str(&b, ": ");
+			lb_esc(&b, kind, 32, true);
 		}
 		if (rule != NULL)
 			lb_str(&b, ", ");
@@ -482,17 +538,27 @@ rf_write(struct refusals *rf, const char *text, size_t n)
 	while (w == -1 && errno == EINTR);
 }
 
+/* How many refusals a record stands for: a "connection" or "drop" line's
+ * "refused", else one. */
+static uint64_t
+rf_weight(const json_t *rec)
+{
+	const char	*event = rf_str(rec, "event");
+
+	if (event != NULL && (strcmp(event, "connection") == 0 ||
+	    strcmp(event, "drop") == 0) && rf_int(rec, "refused") > 0)
+		return (uint64_t)rf_int(rec, "refused");
+	return 1;
+}
+
 static void
 rf_count(struct refusals *rf, const json_t *rec)
 {
 	const char	*reason = rf_str(rec, "reason");
-	long long	 n = 1;
+	uint64_t	 n = rf_weight(rec);
 	size_t		 i;
 
-	if (strcmp(rf_str(rec, "event") ? rf_str(rec, "event") : "",
-	    "connection") == 0 && rf_int(rec, "refused") > 0)
-		n = rf_int(rec, "refused");
-	rf->count += (uint64_t)n;
+	rf->count += n;
 	if (reason == NULL || strlen(reason) >= REFUSALS_REASON_LEN)
 		reason = "?";
 	for (i = 0; i < rf->nreasons; i++)
@@ -500,14 +566,14 @@ rf_count(struct refusals *rf, const json_t *rec)
 			break;
 	if (i == rf->nreasons) {
 		if (i == REFUSALS_REASONS_MAX) {
-			rf->other += (uint64_t)n;
+			rf->other += n;
 			return;
 		}
 		snprintf(rf->reasons[i].name, sizeof(rf->reasons[i].name),
 		    "%s", reason);
 		rf->nreasons++;
 	}
-	rf->reasons[i].n += (uint64_t)n;
+	rf->reasons[i].n += n;
 }
 
 /* The "N more ... not shown" line; a new window starts at now_ms. */
@@ -586,7 +652,7 @@ refusals_message(struct refusals *rf, json_t *msg, uint64_t now_ms)
 		rf->shown++;
 		rf_write(rf, text, n);
 	} else if (deny)
-		rf->more_deny++;
+		rf->more_deny += rf_weight(rec);
 	else
 		rf->more_allow++;
 }

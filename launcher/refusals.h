@@ -68,7 +68,8 @@ void		 refusals_tick(struct refusals *rf, uint64_t now_ms);
  * was refused. */
 void		 refusals_finish(struct refusals *rf);
 
-/* Refusals counted so far (a "connection" line counts its "refused"). */
+/* Refusals counted so far (a "connection" or "drop" line counts its
+ * "refused"). */
 uint64_t	 refusals_count(const struct refusals *rf);
 
 /*

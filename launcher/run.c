@@ -102,7 +102,7 @@ struct run_moatd_args;
 static void	run_moatd_argv(const struct run *r,
 		    struct run_moatd_args *m);
 static int	run_network(struct run *r, int *fds, size_t *nfds,
-		    const char **protos, char *err, size_t errlen);
+		    int *drops, const char **protos, char *err, size_t errlen);
 static int	run_register(struct run *r, char *err, size_t errlen);
 static int	run_unix_admin(struct run *r, const char *admin, char *err,
 		    size_t errlen);
@@ -618,10 +618,13 @@ run_stop_moatd(struct run *r)
 
 /* --- set-up ----------------------------------------------------------- */
 
-/* The sandbox's network, through moat-netns; the listeners into fds. */
+/*
+ * The sandbox's network, through moat-netns; the listeners into fds, the
+ * drop log into *drops.
+ */
 static int
-run_network(struct run *r, int *fds, size_t *nfds, const char **protos,
-    char *err, size_t errlen)
+run_network(struct run *r, int *fds, size_t *nfds, int *drops,
+    const char **protos, char *err, size_t errlen)
 {
 	struct runconf_listener	ls[MOAT_LISTENERS_MAX];
 	size_t			n, i;
@@ -642,8 +645,8 @@ run_network(struct run *r, int *fds, size_t *nfds, const char **protos,
 	 * in the same exchange.
 	 */
 	held = r->rc.mode == RUNCONF_HELD;
-	rc = nsh_client_open(r->nsh, userns, netns, &r->rc, ls, n, fds, held,
-	    &r->index, r->ifname, err, errlen);
+	rc = nsh_client_open(r->nsh, userns, netns, &r->rc, ls, n, fds, drops,
+	    held, &r->index, r->ifname, err, errlen);
 	for (i = 0; i < n; i++)
 		protos[i] = ls[i].proto;
 	*nfds = n;
@@ -720,13 +723,13 @@ run_register(struct run *r, char *err, size_t errlen)
 {
 	const char	*protos[MOAT_LISTENERS_MAX];
 	char		 java[1][PATH_MAX];
-	int		 fds[MOAT_LISTENERS_MAX];
+	int		 fds[MOAT_LISTENERS_MAX], drops = -1;
 	size_t		 nfds = 0, i;
 	int		 rc = -1;
 
 	for (i = 0; i < MOAT_LISTENERS_MAX; i++)
 		fds[i] = -1;
-	if (run_network(r, fds, &nfds, protos, err, errlen) == -1)
+	if (run_network(r, fds, &nfds, &drops, protos, err, errlen) == -1)
 		goto out;
 	if (r->rc.moatd != NULL) {
 		if ((r->admin = admin_client_connect(r->rc.moatd_path, err,
@@ -749,16 +752,19 @@ run_register(struct run *r, char *err, size_t errlen)
 		goto out;
 	}
 	if (admin_client_register(r->admin, r->rc.name, r->rc.config,
-	    r->rc.trust, protos, fds, nfds, NULL, &r->answer, err,
+	    r->rc.trust, protos, fds, nfds, NULL, drops, &r->answer, err,
 	    errlen) == -1)
 		goto out;
 	r->registered = true;
+	runconf_drops_note(&r->rc, r->admin);
 	rc = 0;
  out:
 	/* moatd holds the only copies now: if it dies, nothing listens. */
 	for (i = 0; i < nfds; i++)
 		if (fds[i] != -1)
 			close(fds[i]);
+	if (drops != -1)
+		close(drops);
 	return rc;
 }
 

@@ -1035,3 +1035,13 @@ runconf_refusals_end(const struct runconf *rc, struct admin_client *ac,
 	if (ac != NULL)
 		admin_client_on_watch(ac, NULL, NULL);
 }
+
+void
+runconf_drops_note(const struct runconf *rc, const struct admin_client *ac)
+{
+	if (admin_client_can_drops(ac))
+		return;
+	fprintf(stderr, "%s: this moatd does not read dropped packets (it is "
+	    "older than moat): the sandbox's nftables counters still count "
+	    "them (nft list counters table inet moat)\n", rc->cmd);
+}

@@ -1,7 +1,8 @@
 /*
  * helper.h - moat-netns's private interfaces: rtnetlink (helper_rtnl.c),
- * nftables (helper_nft.c) and held sockets (helper_sock.c).  Only moat-netns
- * links these; the moat CLI never programs the kernel itself.
+ * nftables (helper_nft.c), the drop log (helper_nflog.c) and held
+ * sockets (helper_sock.c).  Only moat-netns links these; the moat CLI
+ * never programs the kernel itself.
  *
  * Every function works on the network namespace its netlink socket was
  * opened in (a netlink socket stays bound to the namespace of its
@@ -106,19 +107,25 @@ struct mnl_socket	*nsh_nft_open(void);
  *     connections the rules above redirected (their ct mark) accept
  *   filter postrouting, policy drop: oifname lo accept
  *   filter forward, policy drop
- * owner goes into the table's comment.  On failure nothing changed.
+ *   filter input, policy accept: TCP connections to loopback ports no
+ *     socket takes are counted (the kernel refuses them)
+ * What is dropped is counted by kind in the counters "drop-KIND" and,
+ * with log_group >= 0, logged to that NFLOG group within the limit
+ * "drop-log" (proto/drops_proto.h).  owner goes into the table's
+ * comment.  On failure nothing changed.
  */
 int	nsh_nft_held(struct mnl_socket *nl, const char *owner,
-	    uint16_t dns_port, uint16_t transparent_port);
+	    uint16_t dns_port, uint16_t transparent_port, int log_group);
 
 /*
  * Replaces table inet NSH_TABLE of a veth sandbox: DNS to any server is
  * DNATed to the host side's port 53 (a's host addresses); output policy
  * drop but loopback destinations, TCP, UDP and TCP port 53 and IPv6
- * neighbour discovery out of sbx_if; forward policy drop.
+ * neighbour discovery out of sbx_if; forward policy drop; drops counted
+ * and logged as nsh_nft_held()'s.
  */
 int	nsh_nft_veth_sandbox(struct mnl_socket *nl, const char *owner,
-	    const char *sbx_if, const struct nsh_veth_addrs *a);
+	    const char *sbx_if, const struct nsh_veth_addrs *a, int log_group);
 
 /*
  * Replaces table inet `table` on the host side of veth host_if: traffic
@@ -137,11 +144,12 @@ int	nsh_nft_veth_host(struct mnl_socket *nl, const char *table,
  * interface of the namespace, present and future (what packet sockets
  * send never meets the inet hooks).  It passes lo, and with sbx_if (veth
  * mode) ARP, TCP, DNS to a's host addresses and neighbour discovery out
- * of sbx_if; it drops the rest.  EINVAL or EOPNOTSUPP: the kernel cannot
- * hook every interface's egress.
+ * of sbx_if; it drops the rest (counter "drop-egress", logged to
+ * log_group if >= 0).  EINVAL or EOPNOTSUPP: the kernel cannot hook
+ * every interface's egress.
  */
 int	nsh_nft_egress(struct mnl_socket *nl, const char *owner,
-	    const char *sbx_if, const struct nsh_veth_addrs *a);
+	    const char *sbx_if, const struct nsh_veth_addrs *a, int log_group);
 
 /*
  * Deletes table inet `name` (and, for NSH_TABLE, table netdev NSH_TABLE
@@ -156,6 +164,32 @@ int	nsh_nft_table_del(struct mnl_socket *nl, const char *name);
 int	nsh_nft_tables(struct mnl_socket *nl, const char *prefix,
 	    void (*fn)(const char *name, const char *comment, void *arg),
 	    void *arg);
+
+/*
+ * Calls fn for each counter "drop-KIND" of table NSH_TABLE of family
+ * (NFPROTO_INET or NFPROTO_NETDEV): its name, packets and bytes.  ENOENT
+ * if there is no such table.  (`nft list counters` of Debian 12 never
+ * returns in a namespace with moat's netdev table: this reads them.)
+ */
+int	nsh_nft_counters(struct mnl_socket *nl, uint16_t family,
+	    void (*fn)(const char *name, uint64_t packets, uint64_t bytes,
+	    void *arg), void *arg);
+
+/* --- the drop log (helper_nflog.c) -------------------------------- */
+
+/*
+ * Opens a NETLINK_NETFILTER socket in the current network namespace and
+ * binds it to NFLOG group `group` there: each packet the rules log to
+ * the group arrives on it as a record (its first DROPS_SNAPLEN bytes and
+ * its prefix), numbered (NFULNL_CFG_F_SEQ), in batches of at most 64 or
+ * 10 ms.  Binding takes CAP_NET_ADMIN over the namespace; reading what
+ * arrives takes nothing, so the socket can be handed to an unprivileged
+ * reader.  The binding ends when the last descriptor of the socket
+ * closes.  Returns the descriptor (close-on-exec, non-blocking), or -1
+ * with errno (EPERM: another socket holds the group, after 250 ms of
+ * tries).
+ */
+int	nsh_nflog_open(uint16_t group);
 
 /* --- held sockets (helper_sock.c) --------------------------------- */
 

@@ -45,6 +45,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <linux/capability.h>
+#include <linux/netfilter.h>
 #include <linux/nsfs.h>
 #include <linux/rtnetlink.h>
 
@@ -67,6 +68,7 @@
 #include <libmnl/libmnl.h>
 
 #include "netns-helper/helper.h"
+#include "proto/drops_proto.h"
 #include "proto/helper_proto.h"
 
 #define NSH_NOBODY_ID		65534	/* if "nobody" is not in passwd */
@@ -125,6 +127,11 @@ struct nsh_state {
 	struct nsh_veth_addrs	 addrs;
 	int			 lock_fd;	/* holds subnet X */
 	unsigned		 nsockets;
+	/* NSH_SETUP_DROPS: the group drops are logged to (else -1), and
+	 * the socket bound to it in the sandbox's namespace, until DROPS
+	 * hands it over. */
+	int			 log_group;
+	int			 nflog;
 };
 
 struct nsh_handler {
@@ -177,6 +184,10 @@ static int	nsh_op_veth(struct nsh_state *, const struct nsh_msg *, int *,
 		    struct nsh_msg *, int *);
 static int	nsh_op_socket(struct nsh_state *, const struct nsh_msg *,
 		    int *, struct nsh_msg *, int *);
+static int	nsh_op_drops(struct nsh_state *, const struct nsh_msg *,
+		    int *, struct nsh_msg *, int *);
+static int	nsh_drop_log(struct nsh_state *st, unsigned op,
+		    struct nsh_msg *reply);
 static int	nsh_op_release(struct nsh_state *, const struct nsh_msg *,
 		    int *, struct nsh_msg *, int *);
 static int	nsh_op_teardown(struct nsh_state *, const struct nsh_msg *,
@@ -198,12 +209,17 @@ static void	nsh_cleanup_act(struct nsh_cleanup *c, const char *what,
 static void	nsh_cleanup_link(const char *name, const char *kind,
 		    const char *alias, void *arg);
 static int	nsh_cleanup(int argc, char *argv[]);
+static int	nsh_enter_netns(const char *path);
+static void	nsh_counter_print(const char *name, uint64_t pkts,
+		    uint64_t bytes, void *arg);
+static int	nsh_counters(int argc, char *argv[]);
 
 static const struct nsh_handler nsh_handlers[] = {
 	{ NSH_OP_HELLO, NSH_PH(NSH_PH_START), true, nsh_op_hello },
 	{ NSH_OP_JOIN, NSH_PH(NSH_PH_HELLO), true, nsh_op_join },
 	{ NSH_OP_HELD, NSH_PH(NSH_PH_JOINED), true, nsh_op_held },
 	{ NSH_OP_VETH, NSH_PH(NSH_PH_JOINED), true, nsh_op_veth },
+	{ NSH_OP_DROPS, NSH_PH(NSH_PH_READY), true, nsh_op_drops },
 	{ NSH_OP_SOCKET, NSH_PH(NSH_PH_READY), false, nsh_op_socket },
 	{ NSH_OP_RELEASE, NSH_PH(NSH_PH_READY), true, nsh_op_release },
 	{ NSH_OP_TEARDOWN, NSH_PH(NSH_PH_HELLO) | NSH_PH(NSH_PH_JOINED) |
@@ -216,13 +232,16 @@ nsh_usage(FILE *f)
 	fprintf(f,
 	    "usage: moat-netns serve\n"
 	    "       moat-netns cleanup [--netns PATH] [--dry-run]\n"
+	    "       moat-netns counters [--netns PATH]\n"
 	    "\n"
 	    "The privileged helper of `moat run` and `moat attach`.\n"
 	    "  serve     speak the helper protocol on descriptor 3 (started\n"
 	    "            by moat; not for interactive use)\n"
 	    "  cleanup   remove moat's nftables tables and veths whose owner\n"
 	    "            process is gone (root); with --netns, also the\n"
-	    "            table and routes moat left in that namespace\n");
+	    "            table and routes moat left in that namespace\n"
+	    "  counters  the packets moat's table in the namespace (or in\n"
+	    "            PATH's) dropped, per kind (root)\n");
 }
 
 static void
@@ -582,7 +601,8 @@ static int
 nsh_egress(struct nsh_state *st, const char *sbx_if, unsigned op,
     struct nsh_msg *reply)
 {
-	if (nsh_nft_egress(st->nft_sbx, st->owner, sbx_if, &st->addrs) == 0)
+	if (nsh_nft_egress(st->nft_sbx, st->owner, sbx_if, &st->addrs,
+	    st->log_group) == 0)
 		return 0;
 	if (!st->attach && (errno == EINVAL || errno == EOPNOTSUPP ||
 	    errno == ENOENT))
@@ -619,8 +639,10 @@ nsh_op_held(struct nsh_state *st, const struct nsh_msg *m, int *fds,
 		    "moat" : "cannot list nftables tables");
 		return -1;
 	}
+	if (nsh_drop_log(st, m->op, reply) == -1)
+		return -1;
 	if (nsh_nft_held(st->nft_sbx, st->owner, m->u.setup.dns_port,
-	    m->u.setup.transparent_port) == -1) {
+	    m->u.setup.transparent_port, st->log_group) == -1) {
 		nsh_proto_reply(reply, m->op, errno, "nftables table inet %s: "
 		    "%s", NSH_TABLE, strerror(errno));
 		return -1;
@@ -796,6 +818,9 @@ nsh_op_veth(struct nsh_state *st, const struct nsh_msg *m, int *fds,
 		    "moat" : "cannot list nftables tables");
 		return -1;
 	}
+	/* The drop log is bound in the sandbox's namespace, from here. */
+	if (nsh_drop_log(st, m->op, reply) == -1)
+		return -1;
 	/* The listeners of veth mode live on the host side. */
 	if (setns(st->self_ns, CLONE_NEWNET) == -1) {
 		nsh_proto_reply(reply, m->op, errno, "cannot return to the "
@@ -806,7 +831,8 @@ nsh_op_veth(struct nsh_state *st, const struct nsh_msg *m, int *fds,
 		return -1;
 	/* Sandbox side first: from its first packet it is default-deny. */
 	if (nsh_nft_veth_sandbox(st->nft_sbx, st->owner, st->attach ?
-	    NSH_SBX_IF_ATTACH : NSH_SBX_IF_RUN, &st->addrs) == -1) {
+	    NSH_SBX_IF_ATTACH : NSH_SBX_IF_RUN, &st->addrs,
+	    st->log_group) == -1) {
 		nsh_proto_reply(reply, m->op, errno, "nftables table inet %s "
 		    "in the sandbox: %s", NSH_TABLE, strerror(errno));
 		return -1;
@@ -885,6 +911,49 @@ nsh_op_socket(struct nsh_state *st, const struct nsh_msg *m, int *fds,
 	}
 	st->nsockets++;
 	*outfd = fd;
+	return 0;
+}
+
+/*
+ * With NSH_SETUP_DROPS, in the sandbox's namespace (HELD and VETH call
+ * it while they are in there): the group the table logs drops to, and
+ * the socket bound to it.  A group someone else holds there (an
+ * attached namespace's own NFLOG reader, a moat still attached) refuses
+ * the setup: the drops would be logged to them.
+ */
+static int
+nsh_drop_log(struct nsh_state *st, unsigned op, struct nsh_msg *reply)
+{
+	if ((st->setup.flags & NSH_SETUP_DROPS) == 0)
+		return 0;
+	if ((st->nflog = nsh_nflog_open(DROPS_NFLOG_GROUP)) == -1) {
+		nsh_proto_reply(reply, op, errno, "cannot bind NFLOG group %u "
+		    "for the drop log: %s%s", DROPS_NFLOG_GROUP,
+		    strerror(errno), errno == EPERM ? " (another socket of "
+		    "the namespace may hold it)" : "");
+		return -1;
+	}
+	st->log_group = DROPS_NFLOG_GROUP;
+	return 0;
+}
+
+/*
+ * Why DROPS is safe: it hands over a socket that only receives what the
+ * sandbox's own table logs (the headers of its dropped packets) and can
+ * configure nothing without CAP_NET_ADMIN over that namespace, which its
+ * reader, moatd, does not have.
+ */
+static int
+nsh_op_drops(struct nsh_state *st, const struct nsh_msg *m, int *fds,
+    struct nsh_msg *reply, int *outfd)
+{
+	if (st->nflog == -1) {
+		nsh_proto_reply(reply, m->op, EPERM, "the setup did not ask "
+		    "for the drop log");
+		return -1;
+	}
+	*outfd = st->nflog;
+	st->nflog = -1;
 	return 0;
 }
 
@@ -983,7 +1052,9 @@ nsh_state_free(struct nsh_state *st)
 		close(st->self_ns);
 	if (st->lock_fd != -1)
 		close(st->lock_fd);
-	st->sbx_ns = st->self_ns = st->lock_fd = -1;
+	if (st->nflog != -1)
+		close(st->nflog);
+	st->sbx_ns = st->self_ns = st->lock_fd = st->nflog = -1;
 }
 
 /* --- serve ------------------------------------------------------------ */
@@ -1023,7 +1094,8 @@ nsh_serve(void)
 
 	memset(&st, 0, sizeof(st));
 	st.chan = NSH_CHANNEL_FD;
-	st.self_ns = st.sbx_ns = st.lock_fd = -1;
+	st.self_ns = st.sbx_ns = st.lock_fd = st.nflog = -1;
+	st.log_group = -1;
 	st.ruid = getuid();
 	st.root = geteuid() == 0;
 
@@ -1104,7 +1176,7 @@ nsh_serve(void)
 		    (h->once && (st.done & (1u << m.op)) != 0)) {
 			nsh_log("%s not allowed now: ending the session",
 			    nsh_proto_opname(m.op));
-			nsh_proto_reply(&reply, m.op < NSH_OP_REPLY ? m.op :
+			nsh_proto_reply(&reply, m.op != NSH_OP_REPLY ? m.op :
 			    NSH_OP_HELLO, EPROTO, "%s not allowed now",
 			    nsh_proto_opname(m.op));
 			(void)nsh_proto_send(st.chan, &reply, NULL);
@@ -1257,7 +1329,7 @@ nsh_cleanup(int argc, char *argv[])
 	static struct nsh_cleanup	c;
 	const char			*path = NULL;
 	unsigned			lo;
-	int				ch, fd, i, rc = 1;
+	int				ch, i, rc = 1;
 
 	memset(&c, 0, sizeof(c));
 	optind = 1;
@@ -1286,21 +1358,8 @@ nsh_cleanup(int argc, char *argv[])
 		return 2;
 	}
 	if (path != NULL) {
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-			nsh_log("%s: %s", path, strerror(errno));
+		if (nsh_enter_netns(path) == -1)
 			return 1;
-		}
-		if (ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET) {
-			nsh_log("%s: not a network namespace", path);
-			close(fd);
-			return 1;
-		}
-		if (setns(fd, CLONE_NEWNET) == -1) {
-			nsh_log("%s: setns: %s", path, strerror(errno));
-			close(fd);
-			return 1;
-		}
-		close(fd);
 		c.netns = true;
 	}
 	if ((c.nft = nsh_nft_open()) == NULL ||
@@ -1339,6 +1398,105 @@ nsh_cleanup(int argc, char *argv[])
 	return rc;
 }
 
+/* Joins the network namespace at path (a file of one).  0, or -1 said. */
+static int
+nsh_enter_netns(const char *path)
+{
+	int	fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		nsh_log("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET) {
+		nsh_log("%s: not a network namespace", path);
+		close(fd);
+		return -1;
+	}
+	if (setns(fd, CLONE_NEWNET) == -1) {
+		nsh_log("%s: setns: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* --- counters ----------------------------------------------------------- */
+
+static void
+nsh_counter_print(const char *name, uint64_t pkts, uint64_t bytes, void *arg)
+{
+	int	*n = arg;
+
+	printf("%-16s %12llu %14llu\n", name + strlen(DROPS_COUNTER),
+	    (unsigned long long)pkts, (unsigned long long)bytes);
+	(*n)++;
+}
+
+/*
+ * `moat-netns counters [--netns PATH]`: what moat's table in a sandbox's
+ * namespace dropped, per kind (its counters "drop-KIND"), read through
+ * netlink: Debian 12's nft never returns from listing them there.  Reads,
+ * changes nothing; root (CAP_NET_ADMIN over the namespace).
+ */
+static int
+nsh_counters(int argc, char *argv[])
+{
+	static const struct option	opts[] = {
+		{ "netns", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	static const uint16_t		fams[2] = { NFPROTO_INET,
+	    NFPROTO_NETDEV };
+	struct mnl_socket		*nl;
+	const char			*path = NULL;
+	int				 ch, i, n = 0, rc = 0;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'n':
+			path = optarg;
+			break;
+		case 'h':
+			nsh_usage(stdout);
+			return 0;
+		default:
+			nsh_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		nsh_usage(stderr);
+		return 2;
+	}
+	if (path != NULL && nsh_enter_netns(path) == -1)
+		return 1;
+	if ((nl = nsh_nft_open()) == NULL) {
+		nsh_log("netlink: %s", strerror(errno));
+		return 1;
+	}
+	printf("%-16s %12s %14s\n", "kind", "packets", "bytes");
+	for (i = 0; i < 2; i++) {
+		if (nsh_nft_counters(nl, fams[i], nsh_counter_print, &n) ==
+		    -1 && errno != ENOENT) {
+			nsh_log("cannot read the counters of table %s %s: %s",
+			    i == 0 ? "inet" : "netdev", NSH_TABLE,
+			    strerror(errno));
+			rc = 1;
+		}
+	}
+	mnl_socket_close(nl);
+	if (rc == 0 && n == 0) {
+		nsh_log("no moat table with drop counters in %s",
+		    path != NULL ? path : "this network namespace");
+		rc = 1;
+	}
+	return rc;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -1346,6 +1504,8 @@ main(int argc, char *argv[])
 		return nsh_serve();
 	if (argc >= 2 && strcmp(argv[1], "cleanup") == 0)
 		return nsh_cleanup(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "counters") == 0)
+		return nsh_counters(argc - 1, argv + 1);
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "-h") == 0)) {
 		nsh_usage(stdout);

@@ -39,11 +39,13 @@
 #include <libnftnl/chain.h>
 #include <libnftnl/common.h>
 #include <libnftnl/expr.h>
+#include <libnftnl/object.h>
 #include <libnftnl/rule.h>
 #include <libnftnl/table.h>
 #include <libnftnl/udata.h>
 
 #include "netns-helper/helper.h"
+#include "proto/drops_proto.h"
 #include "proto/helper_proto.h"
 
 #define NSH_NFT_PAGE		65536	/* batch page: all of a table fits */
@@ -62,6 +64,11 @@
 #define NSH_ND_SOLICIT		135	/* ICMPv6 neighbour solicitation */
 #define NSH_ND_ADVERT		136	/* ICMPv6 neighbour advertisement */
 #define NSH_ETH_TYPE_OFF	12	/* struct ethhdr h_proto */
+#define NSH_TCP_FLAGS_OFF	13	/* the flags byte of struct tcphdr */
+#define NSH_TCP_SYN		0x02
+#define NSH_TCP_FSRA		0x17	/* fin, syn, rst, ack */
+#define NSH_IP6_LLMCAST		0xff02	/* ff02::/16, link-local multicast */
+#define NSH_DROP_NAME_MAX	32	/* "drop-KIND", "moat:KIND" */
 
 /*
  * The conntrack mark of the connections moat's own NAT rules redirected
@@ -142,7 +149,8 @@ static void	nsh_nft_ct_mark(struct nsh_nft_rule *rb);
 static void	nsh_nft_egress_chain(struct nsh_nft_tx *tx, const char *table,
 		    const char *name);
 static void	nsh_nft_ether_type(struct nsh_nft_rule *rb, uint16_t type);
-static void	nsh_nft_post_filter(struct nsh_nft_tx *tx, const char *sbx_if);
+static void	nsh_nft_post_filter(struct nsh_nft_tx *tx, const char *sbx_if,
+		    int log_group);
 static void	nsh_nft_gateway_rules(struct nsh_nft_tx *tx, const char *chain,
 		    const char *dns_oif, const char *sbx_if,
 		    const struct nsh_veth_addrs *a);
@@ -153,6 +161,20 @@ static void	nsh_nft_snat(struct nsh_nft_rule *rb, int family,
 		    const void *addr);
 static void	nsh_nft_loopback_rules(struct nsh_nft_tx *tx,
 		    const char *table, const char *chain, int verdict);
+static void	nsh_nft_obj(struct nsh_nft_tx *tx, const char *table,
+		    uint32_t type, const char *name);
+static void	nsh_nft_drop_objs(struct nsh_nft_tx *tx, int log_group);
+static void	nsh_nft_objref(struct nsh_nft_rule *rb, uint32_t type,
+		    const char *name);
+static void	nsh_nft_log(struct nsh_nft_rule *rb, uint16_t group,
+		    const char *prefix);
+static void	nsh_nft_drop(struct nsh_nft_tx *tx, const char *chain,
+		    unsigned kind, void (*match)(struct nsh_nft_rule *, unsigned),
+		    unsigned arg, int log_group, bool drop);
+static void	nsh_nft_match_l4(struct nsh_nft_rule *rb, unsigned proto);
+static void	nsh_nft_match_lo_syn(struct nsh_nft_rule *rb, unsigned unused);
+static void	nsh_nft_drops_out(struct nsh_nft_tx *tx, int log_group);
+static void	nsh_nft_filter_in(struct nsh_nft_tx *tx, int log_group);
 static int	nsh_nft_list_cb(const struct nlmsghdr *nlh, void *arg);
 static int	nsh_nft_comment_cb(const struct nftnl_udata *attr, void *data);
 
@@ -751,12 +773,13 @@ nsh_nft_loopback_rules(struct nsh_nft_tx *tx, const char *table,
 
 /*
  * filter postrouting, policy drop: oifname lo accept [; oifname SBX_IF
- * accept].  The output chain sees the interface routed to before NAT;
- * this one sees the one a packet really leaves by, after a redirect or
- * DNAT rerouted it and whatever the socket was bound to.
+ * accept]; the rest counted and logged as "interface", dropped.  The
+ * output chain sees the interface routed to before NAT; this one sees the
+ * one a packet really leaves by, after a redirect or DNAT rerouted it and
+ * whatever the socket was bound to.
  */
 static void
-nsh_nft_post_filter(struct nsh_nft_tx *tx, const char *sbx_if)
+nsh_nft_post_filter(struct nsh_nft_tx *tx, const char *sbx_if, int log_group)
 {
 	struct nsh_nft_rule	rb;
 
@@ -766,12 +789,14 @@ nsh_nft_post_filter(struct nsh_nft_tx *tx, const char *sbx_if)
 	nsh_nft_ifname(&rb, NFT_META_OIFNAME, "lo");
 	nsh_nft_verdict(&rb, NF_ACCEPT);
 	nsh_nft_rule_end(&rb);
-	if (sbx_if == NULL)
-		return;
-	nsh_nft_rule_start(&rb, tx, NSH_TABLE, "filter_post");
-	nsh_nft_ifname(&rb, NFT_META_OIFNAME, sbx_if);
-	nsh_nft_verdict(&rb, NF_ACCEPT);
-	nsh_nft_rule_end(&rb);
+	if (sbx_if != NULL) {
+		nsh_nft_rule_start(&rb, tx, NSH_TABLE, "filter_post");
+		nsh_nft_ifname(&rb, NFT_META_OIFNAME, sbx_if);
+		nsh_nft_verdict(&rb, NF_ACCEPT);
+		nsh_nft_rule_end(&rb);
+	}
+	nsh_nft_drop(tx, "filter_post", DROPS_INTERFACE, NULL, 0, log_group,
+	    true);
 }
 
 /*
@@ -811,11 +836,243 @@ nsh_nft_gateway_rules(struct nsh_nft_tx *tx, const char *chain,
 	}
 }
 
+/* --- drops: counted, and logged within a limit ----------------------- */
+
+/*
+ * A stateful object of table `table`: counter NAME { }, or (type
+ * NFT_OBJECT_LIMIT) limit NAME { rate DROPS_LOG_RATE/second burst
+ * DROPS_LOG_BURST packets }.  Objects come before the rules that name
+ * them in the batch.
+ */
+static void
+nsh_nft_obj(struct nsh_nft_tx *tx, const char *table, uint32_t type,
+    const char *name)
+{
+	struct nftnl_obj	*o;
+	struct nlmsghdr		*nlh;
+
+	if ((o = nftnl_obj_alloc()) == NULL) {
+		tx->failed = true;
+		return;
+	}
+	nftnl_obj_set_str(o, NFTNL_OBJ_TABLE, table);
+	nftnl_obj_set_str(o, NFTNL_OBJ_NAME, name);
+	nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, type);
+	if (type == NFT_OBJECT_LIMIT) {
+		nftnl_obj_set_u64(o, NFTNL_OBJ_LIMIT_RATE, DROPS_LOG_RATE);
+		nftnl_obj_set_u64(o, NFTNL_OBJ_LIMIT_UNIT, 1);	/* second */
+		nftnl_obj_set_u32(o, NFTNL_OBJ_LIMIT_BURST, DROPS_LOG_BURST);
+		nftnl_obj_set_u32(o, NFTNL_OBJ_LIMIT_TYPE, NFT_LIMIT_PKTS);
+		nftnl_obj_set_u32(o, NFTNL_OBJ_LIMIT_FLAGS, 0);
+	}
+	nlh = nftnl_nlmsg_build_hdr(nftnl_batch_buffer(tx->b),
+	    NFT_MSG_NEWOBJ, tx->family, NLM_F_CREATE | NLM_F_ACK, tx->seq++);
+	nftnl_obj_nlmsg_build_payload(nlh, o);
+	tx->nacks++;
+	if (nftnl_batch_update(tx->b) == -1)
+		tx->failed = true;
+	nftnl_obj_free(o);
+}
+
+/*
+ * In table NSH_TABLE of the transaction's family, the counters
+ * "drop-KIND" of its kinds (netdev: egress; inet: the others), and with
+ * a log group the limit of the log.
+ */
+static void
+nsh_nft_drop_objs(struct nsh_nft_tx *tx, int log_group)
+{
+	char		name[NSH_DROP_NAME_MAX];
+	unsigned	k;
+
+	for (k = 0; k < DROPS_KIND__COUNT; k++) {
+		if ((k == DROPS_EGRESS) != (tx->family == NFPROTO_NETDEV))
+			continue;
+		snprintf(name, sizeof(name), "%s%s", DROPS_COUNTER,
+		    drops_kind_name(k));
+		nsh_nft_obj(tx, NSH_TABLE, NFT_OBJECT_COUNTER, name);
+	}
+	if (log_group >= 0)
+		nsh_nft_obj(tx, NSH_TABLE, NFT_OBJECT_LIMIT, DROPS_LIMIT);
+}
+
+/* counter name NAME | limit name NAME (a table's object) */
+static void
+nsh_nft_objref(struct nsh_nft_rule *rb, uint32_t type, const char *name)
+{
+	struct nftnl_expr	*e;
+
+	if ((e = nftnl_expr_alloc("objref")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_OBJREF_IMM_TYPE, type);
+		nftnl_expr_set_str(e, NFTNL_EXPR_OBJREF_IMM_NAME, name);
+	}
+	nsh_nft_expr(rb, e);
+}
+
+/* log prefix PREFIX group GROUP snaplen DROPS_SNAPLEN */
+static void
+nsh_nft_log(struct nsh_nft_rule *rb, uint16_t group, const char *prefix)
+{
+	struct nftnl_expr	*e;
+
+	if ((e = nftnl_expr_alloc("log")) != NULL) {
+		nftnl_expr_set_str(e, NFTNL_EXPR_LOG_PREFIX, prefix);
+		nftnl_expr_set_u16(e, NFTNL_EXPR_LOG_GROUP, group);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_LOG_SNAPLEN, DROPS_SNAPLEN);
+	}
+	nsh_nft_expr(rb, e);
+}
+
+/*
+ * Where a chain drops, two rules of kind KIND in table NSH_TABLE:
+ *   MATCH limit name "drop-log" log prefix "moat:KIND" group G snaplen S
+ *   MATCH counter name "drop-KIND" drop
+ * (match NULL: everything that reached them).  Two rules, not one: a
+ * limit used up ends its rule there, and the packet must still be
+ * counted and dropped.  Without a log group only the second; drop false:
+ * no verdict (the chain's policy, accept, goes on).
+ */
+static void
+nsh_nft_drop(struct nsh_nft_tx *tx, const char *chain, unsigned kind,
+    void (*match)(struct nsh_nft_rule *, unsigned), unsigned arg,
+    int log_group, bool drop)
+{
+	struct nsh_nft_rule	rb;
+	char			name[NSH_DROP_NAME_MAX];
+
+	if (log_group >= 0) {
+		snprintf(name, sizeof(name), "%s%s", DROPS_PREFIX,
+		    drops_kind_name(kind));
+		nsh_nft_rule_start(&rb, tx, NSH_TABLE, chain);
+		if (match != NULL)
+			match(&rb, arg);
+		nsh_nft_objref(&rb, NFT_OBJECT_LIMIT, DROPS_LIMIT);
+		nsh_nft_log(&rb, (uint16_t)log_group, name);
+		nsh_nft_rule_end(&rb);
+	}
+	snprintf(name, sizeof(name), "%s%s", DROPS_COUNTER,
+	    drops_kind_name(kind));
+	nsh_nft_rule_start(&rb, tx, NSH_TABLE, chain);
+	if (match != NULL)
+		match(&rb, arg);
+	nsh_nft_objref(&rb, NFT_OBJECT_COUNTER, name);
+	if (drop)
+		nsh_nft_verdict(&rb, NF_DROP);
+	nsh_nft_rule_end(&rb);
+}
+
+/* meta l4proto PROTO */
+static void
+nsh_nft_match_l4(struct nsh_nft_rule *rb, unsigned proto)
+{
+	nsh_nft_l4proto(rb, (uint8_t)proto);
+}
+
+/* iifname "lo" tcp flags & (fin|syn|rst|ack) == syn: a connection's
+ * first packet, arriving on loopback */
+static void
+nsh_nft_match_lo_syn(struct nsh_nft_rule *rb, unsigned unused)
+{
+	struct nftnl_expr	*e;
+	uint8_t			 mask = NSH_TCP_FSRA, zero = 0;
+	uint8_t			 syn = NSH_TCP_SYN;
+
+	nsh_nft_ifname(rb, NFT_META_IIFNAME, "lo");
+	nsh_nft_l4proto(rb, IPPROTO_TCP);
+	nsh_nft_payload(rb, NFT_PAYLOAD_TRANSPORT_HEADER, NSH_TCP_FLAGS_OFF,
+	    1);
+	if ((e = nftnl_expr_alloc("bitwise")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, 1);
+		nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, &mask, 1);
+		nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, &zero, 1);
+	}
+	nsh_nft_expr(rb, e);
+	nsh_nft_cmp(rb, NFT_CMP_EQ, &syn, 1);
+}
+
+/*
+ * The end of filter_out: what the accept rules above did not take is
+ * dropped, counted by kind and logged.
+ *   meta l4proto igmp counter name "drop-other-proto" drop
+ *   ip6 daddr ff02::/16 meta l4proto ipv6-icmp counter name "drop-icmp"
+ *     drop
+ * count without logging the link's own chatter, which the kernel sends
+ * and no workload needs (group reports, router solicitations, on an
+ * attached namespace's or a veth's link); then, each logged:
+ *   udp, icmp, ipv6-icmp, tcp: "drop-udp", "drop-icmp", "drop-tcp"
+ *   the rest: "drop-other-proto"
+ */
+static void
+nsh_nft_drops_out(struct nsh_nft_tx *tx, int log_group)
+{
+	struct nsh_nft_rule	rb;
+	uint16_t		llm = htons(NSH_IP6_LLMCAST);
+
+	nsh_nft_drop(tx, "filter_out", DROPS_OTHER_PROTO, nsh_nft_match_l4,
+	    IPPROTO_IGMP, -1, true);
+	nsh_nft_rule_start(&rb, tx, NSH_TABLE, "filter_out");
+	nsh_nft_nfproto(&rb, NFPROTO_IPV6);
+	nsh_nft_payload(&rb, NFT_PAYLOAD_NETWORK_HEADER, NSH_IP6_DADDR_OFF,
+	    sizeof(llm));
+	nsh_nft_cmp(&rb, NFT_CMP_EQ, &llm, sizeof(llm));
+	nsh_nft_l4proto(&rb, IPPROTO_ICMPV6);
+	nsh_nft_objref(&rb, NFT_OBJECT_COUNTER, DROPS_COUNTER "icmp");
+	nsh_nft_verdict(&rb, NF_DROP);
+	nsh_nft_rule_end(&rb);
+	nsh_nft_drop(tx, "filter_out", DROPS_UDP, nsh_nft_match_l4,
+	    IPPROTO_UDP, log_group, true);
+	nsh_nft_drop(tx, "filter_out", DROPS_ICMP, nsh_nft_match_l4,
+	    IPPROTO_ICMP, log_group, true);
+	nsh_nft_drop(tx, "filter_out", DROPS_ICMP, nsh_nft_match_l4,
+	    IPPROTO_ICMPV6, log_group, true);
+	nsh_nft_drop(tx, "filter_out", DROPS_TCP, nsh_nft_match_l4,
+	    IPPROTO_TCP, log_group, true);
+	nsh_nft_drop(tx, "filter_out", DROPS_OTHER_PROTO, NULL, 0, log_group,
+	    true);
+}
+
+/*
+ * filter input, policy accept: a TCP connection to a loopback port that
+ * no socket takes (moat's listeners and the workload's own servers are
+ * sockets) is counted and logged, and then refused by the kernel as
+ * always (a reset: the client learns at once, as it did before):
+ *   iifname "lo" tcp flags & (fin|syn|rst|ack) == syn socket transparent
+ *     <= 1 accept	(the socket lookup finds one: 0 or 1)
+ *   iifname "lo" ... syn: "drop-loopback-port", no verdict
+ * Loopback is the sandbox's own and never leaves it; only connections
+ * are judged (UDP to a closed port gets its ICMP error as before).
+ */
+static void
+nsh_nft_filter_in(struct nsh_nft_tx *tx, int log_group)
+{
+	struct nsh_nft_rule	 rb;
+	struct nftnl_expr	*e;
+	uint8_t			 one = 1;
+
+	nsh_nft_chain(tx, NSH_TABLE, "filter_in", "filter", NF_INET_LOCAL_IN,
+	    NSH_NFT_PRIO_FILTER, NF_ACCEPT);
+	nsh_nft_rule_start(&rb, tx, NSH_TABLE, "filter_in");
+	nsh_nft_match_lo_syn(&rb, 0);
+	if ((e = nftnl_expr_alloc("socket")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_KEY,
+		    NFT_SOCKET_TRANSPARENT);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_DREG, NFT_REG_1);
+	}
+	nsh_nft_expr(&rb, e);
+	nsh_nft_cmp(&rb, NFT_CMP_LTE, &one, 1);
+	nsh_nft_verdict(&rb, NF_ACCEPT);
+	nsh_nft_rule_end(&rb);
+	nsh_nft_drop(tx, "filter_in", DROPS_LOOPBACK_PORT,
+	    nsh_nft_match_lo_syn, 0, log_group, false);
+}
+
 /* --- the rulesets --------------------------------------------------- */
 
 int
 nsh_nft_held(struct mnl_socket *nl, const char *owner, uint16_t dns_port,
-    uint16_t transparent_port)
+    uint16_t transparent_port, int log_group)
 {
 	static const uint8_t	 l4[] = { IPPROTO_UDP, IPPROTO_TCP };
 	struct nsh_nft_tx	 tx;
@@ -832,6 +1089,10 @@ nsh_nft_held(struct mnl_socket *nl, const char *owner, uint16_t dns_port,
 	    NF_INET_LOCAL_OUT, NSH_NFT_PRIO_FILTER, NF_DROP);
 	nsh_nft_chain(&tx, NSH_TABLE, "filter_fwd", "filter",
 	    NF_INET_FORWARD, NSH_NFT_PRIO_FILTER, NF_DROP);
+	nsh_nft_drop_objs(&tx, log_group);
+	nsh_nft_drop(&tx, "filter_fwd", DROPS_FORWARD, NULL, 0, log_group,
+	    true);
+	nsh_nft_filter_in(&tx, log_group);
 
 	/*
 	 * DNS first, whatever the destination, loopback included: a query
@@ -868,14 +1129,15 @@ nsh_nft_held(struct mnl_socket *nl, const char *owner, uint16_t dns_port,
 	 * routed to before the redirect (an attached namespace's own
 	 * interface, for an address on its own subnet); filter_post sees
 	 * the real one and lets out only lo.  Everything else (UDP, ICMP,
-	 * raw) is dropped.
+	 * raw) is dropped, counted and logged.
 	 */
 	nsh_nft_loopback_rules(&tx, NSH_TABLE, "filter_out", NF_ACCEPT);
 	nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "filter_out");
 	nsh_nft_ct_mark(&rb);
 	nsh_nft_verdict(&rb, NF_ACCEPT);
 	nsh_nft_rule_end(&rb);
-	nsh_nft_post_filter(&tx, NULL);
+	nsh_nft_drops_out(&tx, log_group);
+	nsh_nft_post_filter(&tx, NULL, log_group);
 
 	rc = nsh_nft_tx_commit(nl, &tx);
 	saved = errno;
@@ -886,7 +1148,7 @@ nsh_nft_held(struct mnl_socket *nl, const char *owner, uint16_t dns_port,
 
 int
 nsh_nft_veth_sandbox(struct mnl_socket *nl, const char *owner,
-    const char *sbx_if, const struct nsh_veth_addrs *a)
+    const char *sbx_if, const struct nsh_veth_addrs *a, int log_group)
 {
 	static const uint8_t	 l4[] = { IPPROTO_UDP, IPPROTO_TCP };
 	struct nsh_nft_tx	 tx;
@@ -905,6 +1167,10 @@ nsh_nft_veth_sandbox(struct mnl_socket *nl, const char *owner,
 	    NF_INET_LOCAL_OUT, NSH_NFT_PRIO_FILTER, NF_DROP);
 	nsh_nft_chain(&tx, NSH_TABLE, "filter_fwd", "filter",
 	    NF_INET_FORWARD, NSH_NFT_PRIO_FILTER, NF_DROP);
+	nsh_nft_drop_objs(&tx, log_group);
+	nsh_nft_drop(&tx, "filter_fwd", DROPS_FORWARD, NULL, 0, log_group,
+	    true);
+	nsh_nft_filter_in(&tx, log_group);
 
 	/*
 	 * What goes to the host side leaves from the veth's address: a
@@ -963,7 +1229,8 @@ nsh_nft_veth_sandbox(struct mnl_socket *nl, const char *owner,
 	 * filter_post then checks that it really leaves by sbx_if.
 	 */
 	nsh_nft_gateway_rules(&tx, "filter_out", NULL, sbx_if, a);
-	nsh_nft_post_filter(&tx, sbx_if);
+	nsh_nft_drops_out(&tx, log_group);
+	nsh_nft_post_filter(&tx, sbx_if, log_group);
 
 	rc = nsh_nft_tx_commit(nl, &tx);
 	saved = errno;
@@ -1112,12 +1379,12 @@ nsh_nft_veth_host(struct mnl_socket *nl, const char *table, const char *owner,
  *   veth: oifname SBX_IF, ether type arp accept; tcp accept (the host
  *     side hands all TCP to moatd); udp/tcp dport 53 to the host side's
  *     addresses accept; ICMPv6 neighbour discovery accept
- *   policy drop
+ *   the rest: "drop-egress" (counted, logged), drop
  * In the veth case the host side's table still judges all that arrives.
  */
 int
 nsh_nft_egress(struct mnl_socket *nl, const char *owner, const char *sbx_if,
-    const struct nsh_veth_addrs *a)
+    const struct nsh_veth_addrs *a, int log_group)
 {
 	struct nsh_nft_tx	 tx;
 	struct nsh_nft_rule	 rb;
@@ -1129,6 +1396,7 @@ nsh_nft_egress(struct mnl_socket *nl, const char *owner, const char *sbx_if,
 	tx.family = NFPROTO_NETDEV;
 	nsh_nft_replace(&tx, NSH_TABLE, owner);
 	nsh_nft_egress_chain(&tx, NSH_TABLE, "egress");
+	nsh_nft_drop_objs(&tx, log_group);
 	nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "egress");
 	nsh_nft_ifname(&rb, NFT_META_OIFNAME, "lo");
 	nsh_nft_verdict(&rb, NF_ACCEPT);
@@ -1150,6 +1418,7 @@ nsh_nft_egress(struct mnl_socket *nl, const char *owner, const char *sbx_if,
 		}
 		nsh_nft_gateway_rules(&tx, "egress", sbx_if, sbx_if, a);
 	}
+	nsh_nft_drop(&tx, "egress", DROPS_EGRESS, NULL, 0, log_group, true);
 	rc = nsh_nft_tx_commit(nl, &tx);
 	saved = errno;
 	nsh_nft_tx_free(&tx);
@@ -1272,6 +1541,79 @@ nsh_nft_tables(struct mnl_socket *nl, const char *prefix,
 		}
 		r = mnl_cb_run(buf, (size_t)n, seq, portid, nsh_nft_list_cb,
 		    &l);
+		if (r == -1)
+			return -1;
+		if (r == MNL_CB_STOP)
+			return 0;
+	}
+}
+
+/* --- the drop counters ------------------------------------------------ */
+
+struct nsh_nft_ctrs {
+	void	(*fn)(const char *, uint64_t, uint64_t, void *);
+	void	*arg;
+};
+
+static int
+nsh_nft_ctr_cb(const struct nlmsghdr *nlh, void *arg)
+{
+	struct nsh_nft_ctrs	*c = arg;
+	struct nftnl_obj	*o;
+	const char		*name, *table;
+
+	if ((o = nftnl_obj_alloc()) == NULL)
+		return MNL_CB_ERROR;
+	if (nftnl_obj_nlmsg_parse(nlh, o) < 0 ||
+	    nftnl_obj_get_u32(o, NFTNL_OBJ_TYPE) != NFT_OBJECT_COUNTER ||
+	    (table = nftnl_obj_get_str(o, NFTNL_OBJ_TABLE)) == NULL ||
+	    strcmp(table, NSH_TABLE) != 0 ||
+	    (name = nftnl_obj_get_str(o, NFTNL_OBJ_NAME)) == NULL ||
+	    strncmp(name, DROPS_COUNTER, strlen(DROPS_COUNTER)) != 0)
+		goto out;
+	c->fn(name, nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_PKTS),
+	    nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_BYTES), c->arg);
+ out:
+	nftnl_obj_free(o);
+	return MNL_CB_OK;
+}
+
+int
+nsh_nft_counters(struct mnl_socket *nl, uint16_t family,
+    void (*fn)(const char *, uint64_t, uint64_t, void *), void *arg)
+{
+	static char		 buf[NSH_NFT_RECV_BUF];
+	struct nsh_nft_ctrs	 c;
+	struct nftnl_obj	*o;
+	struct nlmsghdr		*nlh;
+	uint32_t		 seq, portid;
+	ssize_t			 n;
+	int			 r;
+
+	c.fn = fn;
+	c.arg = arg;
+	if ((o = nftnl_obj_alloc()) == NULL)
+		return -1;
+	nftnl_obj_set_str(o, NFTNL_OBJ_TABLE, NSH_TABLE);
+	nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, NFT_OBJECT_COUNTER);
+	seq = ++nsh_nft_seq;
+	nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETOBJ, family, NLM_F_DUMP,
+	    seq);
+	nftnl_obj_nlmsg_build_payload(nlh, o);
+	nftnl_obj_free(o);
+	portid = mnl_socket_get_portid(nl);
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) == -1)
+		return -1;
+	for (;;) {
+		n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				errno = ETIMEDOUT;
+			return -1;
+		}
+		r = mnl_cb_run(buf, (size_t)n, seq, portid, nsh_nft_ctr_cb, &c);
 		if (r == -1)
 			return -1;
 		if (r == MNL_CB_STOP)

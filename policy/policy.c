@@ -153,6 +153,9 @@ static const struct policy_reason_info	policy_reason_table[POLICY_R__COUNT] = {
 	[POLICY_R_PROTOCOL] = { "protocol", 0, 0x02,
 	    "the rule for this host does not list this protocol "
 	    "in its \"protocols\"" },
+	[POLICY_R_DROPPED_PACKET] = { "dropped-packet", 0, 0x02,
+	    "the sandbox's firewall dropped the packet: only TCP and "
+	    "DNS reach moat" },
 };
 
 static void	policy_rule_clear(struct policy_rule *r);

@@ -236,6 +236,9 @@ enum policy_reason {
 	POLICY_R_PROTOCOL,		/* "protocol": a tunnel carries a
 					   protocol its rule's "protocols"
 					   does not list */
+	POLICY_R_DROPPED_PACKET,	/* "dropped-packet": the sandbox's
+					   nftables table dropped a packet
+					   (not TCP to moatd, nor DNS) */
 	POLICY_R__COUNT
 };
 

@@ -22,11 +22,12 @@
  * human-readable sentence):
  *
  *   {"op": "hello", "version": 1}
- *     -> {"ok": true, "version": 1, "moatd": "0.1.0", "watch": true}
+ *     -> {"ok": true, "version": 1, "moatd": "0.1.0", "watch": true,
+ *         "drops": true}
  *   {"op": "register", "sandbox": NAME, "config": CONFIG,
  *    "listeners": [{"proto": PROTO, "fd": I}, ...],
  *    "trust_extra": [{"name": TEXT, "pem": PEM}, ...],
- *    "trust_store": BOOL}  + descriptors
+ *    "trust_store": BOOL, "drops": N}  + descriptors
  *     NAME: [A-Za-z0-9._-]{1,64}, unique among live sandboxes and not
  *       the "sandbox" of one of moatd's configured listeners.
  *     CONFIG: a moat.json object holding only "policy" (and, with TLS
@@ -47,6 +48,13 @@
  *       merged into its "trust_bundle" when moatd intercepts TLS.
  *     "trust_store" (optional, default false): answer with the bundle as
  *       a PKCS12 trust store too.
+ *     "drops" (optional; the hello said "drops": true): N is the number
+ *       of listeners, and the descriptor after theirs is the sandbox's
+ *       drop log, a netfilter netlink socket bound to the NFLOG group of
+ *       its nftables table's drops in its namespace (moat-netns's DROPS,
+ *       proto/drops_proto.h); moatd reads it as long as the sandbox
+ *       lives and audits the drops as "drop" lines.  At most
+ *       ADMIN_FDS_MAX descriptors in all.
  *     -> {"ok": true, "sandbox": NAME, "placeholders": {VAR: PH, ...},
  *         "hide": [PATH, ...], "trust_pem": PEM, "trust_bundle": PEM,
  *         "trust_store": BASE64, "trust_warnings": [TEXT, ...]}

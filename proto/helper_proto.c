@@ -53,7 +53,8 @@ static const char *const nsh_opnames[NSH_OP__COUNT] = {
 	[NSH_OP_SOCKET] = "SOCKET",
 	[NSH_OP_RELEASE] = "RELEASE",
 	[NSH_OP_TEARDOWN] = "TEARDOWN",
-	[NSH_OP_REPLY] = "REPLY"
+	[NSH_OP_REPLY] = "REPLY",
+	[NSH_OP_DROPS] = "DROPS"
 };
 
 static const size_t nsh_bodylens[NSH_OP__COUNT] = {
@@ -64,7 +65,8 @@ static const size_t nsh_bodylens[NSH_OP__COUNT] = {
 	[NSH_OP_SOCKET] = sizeof(struct nsh_socket),
 	[NSH_OP_RELEASE] = 0,
 	[NSH_OP_TEARDOWN] = 0,
-	[NSH_OP_REPLY] = sizeof(struct nsh_reply)
+	[NSH_OP_REPLY] = sizeof(struct nsh_reply),
+	[NSH_OP_DROPS] = 0
 };
 
 const char *
@@ -87,7 +89,8 @@ nsh_fds_of(const struct nsh_msg *m)
 	case NSH_OP_JOIN:
 		return (m->u.join.flags & NSH_JOIN_USERNS) ? 2 : 1;
 	case NSH_OP_REPLY:
-		return m->u.reply.op == NSH_OP_SOCKET &&
+		return (m->u.reply.op == NSH_OP_SOCKET ||
+		    m->u.reply.op == NSH_OP_DROPS) &&
 		    m->u.reply.error == 0 ? 1 : 0;
 	default:
 		return 0;
@@ -149,7 +152,7 @@ nsh_check_reply(const struct nsh_reply *r)
 {
 	if (r->pad != 0)
 		return "non-zero padding";
-	if (r->op >= NSH_OP_REPLY)
+	if (r->op == NSH_OP_REPLY || r->op >= NSH_OP__COUNT)
 		return "reply to an unknown op";
 	if (r->error < 0 || r->error > 4095)
 		return "error out of range";
@@ -205,6 +208,7 @@ nsh_check(const struct nsh_msg *m)
 		break;
 	case NSH_OP_RELEASE:
 	case NSH_OP_TEARDOWN:
+	case NSH_OP_DROPS:
 		break;
 	case NSH_OP_REPLY:
 		return nsh_check_reply(&m->u.reply);

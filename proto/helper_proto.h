@@ -24,6 +24,9 @@
  *   HELLO {version}                 must come first
  *   JOIN {flags} + [userns,] netns  once: enter the sandbox's namespaces
  *   HELD {setup} | VETH {setup}     once: program the network
+ *   DROPS                           once, after a setup with
+ *                                   NSH_SETUP_DROPS: the drop log, an
+ *                                   NFLOG socket, returned as an fd
  *   SOCKET {family, type, port}*    a listening socket, returned as an fd
  *   RELEASE                         exit, keeping everything (held `run`:
  *                                   the namespace dies with the sandbox)
@@ -40,7 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NSH_PROTO_VERSION	1
+#define NSH_PROTO_VERSION	2
 #define NSH_FDS_MAX		2	/* descriptors on one message */
 #define NSH_TEXT_MAX		160	/* reply text, bytes with its NUL */
 /* an interface name with NUL (IFNAMSIZ) */
@@ -67,6 +70,7 @@ enum nsh_op {
 	NSH_OP_RELEASE,		/* no body */
 	NSH_OP_TEARDOWN,	/* no body */
 	NSH_OP_REPLY,		/* struct nsh_reply, 0 or 1 fd */
+	NSH_OP_DROPS,		/* no body */
 	NSH_OP__COUNT
 };
 
@@ -95,7 +99,10 @@ struct nsh_join {
 #define NSH_SETUP_ATTACH 0x1	/* an existing namespace (`moat attach`):
 				   leave its interfaces, add routes that
 				   TEARDOWN removes again */
-#define NSH_SETUP_FLAGS	NSH_SETUP_ATTACH
+#define NSH_SETUP_DROPS	0x2	/* log drops (proto/drops_proto.h) and
+				   bind their NFLOG group in the sandbox's
+				   namespace, for DROPS to hand over */
+#define NSH_SETUP_FLAGS	(NSH_SETUP_ATTACH | NSH_SETUP_DROPS)
 
 /*
  * The network of a sandbox.  dns_port and transparent_port are where

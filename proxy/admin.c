@@ -43,6 +43,7 @@
 #include "proxy/admin.h"
 #include "proto/admin_proto.h"
 #include "proxy/audit.h"
+#include "proxy/drops.h"
 #include "proxy/listener.h"
 #include "proxy/log.h"
 #include "proxy/sandbox.h"
@@ -76,6 +77,7 @@
 
 struct admin_sb {
 	struct sandbox		*sb;		/* a reference */
+	struct drops		*drops;		/* its drop log's reader, or NULL */
 	/* The network namespaces its held sockets live in (cookies). */
 	uint64_t		 netns[ADMIN_FDS_MAX];
 	size_t			 nnetns;
@@ -124,6 +126,7 @@ static int	admin_unregister(struct admin_conn *ac, json_t *req);
 static int	admin_watch(struct admin_conn *ac, json_t *req);
 static int	admin_unwatch(struct admin_conn *ac, json_t *req);
 static void	admin_watch_ready(void *arg);
+static void	admin_drops_drain(const char *name);
 static void	admin_watch_pump(struct admin_conn *ac, struct watch *only);
 static void	admin_sandbox_gone(struct admin_conn *ac, struct admin_sb *s);
 static int	admin_answer(struct admin_conn *ac, json_t *ans);
@@ -528,9 +531,9 @@ admin_message(struct admin_conn *ac, const char *buf, size_t len)
 			    "supported (this moatd speaks %d)", (long long)v,
 			    ADMIN_PROTO_VERSION);
 		else {
-			ans = json_pack("{s:b, s:i, s:s, s:b}", "ok", 1,
+			ans = json_pack("{s:b, s:i, s:s, s:b, s:b}", "ok", 1,
 			    "version", ADMIN_PROTO_VERSION, "moatd",
-			    PACKAGE_VERSION, "watch", 1);
+			    PACKAGE_VERSION, "watch", 1, "drops", 1);
 			rc = admin_answer(ac, ans);
 		}
 	} else if (strcmp(op, "register") == 0)
@@ -1090,16 +1093,17 @@ admin_register(struct admin_conn *ac, json_t *req)
 	struct sandbox		*sb = NULL;
 	struct listener		*ls[ADMIN_FDS_MAX];
 	struct admin_sb		*s = NULL;
-	json_t			*lst, *e, *ans = NULL;
+	json_t			*lst, *e, *ans = NULL, *jd;
 	const char		*name, *proto, *other;
 	uint64_t		 netns[ADMIN_FDS_MAX], own;
 	enum moat_connect_refusal refusal[ADMIN_FDS_MAX];
 	char			 err[256];
-	size_t			 nl = 0, i, j, need;
-	int			 used[ADMIN_FDS_MAX], idx, rc = -1;
+	size_t			 nl = 0, i, j, need, nls;
+	int			 used[ADMIN_FDS_MAX], idx, rc = -1, drops = -1;
 
 	name = json_string_value(json_object_get(req, "sandbox"));
 	lst = json_object_get(req, "listeners");
+	jd = json_object_get(req, "drops");
 	if (name == NULL || !admin_sandbox_name_ok(name))
 		return admin_fail(ac, "\"sandbox\" must be 1-%d of A-Z a-z 0-9 "
 		    ". _ -", ADMIN_NAME_MAX);
@@ -1122,12 +1126,19 @@ admin_register(struct admin_conn *ac, json_t *req)
 		return admin_refuse(ac, name, "the client is inside the network "
 		    "namespace of sandbox %s", other);
 	if (!json_is_array(lst) || json_array_size(lst) == 0 ||
-	    json_array_size(lst) > ADMIN_FDS_MAX)
+	    json_array_size(lst) > ADMIN_FDS_MAX - (jd != NULL))
 		return admin_fail(ac, "\"listeners\" must list 1-%d sockets",
-		    ADMIN_FDS_MAX);
+		    ADMIN_FDS_MAX - (jd != NULL));
 	if (admin_trust_check(ac, req) == -1)
 		return -1;
-	need = json_array_size(lst);
+	nls = need = json_array_size(lst);
+	/* The drop log, if any: the descriptor after the listeners'. */
+	if (jd != NULL && (!json_is_integer(jd) ||
+	    json_integer_value(jd) != (json_int_t)nls))
+		return admin_fail(ac, "\"drops\" must be %zu: the descriptor "
+		    "after the listeners'", nls);
+	if (jd != NULL)
+		need++;
 	if (ac->nfds < need)
 		return admin_fail(ac, "%zu listeners announced, %zu descriptors "
 		    "received", need, ac->nfds);
@@ -1136,13 +1147,13 @@ admin_register(struct admin_conn *ac, json_t *req)
 		proto = json_string_value(json_object_get(e, "proto"));
 		idx = (int)json_integer_value(json_object_get(e, "fd"));
 		if (proto == NULL || !json_is_integer(json_object_get(e,
-		    "fd")) || idx < 0 || (size_t)idx >= need || used[idx] ||
+		    "fd")) || idx < 0 || (size_t)idx >= nls || used[idx] ||
 		    json_object_size(e) != 2 + (json_object_get(e,
 		    "connect_refusal") != NULL))
 			return admin_fail(ac, "listeners[%zu]: want {\"proto\": "
 			    "NAME, \"fd\": 0..%zu} and optionally "
 			    "\"connect_refusal\", each descriptor once", i,
-			    need - 1);
+			    nls - 1);
 		if (admin_refusal(ac, e, i, proto, &refusal[i]) == -1)
 			return -1;
 		used[idx] = 1;
@@ -1164,6 +1175,8 @@ admin_register(struct admin_conn *ac, json_t *req)
 			goto closefds;
 		}
 	}
+	if (jd != NULL)
+		drops = ac->fds[nls];
 	if ((cfg = admin_config(ac, name, json_object_get(req, "config"))) ==
 	    NULL)
 		goto closefds;
@@ -1193,6 +1206,18 @@ admin_register(struct admin_conn *ac, json_t *req)
 		goto closefds;
 	}
 	s->sb = sandbox_ref(sb);
+	/* The drop log is read from now on; the reader owns the socket. */
+	if (drops != -1) {
+		ac->fds[nls] = -1;
+		if ((s->drops = drops_start(A_ctx->base, sb, drops, err,
+		    sizeof(err))) == NULL) {
+			sandbox_unref(s->sb);
+			free(s);
+			s = NULL;
+			admin_fail(ac, "%s", err);
+			goto closefds;
+		}
+	}
 	/*
 	 * Guarded from now: the namespaces of its sockets, but for the
 	 * registering client's own and moatd's (a platform that binds a
@@ -1221,6 +1246,8 @@ admin_register(struct admin_conn *ac, json_t *req)
 		    ls[i]->address, ls[i]->connect_refusal ==
 		    MOAT_REFUSAL_IN_TUNNEL ? " (refused CONNECTs answered "
 		    "inside the tunnel)" : "");
+	if (s->drops != NULL)
+		log_info("sandbox %s: reading its drop log", name);
 	admin_audit(sb, "registered");
 	if (json_object_set_new(ans, "sandbox", json_string(name)) == -1) {
 		rc = admin_fail(ac, "out of memory");
@@ -1325,10 +1352,24 @@ admin_unwatch(struct admin_conn *ac, json_t *req)
 	if (i == ac->nwatches)
 		return admin_fail(ac, "no watch of %.64s on this connection",
 		    name != NULL ? name : "(none)");
+	admin_drops_drain(name);
 	admin_watch_pump(ac, ac->watches[i]);
 	watch_free(ac->watches[i]);
 	ac->watches[i] = ac->watches[--ac->nwatches];
 	return admin_answer(ac, json_pack("{s:b}", "ok", 1));
+}
+
+/* The drop records of sandbox name that arrived, audited now. */
+static void
+admin_drops_drain(const char *name)
+{
+	struct admin_conn	*ac;
+	struct admin_sb		*s;
+
+	LIST_FOREACH(ac, &A_conns, link)
+		LIST_FOREACH(s, &ac->sbs, link)
+			if (strcmp(s->sb->name, name) == 0)
+				drops_drain(s->drops);
 }
 
 static void
@@ -1411,6 +1452,9 @@ admin_sandbox_gone(struct admin_conn *ac, struct admin_sb *s)
 		if (worker_post_sandbox_gone(A_ctx->workers[i], s->sb) == -1)
 			log_warnx("admin: out of memory ending sandbox %s",
 			    s->sb->name);
+	/* Its drop log's last records and summary come before the end. */
+	drops_stop(s->drops);
+	s->drops = NULL;
 	log_info("sandbox %s: unregistered", s->sb->name);
 	admin_audit(s->sb, "unregistered");
 	LIST_REMOVE(s, link);
@@ -1537,6 +1581,7 @@ admin_shutdown(void)
 		ac->gone = NULL;
 		admin_conn_free(ac);
 	}
+	drops_shutdown();
 	watch_shutdown();
 	if (A_lev != NULL) {
 		event_free(A_lev);

@@ -86,6 +86,7 @@ struct sandbox *
 sandbox_new(const char *name, struct moat_config *cfg)
 {
 	struct sandbox	*sb;
+	size_t		 k;
 
 	if ((sb = calloc(1, sizeof(*sb))) == NULL)
 		return NULL;
@@ -108,6 +109,9 @@ sandbox_new(const char *name, struct moat_config *cfg)
 	atomic_init(&sb->conns_audit_ms, 0);
 	atomic_init(&sb->heads_held, 0);
 	metrics_sandbox_hold(&sb->msb, sb->name);
+	for (k = 0; k < DROPS_KIND__COUNT; k++)
+		atomic_init(&sb->drops[k], 0);
+	atomic_init(&sb->drops_lost, 0);
 	return sb;
 }
 

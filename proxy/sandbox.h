@@ -18,6 +18,7 @@
 
 #include "policy/policy.h"
 #include "proto/admin_proto.h"
+#include "proto/drops_proto.h"
 #include "proxy/metrics.h"
 
 #define SANDBOX_ATTR_MAX	4096	/* addresses remembered per sandbox */
@@ -75,6 +76,10 @@ struct sandbox {
 	atomic_size_t		 heads_held;
 	/* Its name's place in the metrics (held while sb lives). */
 	struct metrics_sb	 msb;
+	/* Packets its nftables table dropped that moatd heard of, per
+	 * kind, and records lost (drops.c, drops_count()): atomics. */
+	atomic_uint_fast64_t	 drops[DROPS_KIND__COUNT];
+	atomic_uint_fast64_t	 drops_lost;
 };
 
 /*

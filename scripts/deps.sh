@@ -14,8 +14,8 @@ set -eu
 # headers of zlib and libmd, which `moat audit` loads with dlopen.
 BUILD="build-essential autoconf automake pkg-config
     libevent-dev libssl-dev libc-ares-dev libjansson-dev libmaxminddb-dev
-    libidn2-dev libnftnl-dev libmnl-dev libcunit1-dev clang
-    zlib1g-dev libmd-dev"
+    libidn2-dev libnftnl-dev libmnl-dev libnetfilter-log-dev libcunit1-dev
+    clang zlib1g-dev libmd-dev"
 # Tests: namespaces and nftables (iproute2, nftables), real peers (curl,
 # socat, openssl, python3 for the helper servers), /proc readers (procps),
 # setpriv and unshare (util-linux), timeout (coreutils), gzip (moat audit

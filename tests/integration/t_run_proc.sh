@@ -520,9 +520,12 @@ for c in \
     "hello,join,held,sock:4:tcp:22|step3=error:1:port 22 (tcp) is not a listener of this sandbox" \
     "hello,join,held,sock:4:udp:3128|step3=error:1:port 3128 (udp) is not a listener of this sandbox" \
     "hello,join,held,held|step3=error:71:HELD not allowed now" \
-    "hello,rawfds:00000100080000000100000000000000:1|step1=error:71:protocol error: wrong number of descriptors for the op" \
+    "hello,rawfds:00000100080000000200000000000000:1|step1=error:71:protocol error: wrong number of descriptors for the op" \
     "hello,join,veth,release|step3=error:1:only a held-mode run may release its helper; tear down instead" \
-    "hello,join,held:53:53|step2=error:71:protocol error: a port appears twice"; do
+    "hello,join,held:53:53|step2=error:71:protocol error: a port appears twice" \
+    "hello,join,drops|step2=error:71:DROPS not allowed now" \
+    "hello,join,held,drops|step3=error:1:the setup did not ask for the drop log" \
+    "hello,join,helddrops,drops,drops|step4=error:71:DROPS not allowed now"; do
 	script=${c%%|*}
 	want=${c#*|}
 	nsh "$script"
@@ -536,6 +539,14 @@ for c in \
 		    "$MT_T/nsh.kv" "$MT_T/nsh.err"
 	fi
 done
+# The drop log, asked for in the setup: a netlink socket, once.
+nsh hello,join,helddrops,drops,release
+mt_eq "moat-netns: DROPS after a setup that asked for it: the NFLOG socket" \
+    "netlink ok 0" "$(sed -n 's/^drops3=//p' "$MT_T/nsh.kv") \
+$(sed -n 's/^step3=//p' "$MT_T/nsh.kv") $(sed -n 's/^status=//p' "$MT_T/nsh.kv")" \
+    "$MT_T/nsh.kv" "$MT_T/nsh.err"
+ip netns exec "$MT_TAG-nsh" "$MOAT_NETNS" cleanup --netns "/run/netns/$MT_TAG-nsh" \
+    >/dev/null 2>&1
 mt_eq "moat-netns: the refused sessions left the namespace untouched" "" \
     "$(ip netns exec "$MT_TAG-nsh" $MT_NFT_TABLES 2>/dev/null | grep -v '^table \(inet\|netdev\) moat$')"
 mt_no_leftovers "after the malformed sessions" "$before"

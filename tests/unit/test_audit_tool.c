@@ -238,6 +238,16 @@ test_summary(void)
 		    "null", ",\"refused\":40"),
 		"{\"ts\":\"2026-11-29T13:42:39.000Z\",\"event\":\"audit-dropped\","
 		    "\"dropped\":3}",
+		/* dropped packets of b: one, and a line that counts 9 */
+		"{\"ts\":\"2026-11-29T13:42:39.100Z\",\"event\":\"drop\","
+		    "\"id\":0,\"sandbox\":\"b\",\"proto\":\"udp\","
+		    "\"client\":\"10.0.0.3:5\",\"port\":853,\"ip\":"
+		    "\"203.0.113.53\",\"verdict\":\"deny\",\"reason\":"
+		    "\"dropped-packet\",\"rule\":null,\"detail\":\"udp: x\"}",
+		"{\"ts\":\"2026-11-29T13:42:40.100Z\",\"event\":\"drop\","
+		    "\"id\":0,\"sandbox\":\"b\",\"ip\":null,\"verdict\":"
+		    "\"deny\",\"reason\":\"dropped-packet\",\"rule\":null,"
+		    "\"refused\":9,\"detail\":\"9 more dropped packets\"}",
 	};
 	struct audit_summary	*sm = audit_summary_new();
 	json_t			*j, *sa, *sb, *d, *r;
@@ -248,7 +258,7 @@ test_summary(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(sm);
 	feed(audit_summary_fold, sm, lines, sizeof(lines) / sizeof(lines[0]));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j = audit_summary_json(sm, 10));
-	CU_ASSERT_EQUAL(jint(j, "lines"), 8);
+	CU_ASSERT_EQUAL(jint(j, "lines"), 10);
 	CU_ASSERT_EQUAL(jint(j, "audit_dropped"), 3);
 	/* sandbox a sent the most bytes: first of the top talkers */
 	sa = json_array_get(json_object_get(j, "sandboxes"), 0);
@@ -261,7 +271,14 @@ test_summary(void)
 	/* the https request's bytes are in the tunnel's close line */
 	CU_ASSERT_EQUAL(jint(sa, "bytes_up"), 105);
 	CU_ASSERT_EQUAL(jint(sa, "bytes_down"), 207);
-	CU_ASSERT_EQUAL(jint(sb, "refused"), 40);
+	/* 40 connections, 10 dropped packets */
+	CU_ASSERT_EQUAL(jint(sb, "refused"), 50);
+	r = json_array_get(json_object_get(sb, "refusals"), 1);
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r,
+	    "reason")), "dropped-packet");
+	CU_ASSERT_EQUAL(jint(r, "count"), 10);
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r,
+	    "example")), "203.0.113.53:853");
 	d = json_array_get(json_object_get(sa, "destinations"), 0);
 	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(d, "host")),
 	    "paste.bin");

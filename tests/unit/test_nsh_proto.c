@@ -189,10 +189,21 @@ test_roundtrip(void)
 	m.u.socket.type = NSH_SOCK_DGRAM;
 	m.u.socket.port = 65535;
 	CU_ASSERT_EQUAL(roundtrip(&m), 0);
+	msg_setup(&m, NSH_OP_HELD);
+	m.u.setup.flags = NSH_SETUP_DROPS | NSH_SETUP_ATTACH;
+	CU_ASSERT_EQUAL(roundtrip(&m), 0);
 	memset(&m, 0, sizeof(m));
 	m.op = NSH_OP_RELEASE;
 	CU_ASSERT_EQUAL(roundtrip(&m), 0);
 	m.op = NSH_OP_TEARDOWN;
+	CU_ASSERT_EQUAL(roundtrip(&m), 0);
+	m.op = NSH_OP_DROPS;
+	CU_ASSERT_EQUAL(roundtrip(&m), 0);
+	CU_ASSERT_STRING_EQUAL(nsh_proto_opname(NSH_OP_DROPS), "DROPS");
+	msg_reply_ok(&m, NSH_OP_DROPS);	/* the drop log, a descriptor */
+	m.nfds = 1;
+	CU_ASSERT_EQUAL(roundtrip(&m), 0);
+	nsh_proto_reply(&m, NSH_OP_DROPS, EBUSY, "group taken");
 	CU_ASSERT_EQUAL(roundtrip(&m), 0);
 	msg_reply_ok(&m, NSH_OP_HELLO);
 	CU_ASSERT_EQUAL(roundtrip(&m), 0);
@@ -307,6 +318,16 @@ test_ops_and_fds(void)
 	msg_reply_ok(&m, NSH_OP_HELD);
 	m.nfds = 1;
 	CU_ASSERT(refused(&m));
+	msg_reply_ok(&m, NSH_OP_DROPS);
+	m.nfds = 0;			/* the drop log's reply without it */
+	CU_ASSERT(refused(&m));
+	nsh_proto_reply(&m, NSH_OP_DROPS, EBUSY, "no");
+	m.nfds = 1;			/* ... an error with it */
+	CU_ASSERT(refused(&m));
+	memset(&m, 0, sizeof(m));
+	m.op = NSH_OP_DROPS;
+	m.nfds = 1;			/* the request carries none */
+	CU_ASSERT(refused(&m));
 	memset(&m, 0, sizeof(m));
 	m.op = NSH_OP_SOCKET;
 	m.u.socket.port = 53;
@@ -338,7 +359,7 @@ test_flags_and_padding(void)
 	m.u.join.pad = 1;
 	CU_ASSERT(refused(&m));
 	msg_setup(&m, NSH_OP_VETH);
-	m.u.setup.flags = 0x2;
+	m.u.setup.flags = 0x4;
 	CU_ASSERT(refused(&m));
 	msg_setup(&m, NSH_OP_HELD);
 	m.u.setup.pad = 0x100;

@@ -304,6 +304,81 @@ test_rate_summary(void)
 	close(p[1]);
 }
 
+/* A packet the sandbox's firewall dropped, and the line that counts more. */
+static void
+test_drop(void)
+{
+	struct refusals_opts	 o = { .fd = -1, .hint = true };
+	struct refusals		*rf;
+	json_t			*m;
+	char			*out;
+	int			 p[2];
+
+	utc();
+	CU_ASSERT_STRING_EQUAL(fmt("{" TS ",\"event\":\"drop\","
+	    "\"proto\":\"udp\",\"client\":\"10.0.0.2:5000\","
+	    "\"port\":53,\"ip\":\"8.8.8.8\",\"verdict\":\"deny\","
+	    "\"reason\":\"dropped-packet\",\"rule\":null,"
+	    "\"detail\":\"udp: only DNS leaves\"}", &o),
+	    "moat: 13:42:38 dropped udp to 8.8.8.8:53 (dropped-packet)");
+	CU_ASSERT_STRING_EQUAL(fmt("{" TS ",\"event\":\"drop\","
+	    "\"proto\":\"icmpv6\",\"ip\":\"2001:db8::10\","
+	    "\"verdict\":\"deny\",\"reason\":\"dropped-packet\","
+	    "\"rule\":null,\"detail\":\"icmp: ICMPv6 type 128\"}", &o),
+	    "moat: 13:42:38 dropped icmpv6 to [2001:db8::10] (dropped-packet)");
+	/* A kind the protocol does not say: named. */
+	CU_ASSERT_STRING_EQUAL(fmt("{" TS ",\"event\":\"drop\","
+	    "\"proto\":\"tcp\",\"ip\":\"127.0.0.1\",\"port\":7777,"
+	    "\"verdict\":\"deny\",\"reason\":\"dropped-packet\","
+	    "\"rule\":null,\"detail\":\"loopback-port: nothing listens\"}",
+	    &o), "moat: 13:42:38 dropped tcp to 127.0.0.1:7777 "
+	    "(dropped-packet: loopback-port)");
+	CU_ASSERT_STRING_EQUAL(fmt("{" TS ",\"event\":\"drop\","
+	    "\"proto\":\"arp\",\"ip\":null,\"verdict\":\"deny\","
+	    "\"reason\":\"dropped-packet\",\"rule\":null,"
+	    "\"detail\":\"egress: a frame\"}", &o),
+	    "moat: 13:42:38 dropped arp (dropped-packet: egress)");
+	/* The sandbox chose none of it but the address: escaped anyway. */
+	CU_ASSERT_STRING_EQUAL(fmt("{" TS ",\"event\":\"drop\","
+	    "\"proto\":\"u\\u001bdp\",\"ip\":\"1.2.3.4\","
+	    "\"verdict\":\"deny\",\"reason\":\"dropped-packet\","
+	    "\"rule\":null}", &o),
+	    "moat: 13:42:38 dropped u\\x1bdp to 1.2.3.4 (dropped-packet)");
+	CU_ASSERT_STRING_EQUAL(fmt("{" TS ",\"event\":\"drop\","
+	    "\"ip\":null,\"verdict\":\"deny\",\"reason\":"
+	    "\"dropped-packet\",\"rule\":null,\"refused\":990,"
+	    "\"detail\":\"990 more dropped packets (udp 990): ...\"}", &o),
+	    "moat: 13:42:38 dropped 990 more packets (dropped-packet)");
+	/* The summary counts what a line stands for. */
+	CU_ASSERT_FATAL(pipe2(p, O_NONBLOCK) == 0);
+	o.fd = p[1];
+	o.details = NULL;
+	rf = refusals_new(&o);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rf);
+	m = json_pack("{s:{s:s, s:s, s:s, s:s, s:s}}", "audit", "event",
+	    "drop", "proto", "udp", "ip", "8.8.8.8", "verdict", "deny",
+	    "reason", "dropped-packet");
+	refusals_message(rf, m, 1);
+	json_decref(m);
+	m = json_pack("{s:{s:s, s:s, s:s, s:i}}", "audit", "event", "drop",
+	    "verdict", "deny", "reason", "dropped-packet", "refused", 990);
+	refusals_message(rf, m, 2);
+	json_decref(m);
+	CU_ASSERT_EQUAL(refusals_count(rf), 991);
+	out = drain(p[0]);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, " dropped udp to 8.8.8.8 "
+	    "(dropped-packet)\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, " dropped 990 more packets "
+	    "(dropped-packet)\n"));
+	CU_ASSERT_PTR_NULL(strstr(out, "moat explain"));
+	refusals_finish(rf);
+	CU_ASSERT_STRING_EQUAL(drain(p[0]), "moat: 991 refusals "
+	    "(dropped-packet 991)\n");
+	refusals_free(rf);
+	close(p[0]);
+	close(p[1]);
+}
+
 /* The terminal of the test below: raw, and the workload mid-line once. */
 static int	term_calls;
 
@@ -358,6 +433,7 @@ test_refusals_register(void)
 	    test_allowed);
 	CU_add_test(s, "what the sandbox sent is escaped, cut and quoted",
 	    test_escape);
+	CU_add_test(s, "dropped packets and their count", test_drop);
 	CU_add_test(s, "10 lines a second, one \"more\" line, the summary",
 	    test_rate_summary);
 	CU_add_test(s, "a raw terminal, a workload's half line",

@@ -37,6 +37,7 @@ void	test_unixsuper_register(void);
 void	test_refusals_register(void);
 void	test_audit_tool_register(void);
 void	test_metrics_register(void);
+void	test_drops_register(void);
 
 /*
  * test_policy.c: decides for name and/or addr (any spelling; NULL for

@@ -6,11 +6,13 @@ one malformed request, and reports what happened as KEY=VALUE lines.
 usage: nsh.py HELPER SCRIPT [--netns PATH] [--userns PATH] [--hold FIFO]
 
 SCRIPT is a comma-separated list of steps:
-  hello              HELLO version 1
+  hello              HELLO version 2
   join               JOIN with --netns (and --userns if given)
   held[:DNS:TP[:P..]]  HELD (defaults 53, 15001, ports 3128 1080)
   heldattach         HELD with the attach flag
+  helddrops          HELD with the drop log's flag
   veth[:DNS:TP[:P..]]  VETH
+  drops              DROPS: reports fd=yes when the NFLOG socket came
   sock:FAM:TYPE:PORT FAM 4|6, TYPE tcp|udp: SOCKET; reports the bound address
   release, teardown
   raw:HEX            send these bytes as one record
@@ -30,7 +32,9 @@ import sys
 HDR = struct.Struct("=HHI")
 REPLY = struct.Struct("=HHiI16s160s")
 OP = {"hello": 0, "join": 1, "held": 2, "veth": 3, "socket": 4,
-      "release": 5, "teardown": 6, "reply": 7}
+      "release": 5, "teardown": 6, "reply": 7, "drops": 8}
+VERSION = 2
+SETUP_ATTACH, SETUP_DROPS = 1, 2
 TIMEOUT = 15
 
 
@@ -95,7 +99,7 @@ def main():
         args = arg.split(":") if arg else []
         fds = []
         if name == "hello":
-            data = msg(0, struct.pack("=II", 1, 0))
+            data = msg(0, struct.pack("=II", VERSION, 0))
         elif name == "join":
             fds = [os.open(opts["--netns"], os.O_RDONLY)]
             flags = 0
@@ -103,15 +107,17 @@ def main():
                 fds.insert(0, os.open(opts["--userns"], os.O_RDONLY))
                 flags = 1
             data = msg(1, struct.pack("=II", flags, 0), len(fds))
-        elif name in ("held", "heldattach", "veth", "vethattach"):
-            flags = 1 if name.endswith("attach") else 0
+        elif name in ("held", "heldattach", "helddrops", "veth",
+                      "vethattach", "vethdrops"):
+            flags = SETUP_ATTACH if name.endswith("attach") else \
+                SETUP_DROPS if name.endswith("drops") else 0
             op = OP["veth"] if name.startswith("veth") else OP["held"]
             data = msg(op, setup_body(args, flags))
         elif name == "sock":
             fam = 0 if args[0] == "4" else 1
             typ = 0 if args[1] == "tcp" else 1
             data = msg(4, struct.pack("=BBHI", fam, typ, int(args[2]), 0))
-        elif name in ("release", "teardown"):
+        elif name in ("release", "teardown", "drops"):
             data = msg(OP[name])
         elif name == "raw":
             data = bytes.fromhex(args[0])
@@ -147,6 +153,11 @@ def main():
                 out.append("ifname=%s" % info["ifname"])
             for fd in got:
                 s = socket.socket(fileno=fd)
+                if s.family == socket.AF_NETLINK:
+                    out.append("drops%d=netlink" % i)
+                    s.detach()
+                    os.close(fd)
+                    continue
                 la = s.getsockname()
                 typ = "tcp" if s.type == socket.SOCK_STREAM else "udp"
                 out.append("sock%d=%s %s %d" % (i, typ, la[0], la[1]))
