@@ -41,6 +41,7 @@
 #include "policy/policy.h"
 #include "proxy/audit.h"
 #include "proxy/drops.h"
+#include "proxy/metrics.h"
 #include "proxy/log.h"
 #include "proxy/sandbox.h"
 #include "proxy/util.h"
@@ -415,6 +416,7 @@ drops_record(struct drops *d, const struct drops_pkt *p)
 	drops_seq(d, p);
 	atomic_fetch_add_explicit(&d->sb->drops[p->kind], 1,
 	    memory_order_relaxed);
+	metrics_drop(&d->sb->msb, p->kind);
 	if (now - d->wstart >= DROPS_AUDIT_WINDOW_MS) {
 		drops_summary(d, now);
 		d->wstart = now;

@@ -34,6 +34,7 @@
 #include "policy/policy.h"
 #include "proxy/audit.h"
 #include "proxy/metrics.h"
+#include "proto/drops_proto.h"
 
 /* Histogram buckets, upper bounds in seconds (and their text). */
 #define METRICS_NBUCKETS	16
@@ -151,7 +152,8 @@ static struct {
 	uint32_t	*sechash;
 	size_t		 nsecret;
 	/* Where each family's counters start in a thread's array. */
-	size_t		 o_dec, o_bytes, o_conn, o_dns, o_sec, o_hist, o_misc;
+	size_t		 o_dec, o_bytes, o_conn, o_dns, o_drop, o_sec, o_hist,
+			 o_misc;
 	size_t		 ncnt;
 	uint64_t	*base;
 	struct mthr	*threads;
@@ -404,6 +406,8 @@ slot_reuse(size_t s)
 		cbaseline(M.o_conn + s * METRICS_KINDS * 2 + j);
 	for (j = 0; j < METRICS_DNS_STRIDE; j++)
 		cbaseline(M.o_dns + s * METRICS_DNS_STRIDE + j);
+	for (j = 0; j < DROPS_KIND__COUNT; j++)
+		cbaseline(M.o_drop + s * DROPS_KIND__COUNT + j);
 	M.slots[s].used = false;
 	M.slots[s].nrules = 0;
 }
@@ -575,7 +579,8 @@ metrics_init(const struct metrics_limits *lim)
 	M.o_bytes = M.o_dec + M.cap + METRICS_DEC_OVF;
 	M.o_conn = M.o_bytes + (M.cap + 1) * 2;
 	M.o_dns = M.o_conn + M.nslots * METRICS_KINDS * 2;
-	M.o_sec = M.o_dns + M.nslots * METRICS_DNS_STRIDE;
+	M.o_drop = M.o_dns + M.nslots * METRICS_DNS_STRIDE;
+	M.o_sec = M.o_drop + M.nslots * DROPS_KIND__COUNT;
 	M.o_hist = M.o_sec + (METRICS_SECRETS_MAX + 1) * 2;
 	M.o_misc = M.o_hist + METRICS_H__COUNT * METRICS_HSTRIDE;
 	M.ncnt = M.o_misc + MISC__COUNT;
@@ -773,6 +778,17 @@ metrics_dns_reply(const struct metrics_sb *h, unsigned rcode,
 	    METRICS_RCODES - 1)], 1);
 	if (naddrs > 0)
 		cadd(&t->c[o + METRICS_RCODES], naddrs);
+}
+
+void
+metrics_drop(const struct metrics_sb *h, unsigned kind)
+{
+	struct mthr	*t;
+
+	if (!metrics_on || kind >= DROPS_KIND__COUNT || (t = thr()) == NULL)
+		return;
+	cadd(&t->c[M.o_drop + metrics_slot_of(h) * DROPS_KIND__COUNT + kind],
+	    1);
 }
 
 void
@@ -1034,6 +1050,31 @@ render_conns(struct mbuf *b, const uint64_t *sum)
 }
 
 static void
+render_drops(struct mbuf *b, const uint64_t *sum)
+{
+	char		 e[ESC_MAX];
+	size_t		 s, k, o;
+
+	mb_head(b, "moat_dropped_packets_total", "counter", "Packets the "
+	    "sandbox's firewall dropped that moatd read from its drop log, by "
+	    "sandbox and kind (past the log's limit the nftables counters, "
+	    "moat-netns counters, are the exact count).");
+	for (s = 0; s < M.nslots; s++) {
+		if (!slot_shown(s))
+			continue;
+		for (k = 0; k < DROPS_KIND__COUNT; k++) {
+			o = M.o_drop + s * DROPS_KIND__COUNT + k;
+			if (sum[o] == 0)
+				continue;
+			mb_printf(b, "moat_dropped_packets_total{sandbox=\"%s\","
+			    "kind=\"%s\"} %llu\n", esc(slot_name(s), e),
+			    drops_kind_name((unsigned)k),
+			    (unsigned long long)sum[o]);
+		}
+	}
+}
+
+static void
 render_hist(struct mbuf *b, const uint64_t *sum, enum metrics_hist h,
     const char *name, const char *help)
 {
@@ -1199,6 +1240,7 @@ metrics_render(const struct metrics_extra *x, size_t *len)
 	    "Forwarded and inspected requests: from the request sent upstream "
 	    "to the first byte of the response.");
 	render_dns(&b, sum);
+	render_drops(&b, sum);
 	render_secrets(&b, sum);
 	for (i = 0; i < M.next_slot; i++)
 		names += M.slots[i].used;

@@ -104,6 +104,8 @@ void	metrics_conn(const struct metrics_sb *h, unsigned kind, bool open);
 /* The DNS listener answered with rcode and this many address records. */
 void	metrics_dns_reply(const struct metrics_sb *h, unsigned rcode,
 	    unsigned naddrs);
+/* The sandbox's drop log had a packet of this kind (proto/drops_proto.h). */
+void	metrics_drop(const struct metrics_sb *h, unsigned kind);
 /* A request or name was refused for carrying this secret (its name). */
 void	metrics_secret_leak(const char *name);
 /* A reload was done (ok) or refused. */

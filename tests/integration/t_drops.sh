@@ -388,7 +388,22 @@ mkdir -p "$MT_T/adm"
 conf=$MT_T/moatd.json
 mt_conf "$conf"
 mt_conf_set "$conf" admin "{\"address\": \"unix:$MT_T/adm/admin.sock\"}"
+mt_conf_set "$conf" metrics "{\"address\": \"unix:$MT_T/adm/metrics.sock\"}"
 mt_moatd_start "$conf"
+# dropmetric KIND: moatd's moat_dropped_packets_total for atth and KIND.
+dropmetric()
+{
+	ip netns exec "$(mt_ns moat)" curl -s --max-time 5 --unix-socket \
+	    "$MT_T/adm/metrics.sock" http://moatd/metrics 2>/dev/null |
+	    sed -n "s/^moat_dropped_packets_total{sandbox=\"atth\",kind=\"$1\"} //p"
+}
+# metric_ge1 KIND: 0 once that counter is at least 1 (for mt_wait_for).
+metric_ge1()
+{
+	local v
+	v=$(dropmetric "$1")
+	[ "${v:-0}" -ge 1 ]
+}
 PRIV="--allow-private 203.0.113.0/24 --allow-private 2001:db8::/32"
 # attach NAME MODE: moat attach of att, in the background, ready.
 attach()
@@ -431,6 +446,13 @@ if attach atth held; then
 	    event=drop sandbox=atth ip=127.0.0.2 detail~'^interface: '
 	mt_log_eq "atth: the closed loopback port audited" 1 "$A" count \
 	    event=drop sandbox=atth proto=tcp port=7777 detail~'^loopback-port: '
+	for k in udp icmp other-proto; do
+		if mt_wait_for 3 metric_ge1 "$k"; then
+			mt_pass "atth: metric moat_dropped_packets_total kind $k ($(dropmetric "$k"))"
+		else
+			mt_fail "atth: metric moat_dropped_packets_total kind $k is '$(dropmetric "$k")'"
+		fi
+	done
 	mt_eq "atth: the connection to it still refused at once" ECONNREFUSED \
 	    "$(sed -n 's/^result=//p' "$MT_T/atth-lo.out")"
 	# Something that does reach net, so that the sink is known alive.
