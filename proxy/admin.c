@@ -24,6 +24,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#ifdef HAVE_MALLOC_TRIM
+#include <malloc.h>
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +72,8 @@
  * sandbox's own CA files merged): the rest of a message is for the
  * placeholders and what else it says. */
 #define ADMIN_TRUST_ANSWER_MAX	(ADMIN_MSG_MAX - (96u << 10))
+#define ADMIN_TRIM_DELAY_MS	1000	/* memory given back this long after
+					   a sandbox left */
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE		71
@@ -106,6 +111,7 @@ static struct admin_ctx		*A_ctx;
 static int			 A_lfd = -1;
 static char			*A_path;
 static struct event		*A_lev;
+static struct event		*A_trim;	/* admin_trim_cb, once armed */
 static LIST_HEAD(, admin_conn)	 A_conns = LIST_HEAD_INITIALIZER(A_conns);
 
 static void	admin_accept_cb(evutil_socket_t fd, short what, void *arg);
@@ -1400,6 +1406,34 @@ admin_watch_pump(struct admin_conn *ac, struct watch *only)
 		(void)admin_flush(ac);
 }
 
+/*
+ * What an unregistered sandbox held (its policy, listeners, the workers'
+ * watches of them) is freed by the main thread and the workers, but the
+ * allocator keeps the pages for reuse, and a platform that had a
+ * thousand sandboxes would keep their size forever.  A second after a
+ * sandbox left (at most once a second, whatever the churn), glibc's
+ * malloc_trim() gives the free pages of every arena back.
+ */
+static void
+admin_trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+#ifdef HAVE_MALLOC_TRIM
+	(void)malloc_trim(0);
+#endif
+}
+
+static void
+admin_trim_later(void)
+{
+	struct timeval	tv = util_ms_tv(ADMIN_TRIM_DELAY_MS);
+
+	if (A_trim == NULL && (A_trim = evtimer_new(A_ctx->base,
+	    admin_trim_cb, NULL)) == NULL)
+		return;
+	if (!evtimer_pending(A_trim, NULL))
+		evtimer_add(A_trim, &tv);
+}
+
 /* Every worker drops the sandbox's listeners and ends its connections. */
 static void
 admin_sandbox_gone(struct admin_conn *ac, struct admin_sb *s)
@@ -1416,6 +1450,7 @@ admin_sandbox_gone(struct admin_conn *ac, struct admin_sb *s)
 	LIST_REMOVE(s, link);
 	sandbox_unref(s->sb);
 	free(s);
+	admin_trim_later();
 }
 
 static void
@@ -1538,6 +1573,10 @@ admin_shutdown(void)
 		admin_conn_free(ac);
 	}
 	watch_shutdown();
+	if (A_trim != NULL) {
+		event_free(A_trim);
+		A_trim = NULL;
+	}
 	if (A_lev != NULL) {
 		event_free(A_lev);
 		A_lev = NULL;
