@@ -373,8 +373,9 @@ config_span_syntax(const char *buf, const struct jsonpos_span *sp,
 		v = policy_json_loadb(buf + start, end - start,
 		    JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &e);
 		if (v == NULL) {
-			if (e.position > 0)
-				e.position += (int)start;
+			/* Bytes read before the error, as if read in place
+			 * (0 too: a byte that is not UTF-8 is not counted). */
+			e.position += (int)start;
 			*je = e;
 			return;
 		}
@@ -432,11 +433,9 @@ config_rules_apart(struct config_ctx *x, size_t pos)
 		    lt - (key != NULL ? start : 0),
 		    JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
 		if (v == NULL) {
-			if (je.position > 0)
-				je.position += (int)start;
+			je.position += (int)start;
 			/* An error after the list: one in it comes first. */
-			if (key != NULL && je.position > 0 &&
-			    (size_t)je.position > lf)
+			if (key != NULL && (size_t)je.position > lf)
 				config_span_syntax(x->buf, &x->list_span, &je);
 			config_rules_refused(x, &je);
 			break;
@@ -528,8 +527,7 @@ config_list_apart(struct config_ctx *x, size_t pos, uint32_t rule,
 		if ((arr = policy_json_loadv(segs, 3, JSON_REJECT_DUPLICATES,
 		    &je)) == NULL) {
 			/* Byte P - 1 of "[" + elements + "]" is a + P - 2. */
-			if (je.position > 0)
-				je.position += (int)a - 1;
+			je.position += (int)a - 1;
 			config_rules_refused(x, &je);
 			break;
 		}

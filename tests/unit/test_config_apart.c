@@ -302,6 +302,14 @@ test_apart_shapes(void)
 		"{\"listen\": [,], \"policy\": {\"rules\": [{}]}}",
 		"{\"listen\": [], \"policy\": {\"rules\": [{\"a\" 1}]}, \"b\" 2}",
 		"{\"listen\": [], \"policy\": {\"rules\": [{\"a\": 1, \"a\": 2}]}}",
+		/* a byte that is not UTF-8 first in a rule, and in a list
+		 * (jansson counts it as no byte read) */
+		"{\"listen\": [], \"policy\": {\"rules\": [\x85\x80, {}]}}",
+		"{\"listen\": [], \"policy\": {\"rules\": [{\"action\": "
+		"\"deny\", \"hosts\": [\xc3, \"a.b\"]}]}}",
+		"{\"listen\": [], \"policy\": {\"rules\": [{\"action\": "
+		"\"deny\", \"hosts\": [\"a.b\", \"c.d\", \xff]}]}}",
+		"{\"listen\": [], \"policy\": {\"rules\": [{}]}, \xfe: 1}",
 		/* line ends and tabs */
 		"{\"listen\": [],\r\n\t\"policy\": {\r\n\t\"rules\": [\r\n\t\t"
 		"{\"action\": \"allow\",\r\n\t\t \"hosts\": [\"a.b\",\r\n\t\t"
