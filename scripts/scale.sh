@@ -23,6 +23,9 @@
 #   --callgrind     run moatd under callgrind (instrumentation off but
 #                   for the requests): decision cost in instructions,
 #                   independent of the machine's load
+#   --tls           moatd has a CA (moat ca init): each register answer
+#                   carries the trust bundle (the system's roots, some
+#                   200 KiB), as a platform that intercepts TLS has it
 #   --runs K        policy loads per config (default 3, medians)
 #
 # The sandboxes part runs in a network namespace of its own (unshare -n,
@@ -40,6 +43,7 @@ count=1000
 requests=""
 conns=each
 callgrind=""
+tls=""
 runs=3
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -48,8 +52,9 @@ while [ $# -gt 0 ]; do
 	--requests) requests=$2; shift ;;
 	--conns) conns=$2; shift ;;
 	--callgrind) callgrind=1 ;;
+	--tls) tls=1 ;;
 	--runs) runs=$2; shift ;;
-	-h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "scale.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 	shift
@@ -73,6 +78,7 @@ if [ "${SCALE_IN_NS:-}" != 1 ]; then
 	[ "$(id -u)" -eq 0 ] || { echo "scale.sh: needs root (unshare -n)" >&2; exit 1; }
 	args=(sandboxes --count "$count" --requests "$requests" --conns "$conns")
 	[ -n "$callgrind" ] && args+=(--callgrind)
+	[ -n "$tls" ] && args+=(--tls)
 	SCALE_IN_NS=1 MOATD=$MOATD exec timeout -k 5 1800 unshare -n -- \
 	    bash "$0" "${args[@]}"
 fi
@@ -115,12 +121,18 @@ python3 "$helpers/origin.py" --listen 127.0.0.1:80 --log /dev/null \
 pids="$pids $!"
 wait_ready "$T/origin.ready" $! || { echo "scale.sh: origin.py did not start" >&2; exit 1; }
 
+tlsconf=""
+if [ -n "$tls" ]; then
+	"${MOAT:-$(dirname "$MOATD")/../launcher/moat}" ca init "$T/ca" \
+	    >/dev/null || { echo "scale.sh: moat ca init failed" >&2; exit 1; }
+	tlsconf=", \"tls\": {\"ca_cert\": \"$T/ca/ca.crt\", \"ca_key\": \"$T/ca/ca.key\"}"
+fi
 cat >"$T/moatd.json" <<EOF
 {
   "listen": [],
   "admin": {"address": "unix:$T/admin.sock"},
   "policy": {"default": "deny"},
-  "audit": {"path": "$T/audit.log"}
+  "audit": {"path": "$T/audit.log"}$tlsconf
 }
 EOF
 cmd=("$MOATD" -c "$T/moatd.json" --ready-fd 3)

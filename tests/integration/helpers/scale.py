@@ -41,6 +41,8 @@ What it measures, in order:
      neighbour's and on its deny rule (three requests each);
   6. unregister latency of all N (unregister, answer), and memory after
      it was given back.
+With a CA in moatd's config, "trust_answers" counts the register answers
+that carried its certificate and a trust bundle with more in it.
 
 Prints KEY=VALUE lines (and the figures on stderr as it goes).  Every
 step is bounded: --timeout seconds per admin answer and per request.
@@ -281,6 +283,7 @@ def main():
     ok = True
 
     conns, addrs, reg = [], [], []
+    trust = [0]
     one = Admin(args.admin, args.timeout) if args.conns == "one" else None
 
     def register(k, name=None):
@@ -297,6 +300,11 @@ def main():
         ls.close()
         if not a.get("ok"):
             raise RuntimeError("register scale-%d: %s" % (k, a.get("error")))
+        # With a CA: the CA, and a bundle of it and the system's roots.
+        pem, bundle = a.get("trust_pem", ""), a.get("trust_bundle", "")
+        if pem.startswith("-----BEGIN CERTIFICATE-----") and \
+           bundle.count("BEGIN CERTIFICATE") > pem.count("BEGIN CERTIFICATE"):
+            trust[0] += 1
         return dt, ac, addr
 
     def unregister(ac, name):
@@ -402,6 +410,7 @@ def main():
         "decision_wrong": bad1 + badn,
         "served": served, "refused": refused, "denied": denied,
         "listeners_gone": gone,
+        "trust_answers": trust[0],
     }
     for k, v in out.items():
         print("%s=%s" % (k, v))
