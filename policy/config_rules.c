@@ -471,14 +471,19 @@ config_list_find(struct config_ctx *x, size_t start, size_t end)
 	const char			*key = NULL;
 	size_t				i;
 
-	/* A rule is at depth 4: the root, policy, rules, the rule. */
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+	/* A rule is at depth 4: the root, policy, rules, the rule.  A
+	 * list of more than half the rule's bytes is the longer one. */
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		if (jsonpos_find_array(x->buf, start, end, 3, &keys[i], 1,
 		    &sp) == 0 && (key == NULL || sp.to - sp.from >
 		    x->list_span.to - x->list_span.from)) {
 			x->list_span = sp;
 			key = keys[i];
 		}
+		if (key != NULL && (x->list_span.to - x->list_span.from) * 2 >
+		    end - start)
+			break;
+	}
 	return key;
 }
 

@@ -364,17 +364,16 @@ jsonpos_cur_ws(struct jsonpos_cur *c)
 static int
 jsonpos_cur_string(struct jsonpos_cur *c)
 {
-	const char	*q;
+	const char	*p, *q, *bs, *end = c->buf + c->len;
 
 	if (c->i >= c->len || c->buf[c->i] != '"')
 		return -1;
-	for (c->i++; c->i < c->len; c->i = (size_t)(q - c->buf) + 2) {
-		q = c->buf + c->i;
-		while (q < c->buf + c->len && *q != '"' && *q != '\\')
-			q++;
-		if (q >= c->buf + c->len)
+	/* The next quote, unless a backslash before it escapes a byte
+	 * (memchr: a list of names is mostly this). */
+	for (p = c->buf + c->i + 1; p < end; p = bs + 2) {
+		if ((q = memchr(p, '"', (size_t)(end - p))) == NULL)
 			return -1;
-		if (*q == '"') {
+		if ((bs = memchr(p, '\\', (size_t)(q - p))) == NULL) {
 			c->i = (size_t)(q - c->buf) + 1;
 			return 0;
 		}
