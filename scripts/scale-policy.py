@@ -10,7 +10,8 @@ Writes three configs into a temporary directory (or DIR): a baseline
 1,000,000: h0.example.com, h1.example.com, ...) and M deny rules of one
 name each (default 100,000, each with its own "name"), both beside the
 baseline's allow rule; then runs `moatd --check -c FILE` K times on each
-(default 3), and prints, per config, the median wall time and peak
+(default 3), and prints, per config, the median wall time, CPU time
+(user + system: less at the mercy of a shared machine's load) and peak
 resident size (of /usr/bin/time) and the cost per name
 or rule: (peak - the baseline's peak) / count, so the binary, its
 libraries and the embedded defaults are not counted, and the text of
@@ -56,18 +57,19 @@ def write(path, rules):
 
 
 def run(moatd, path):
-    """(seconds, peak RSS KiB) of one moatd --check, as /usr/bin/time
+    """(seconds, CPU seconds, peak RSS KiB) of one moatd --check, as
+    /usr/bin/time
     says: a child of this process would count this process's own size
     (Linux keeps the peak of the memory a process had before exec), one
     of time(1)'s counts only its own."""
-    r = subprocess.run(["/usr/bin/time", "-f", "time=%e %M", moatd,
+    r = subprocess.run(["/usr/bin/time", "-f", "time=%e %U %S %M", moatd,
                         "--check", "-c", path], stdout=subprocess.DEVNULL,
                        stderr=subprocess.PIPE, timeout=120)
     err = r.stderr.decode(errors="replace")
     if r.returncode != 0 or "time=" not in err:
         raise RuntimeError("moatd --check %s failed: %s" % (path, err[-500:]))
-    t, kib = err[err.rindex("time="):].split()[:2]
-    return float(t[5:]), int(kib)
+    t, user, sys_, kib = err[err.rindex("time="):].split()[:4]
+    return float(t[5:]), float(user) + float(sys_), int(kib)
 
 
 def main():
@@ -98,22 +100,24 @@ def main():
         write(path, rules)
     res = {}
     for key, (path, _, count) in cfgs.items():
-        ts, rs = [], []
+        ts, cs, rs = [], [], []
         for _ in range(args.runs):
-            t, r = run(args.moatd, path)
+            t, cpu, r = run(args.moatd, path)
             ts.append(t)
+            cs.append(cpu)
             rs.append(r)
         res[key] = (statistics.median(ts), statistics.median(rs),
-                    os.path.getsize(path), count)
+                    os.path.getsize(path), count, statistics.median(cs))
     base_rss = res["base"][1]
     print("load_average=%s" % " ".join(open("/proc/loadavg").read().split()
                                        [:3]))
     print("base_s=%.3f base_peak_kib=%d" % res["base"][:2])
     for key in ("names", "rules"):
-        t, r, size, count = res[key]
+        t, r, size, count, cpu = res[key]
         print("%s_count=%d" % (key, count))
         print("%s_file_bytes=%d" % (key, size))
         print("%s_load_s=%.3f" % (key, t))
+        print("%s_cpu_s=%.3f" % (key, cpu))
         print("%s_peak_kib=%d" % (key, r))
         print("%s_bytes_each=%d" % (key, (r - base_rss) * 1024 // count))
     if not args.keep:
