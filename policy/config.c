@@ -1010,22 +1010,38 @@ struct moat_config *
 policy_config_load_opts(const char *name, const char *buf, size_t len,
     const struct policy_load_opts *opts, struct policy_diags *diags)
 {
-	struct config_ctx	 x;
-	struct jsonpos		 jp;
-	struct moat_config	*c = NULL;
-	json_t			*root = NULL;
-	json_error_t		 je;
-	const char		*nul;
-	size_t			 nerr0 = diags->nerrors, first = diags->n;
-	int			 line, col;
+	return config_load(name, buf, len, opts, diags, true);
+}
+
+_Static_assert(JSONPOS_SKEL_DEPTH_MAX <= JSON_PARSER_MAX_DEPTH,
+    "the skeleton of policy.rules must nest no deeper than jansson reads");
+
+struct moat_config *
+config_load(const char *name, const char *buf, size_t len,
+    const struct policy_load_opts *opts, struct policy_diags *diags,
+    bool apart)
+{
+	static const char *const	 rules_path[] = { "policy", "rules" };
+	struct config_ctx		 x;
+	struct jsonpos			 jp;
+	struct moat_config		*c = NULL;
+	json_t				*root = NULL;
+	json_error_t			 je;
+	const char			*nul;
+	size_t				 nerr0 = diags->nerrors,
+					 nwarn0 = diags->nwarnings,
+					 first = diags->n;
+	int				 line, col;
 
 	memset(&x, 0, sizeof(x));
 	memset(&jp, 0, sizeof(jp));
 	free(diags->file);
 	if ((diags->file = strdup(name != NULL ? name : "config")) == NULL)
 		goto oom;
-	if (buf == NULL)
+	if (buf == NULL) {
+		buf = "";
 		len = 0;
+	}
 	/*
 	 * JSON text never holds a raw NUL, and jansson stops a number at
 	 * one ("[1\0]" loads as [1]): refuse it rather than parse around it.
@@ -1036,10 +1052,25 @@ policy_config_load_opts(const char *name, const char *buf, size_t len,
 		    "config (JSON text cannot contain one)");
 		goto out;
 	}
-	root = policy_json_loadb(buf != NULL ? buf : "", len, JSON_REJECT_DUPLICATES,
-	    &je);
+	/*
+	 * policy.rules is read one rule at a time (config_policy): jansson
+	 * reads the text without the rules' bytes now, each rule when its
+	 * turn comes, and its tree is freed before the next, so a policy
+	 * of many rules never exists as a tree of them all (a jansson object
+	 * of one rule with one name is about 900 bytes).  A text whose
+	 * rules cannot be told apart so is read whole.
+	 */
+	if (apart && jsonpos_find_array(buf, 0, len, 0, rules_path, 2,
+	    &x.rules_span) == -1)
+		apart = false;
+	root = apart ? policy_json_loadb_skip(buf, len, x.rules_span.from,
+	    x.rules_span.to, JSON_REJECT_DUPLICATES, &je) :
+	    policy_json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (root == NULL) {
-		config_syntax(diags, buf != NULL ? buf : "", len, &je);
+		if (apart && je.position > 0 &&
+		    (size_t)je.position > x.rules_span.from)
+			config_span_syntax(buf, &x.rules_span, &je);
+		config_syntax(diags, buf, len, &je);
 		goto out;
 	}
 	if (!json_is_object(root)) {
@@ -1047,7 +1078,11 @@ policy_config_load_opts(const char *name, const char *buf, size_t len,
 		    "a JSON object ({ ... })");
 		goto out;
 	}
-	if (jsonpos_scan(buf, len, &jp) == -1)
+	if (apart)
+		x.rules_hole = json_object_get(json_object_get(root, "policy"),
+		    "rules");
+	if (jsonpos_scan_at(buf, 0, len, 1, 0, apart ? x.rules_span.from : 0,
+	    apart ? x.rules_span.to : 0, &jp) == -1)
 		goto oom;
 	if ((c = calloc(1, sizeof(*c))) == NULL ||
 	    (c->policy = policy_new()) == NULL ||
@@ -1065,6 +1100,13 @@ policy_config_load_opts(const char *name, const char *buf, size_t len,
 	x.len = len;
 	domain_init(&x.rule_names);
 	config_top(&x, root);
+	if (x.rules_syntax) {
+		/* A rule is not JSON: that alone is reported, as when jansson
+		 * reads the text whole and stops there. */
+		diag_truncate(diags, first, nerr0, nwarn0);
+		config_syntax(diags, buf, len, &x.rules_je);
+		goto out;
+	}
 	/* The rest reads a whole config: a failed one may lack parts (a
 	 * listener whose sandbox name could not be copied has none). */
 	if (diags->nerrors > nerr0)

@@ -29,6 +29,15 @@
 #define CONFIG_SUGGEST_DIST	2	/* did-you-mean: most edits */
 #define CONFIG_SUGGEST_LEN	32	/* ... for keys at most this long */
 #define CONFIG_NOOFF		SIZE_MAX	/* applied by its section */
+/* A rule longer than this has its longest list of hosts or cidrs read
+ * apart, CONFIG_LIST_BATCH elements (or about ..._BYTES) at a time. */
+#define CONFIG_LIST_APART_BYTES	(64u << 10)
+#define CONFIG_LIST_BATCH	4096
+#define CONFIG_LIST_BATCH_BYTES	(256u << 10)
+/* Those sizes as config_rules.c uses them: the unit tests and the fuzzer
+ * lower them, so that small configs take every path of the code. */
+extern size_t	config_list_apart_bytes;
+extern size_t	config_list_batch;
 #define CONFIG_OFF(f)		offsetof(struct moat_config, f)
 
 enum config_type {
@@ -84,6 +93,18 @@ struct config_ctx {
 	struct policy		*p;
 	const struct policy_load_opts *opts;	/* the caller's loaders */
 	struct domain_table	 rule_names;	/* name -> rule index */
+	/*
+	 * policy.rules read apart (config_load): their span and the empty
+	 * array jansson made of them; the long "hosts" or "cidrs" of the
+	 * rule being read, read apart in batches (config_rules.c); and the
+	 * first piece of them that is not JSON.
+	 */
+	struct jsonpos_span	 rules_span;
+	json_t			*rules_hole;	/* NULL: read whole */
+	struct jsonpos_span	 list_span;
+	json_t			*list_hole;	/* NULL: none */
+	bool			 rules_syntax;
+	json_error_t		 rules_je;	/* its error, positions of buf */
 	json_t			*secrets_json;	/* "secrets" as written */
 	bool			*secret_used;	/* per c->secrets[]: injected */
 	bool			 ca_given;	/* "tls" has a CA, maybe bad */
@@ -143,6 +164,12 @@ void		config_check_refusals(struct config_ctx *x);
 
 /* config_rules.c: policy, rules */
 void		config_policy(struct config_ctx *x, json_t *v, size_t pos);
+/*
+ * The first element of span (of buf) that jansson refuses, as its error
+ * in *je (a position of buf); *je unchanged if every one is JSON.
+ */
+void		config_span_syntax(const char *buf,
+		    const struct jsonpos_span *sp, json_error_t *je);
 void		config_check_inspection(struct config_ctx *x);
 
 /* config_secrets.c: secrets, auth, inject */
@@ -153,6 +180,14 @@ bool		config_rule_secrets(struct config_ctx *x,
 void		config_check_secrets(struct config_ctx *x);
 
 /* config.c: top level, GeoIP, ownership */
+/*
+ * policy_config_load_opts(), with policy.rules read one rule at a time
+ * (apart: what it does) or with the whole text one jansson tree (what
+ * the tests compare it with).
+ */
+struct moat_config	*config_load(const char *name, const char *buf,
+			    size_t len, const struct policy_load_opts *opts,
+			    struct policy_diags *diags, bool apart);
 void		config_countries(struct config_ctx *x, json_t *v, size_t pos,
 		    uint32_t rule);
 void		config_asns(struct config_ctx *x, json_t *v, size_t pos,

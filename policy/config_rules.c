@@ -20,6 +20,10 @@
 
 #include "policy/policy_int.h"
 #include "policy/config_int.h"
+#include "policy/jsonload.h"
+
+size_t	config_list_apart_bytes = CONFIG_LIST_APART_BYTES;
+size_t	config_list_batch = CONFIG_LIST_BATCH;
 
 /* rules[].ports of an allow rule that names none. */
 static const struct policy_port_range	config_allow_ports[] = {
@@ -32,6 +36,15 @@ static bool	config_cidr(struct config_ctx *x, json_t *v, size_t pos,
 		    struct addr_cidr *c);
 static void	config_rule(struct config_ctx *x, json_t *v, size_t pos,
 		    size_t index);
+static void	config_rules_apart(struct config_ctx *x, size_t pos);
+static const char	*config_list_find(struct config_ctx *x, size_t start,
+		    size_t end);
+static void	config_list_apart(struct config_ctx *x, size_t pos,
+		    uint32_t rule, const char *what,
+		    void (*each)(struct config_ctx *, json_t *, size_t,
+		    uint32_t));
+static void	config_cidr_one(struct config_ctx *x, json_t *v, size_t pos,
+		    uint32_t rule);
 static bool	config_rule_name(struct config_ctx *x, struct config_field *f,
 		    size_t pos, size_t index, struct policy_rule *r);
 static int	config_range_cmp(const void *a, const void *b);
@@ -112,9 +125,9 @@ config_inspect_keys(const struct policy_rule *r, bool quote, char *buf,
 
 	if ((r->given & POLICY_GIVEN_INJECT) != 0)
 		keys[n++] = "inject";
-	if (r->nmethods > 0)
+	if (policy_more(r)->nmethods > 0)
 		keys[n++] = "methods";
-	if (r->npaths > 0)
+	if (policy_more(r)->npaths > 0)
 		keys[n++] = "paths";
 	if ((r->given & POLICY_GIVEN_GIT) != 0)
 		keys[n++] = "git";
@@ -324,19 +337,222 @@ config_policy(struct config_ctx *x, json_t *v, size_t pos)
 	}
 	old = config_push_key(x, "rules");
 	if (config_want(x, rules, f[POL_RULES].pos, JSON_ARRAY, "an array")) {
-		n = json_array_size(rules);
+		n = rules == x->rules_hole ? x->rules_span.count :
+		    json_array_size(rules);
 		if (n == 0)
 			config_warn(x, f[POL_RULES].pos, "no rules: every "
 			    "connection will be denied");
-		for (i = 0, ci = f[POL_RULES].pos + 1; i < n;
-		    i++, ci = jsonpos_next(x->jp, ci)) {
-			size_t	o2 = config_push_index(x, i);
+		/* Room for every rule (and name) at once: no array grown by
+		 * doubling, which holds the old and the new one a moment. */
+		if (policy_reserve_rules(x->p, n) == -1 ||
+		    domain_reserve(&x->rule_names, n, n * 8) == -1)
+			config_oom(x);
+		else if (rules == x->rules_hole)
+			config_rules_apart(x, f[POL_RULES].pos);
+		else
+			for (i = 0, ci = f[POL_RULES].pos + 1; i < n;
+			    i++, ci = jsonpos_next(x->jp, ci)) {
+				size_t	o2 = config_push_index(x, i);
 
-			config_rule(x, json_array_get(rules, i), ci, i);
-			config_pop(x, o2);
-		}
+				config_rule(x, json_array_get(rules, i), ci, i);
+				config_pop(x, o2);
+			}
 	}
 	config_pop(x, old);
+}
+
+void
+config_span_syntax(const char *buf, const struct jsonpos_span *sp,
+    json_error_t *je)
+{
+	json_error_t	 e;
+	json_t		*v;
+	size_t		 i = sp->from, start, end;
+
+	while (jsonpos_next_element(buf, sp, &i, &start, &end) == 0) {
+		v = policy_json_loadb(buf + start, end - start,
+		    JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &e);
+		if (v == NULL) {
+			/* Bytes read before the error, as if read in place
+			 * (0 too: a byte that is not UTF-8 is not counted). */
+			e.position += (int)start;
+			*je = e;
+			return;
+		}
+		json_decref(v);
+	}
+}
+
+/* jansson refused a piece of policy.rules: the walk stops there. */
+static void
+config_rules_refused(struct config_ctx *x, const json_error_t *je)
+{
+	if (strcmp(je->text, "out of memory") == 0) {
+		config_oom(x);
+		return;
+	}
+	x->rules_je = *je;
+	x->rules_syntax = true;
+}
+
+/*
+ * policy.rules read apart (config_load() found their bytes, and jansson
+ * read the rest of the text without them; pos is the array's entry):
+ * each rule is read by jansson, its positions scanned, walked as above,
+ * and freed before the next, so the rules' jansson trees never exist all
+ * at once.  A rule longer than CONFIG_LIST_APART_BYTES has its longest
+ * list of hosts or cidrs read apart as well (config_list_apart()).  A
+ * rule that is not JSON stops the walk and is all the load reports
+ * (x->rules_syntax, as when jansson reads a text whole).
+ */
+static void
+config_rules_apart(struct config_ctx *x, size_t pos)
+{
+	const struct jsonpos	*top = x->jp;
+	struct jsonpos		 jp;
+	json_error_t		 je;
+	json_t			*v;
+	const char		*key;
+	size_t			 i = x->rules_span.from, k, start, end, o2;
+	size_t			 at = x->rules_span.from, linestart, lf, lt;
+	uint32_t		 line = top->v[pos].vline;
+
+	/* The '[' is at from - 1, in column vcol of its line. */
+	linestart = x->rules_span.from - top->v[pos].vcol;
+	memset(&jp, 0, sizeof(jp));
+	for (k = 0; !x->rules_syntax && jsonpos_next_element(x->buf,
+	    &x->rules_span, &i, &start, &end) == 0; k++) {
+		jsonpos_lines(x->buf, at, start, &line, &linestart);
+		at = start;
+		key = end - start > config_list_apart_bytes ?
+		    config_list_find(x, start, end) : NULL;
+		lf = key != NULL ? x->list_span.from : 0;
+		lt = key != NULL ? x->list_span.to : 0;
+		v = policy_json_loadb_skip(x->buf + start, end - start,
+		    lf - (key != NULL ? start : 0),
+		    lt - (key != NULL ? start : 0),
+		    JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+		if (v == NULL) {
+			je.position += (int)start;
+			/* An error after the list: one in it comes first. */
+			if (key != NULL && (size_t)je.position > lf)
+				config_span_syntax(x->buf, &x->list_span, &je);
+			config_rules_refused(x, &je);
+			break;
+		}
+		x->list_hole = key != NULL ? json_object_get(v, key) : NULL;
+		if (jsonpos_scan_at(x->buf, start, end, line, linestart, lf,
+		    lt, &jp) == -1) {
+			json_decref(v);
+			config_oom(x);
+			break;
+		}
+		x->jp = &jp;
+		o2 = config_push_index(x, k);
+		config_rule(x, v, 0, k);
+		config_pop(x, o2);
+		x->jp = top;
+		x->list_hole = NULL;
+		json_decref(v);
+	}
+	jsonpos_free(&jp);
+}
+
+/*
+ * The longer of the rule's "hosts" and "cidrs" in buf[start, end), into
+ * x->list_span: its key, or NULL if it has neither (or their skeleton is
+ * not what it should be: then the rule is read whole).
+ */
+static const char *
+config_list_find(struct config_ctx *x, size_t start, size_t end)
+{
+	static const char *const	keys[] = { "hosts", "cidrs" };
+	struct jsonpos_span		sp;
+	const char			*key = NULL;
+	size_t				i;
+
+	/* A rule is at depth 4: the root, policy, rules, the rule.  A
+	 * list of more than half the rule's bytes is the longer one. */
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (jsonpos_find_array(x->buf, start, end, 3, &keys[i], 1,
+		    &sp) == 0 && (key == NULL || sp.to - sp.from >
+		    x->list_span.to - x->list_span.from)) {
+			x->list_span = sp;
+			key = keys[i];
+		}
+		if (key != NULL && (x->list_span.to - x->list_span.from) * 2 >
+		    end - start)
+			break;
+	}
+	return key;
+}
+
+/*
+ * A rule's list read apart (pos is its entry, x->list_span its bytes):
+ * jansson reads CONFIG_LIST_BATCH elements at a time as an array of
+ * their own, and each is handed to each() with its position, as the
+ * whole list would be.  A batch that is not JSON stops the walk.
+ */
+static void
+config_list_apart(struct config_ctx *x, size_t pos, uint32_t rule,
+    const char *what, void (*each)(struct config_ctx *, json_t *, size_t,
+    uint32_t))
+{
+	const struct jsonpos	*outer = x->jp;
+	const struct jsonpos_span *sp = &x->list_span;
+	struct policy_json_seg	 segs[3] = { { "[", 1 }, { NULL, 0 },
+				    { "]", 1 } };
+	struct jsonpos		 jp;
+	json_error_t		 je;
+	json_t			*arr;
+	size_t			 i = sp->from, k = 0, n, e, ci, old, start, end;
+	size_t			 a = 0, b = 0, at = sp->from, linestart;
+	uint32_t		 line = outer->v[pos].vline;
+
+	if (sp->count == 0) {
+		(void)config_array(x, x->list_hole, pos, what);
+		return;
+	}
+	linestart = sp->from - outer->v[pos].vcol;
+	memset(&jp, 0, sizeof(jp));
+	while (!x->rules_syntax) {
+		for (n = 0; n < config_list_batch && (n == 0 || b - a <
+		    CONFIG_LIST_BATCH_BYTES) && jsonpos_next_element(x->buf,
+		    sp, &i, &start, &end) == 0; n++) {
+			if (n == 0)
+				a = start;
+			b = end;
+		}
+		if (n == 0)
+			break;
+		jsonpos_lines(x->buf, at, a, &line, &linestart);
+		at = a;
+		segs[1].buf = x->buf + a;
+		segs[1].len = b - a;
+		if ((arr = policy_json_loadv(segs, 3, JSON_REJECT_DUPLICATES,
+		    &je)) == NULL) {
+			/* Byte P - 1 of "[" + elements + "]" is a + P - 2. */
+			je.position += (int)a - 1;
+			config_rules_refused(x, &je);
+			break;
+		}
+		if (json_array_size(arr) != n || jsonpos_scan_elements(x->buf,
+		    a, b, line, linestart, &jp) == -1) {
+			json_decref(arr);
+			config_oom(x);
+			break;
+		}
+		x->jp = &jp;
+		for (e = 0, ci = 1; e < n; e++, ci = jsonpos_next(&jp, ci)) {
+			old = config_push_index(x, k + e);
+			each(x, json_array_get(arr, e), ci, rule);
+			config_pop(x, old);
+		}
+		x->jp = outer;
+		json_decref(arr);
+		k += n;
+	}
+	jsonpos_free(&jp);
 }
 
 static void
@@ -470,8 +686,11 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 		char	def[32];
 
 		snprintf(def, sizeof(def), "rule-%zu", index);
-		if ((r.name = config_strdup(x, def)) == NULL)
+		if ((r.name = policy_strdup(x->p, def, strlen(def))) == NULL) {
+			config_oom(x);
+			policy_rule_drop(&r);
 			return;
+		}
 	}
 	if (f[RULE_PORTS].v != NULL) {
 		old = config_push_key(x, "ports");
@@ -493,7 +712,7 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 		ok &= config_paths(x, f[RULE_PATHS].v, f[RULE_PATHS].pos, &r);
 		config_pop(x, old);
 	}
-	if (r.nmethods > 0 || r.npaths > 0)
+	if (policy_more(&r)->nmethods > 0 || policy_more(&r)->npaths > 0)
 		r.flags |= POLICY_F_INSPECT;
 	if (f[RULE_STRICT_METHODS].v != NULL) {
 		old = config_push_key(x, "strict_methods");
@@ -513,7 +732,8 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 			r.given |= POLICY_GIVEN_INTERCEPT;
 		} else {
 			r.flags |= POLICY_F_OPAQUE;
-			if (r.nmethods > 0 || r.npaths > 0)
+			if (policy_more(&r)->nmethods > 0 ||
+			    policy_more(&r)->npaths > 0)
 				config_warn(x, f[RULE_INTERCEPT].pos, "rule "
 				    "%s checks methods or paths but never "
 				    "intercepts TLS: its HTTPS requests "
@@ -633,7 +853,11 @@ config_rule_name(struct config_ctx *x, struct config_field *f, size_t pos,
 		return false;
 	}
 	*slot = (uint32_t)index;
-	return (r->name = config_strdup(x, s)) != NULL;
+	if ((r->name = policy_strdup(x->p, s, n)) == NULL) {
+		config_oom(x);
+		return false;
+	}
+	return true;
 }
 
 static int
@@ -731,16 +955,18 @@ static bool
 config_methods(struct config_ctx *x, json_t *v, size_t pos,
     struct policy_rule *r)
 {
-	json_t		*e;
-	const char	*s;
-	char		*m;
-	size_t		 n, i, j, ci, old, len;
-	bool		 ok = true;
+	struct policy_rule_more	*rm;
+	json_t			*e;
+	const char		*s;
+	char			*m;
+	size_t			 n, i, j, ci, old, len;
+	bool			 ok = true;
 
 	if (!config_array(x, v, pos, "method"))
 		return false;
 	n = json_array_size(v);
-	if ((r->methods = calloc(n, sizeof(*r->methods))) == NULL) {
+	if ((rm = policy_more_new(r)) == NULL ||
+	    (rm->methods = calloc(n, sizeof(*rm->methods))) == NULL) {
 		config_oom(x);
 		return false;
 	}
@@ -767,7 +993,7 @@ config_methods(struct config_ctx *x, json_t *v, size_t pos,
 			for (j = 0; j < len; j++)
 				if (m[j] >= 'a' && m[j] <= 'z')
 					m[j] = (char)(m[j] - 'a' + 'A');
-			r->methods[r->nmethods++] = m;
+			rm->methods[rm->nmethods++] = m;
 		}
 		config_pop(x, old);
 	}
@@ -820,7 +1046,7 @@ config_wide_path(struct policy_rule *r, const char *out, size_t olen,
 		free(wide);
 		return -1;
 	}
-	r->wpaths[r->npaths] = wide;
+	r->more->wpaths[r->more->npaths] = wide;
 	return 0;
 }
 
@@ -871,18 +1097,20 @@ static bool
 config_paths(struct config_ctx *x, json_t *v, size_t pos,
     struct policy_rule *r)
 {
-	json_t		*e;
-	const char	*s, *err;
-	char		*out;
-	size_t		 n, i, ci, old, len, olen;
-	bool		 ok = true;
+	struct policy_rule_more	*m;
+	json_t			*e;
+	const char		*s, *err;
+	char			*out;
+	size_t			 n, i, ci, old, len, olen;
+	bool			 ok = true;
 
 	if (!config_array(x, v, pos, "path"))
 		return false;
 	n = json_array_size(v);
-	if ((r->paths = calloc(n, sizeof(*r->paths))) == NULL ||
+	if ((m = policy_more_new(r)) == NULL ||
+	    (m->paths = calloc(n, sizeof(*m->paths))) == NULL ||
 	    (r->action == POLICY_DENY &&
-	    (r->wpaths = calloc(n, sizeof(*r->wpaths))) == NULL)) {
+	    (m->wpaths = calloc(n, sizeof(*m->wpaths))) == NULL)) {
 		config_oom(x);
 		return false;
 	}
@@ -911,7 +1139,7 @@ config_paths(struct config_ctx *x, json_t *v, size_t pos,
 			free(out);
 			ok = false;
 		} else
-			r->paths[r->npaths++] = out;
+			m->paths[m->npaths++] = out;
 		config_pop(x, old);
 	}
 	return ok;
@@ -947,9 +1175,15 @@ config_rate(struct config_ctx *x, json_t *v, size_t pos,
 		    config_default("rate", f[i].key), &n[i]);
 		config_pop(x, old);
 	}
-	if (ok) {
-		r->rate_requests = (unsigned)n[RATE_REQUESTS];
-		r->rate_per_seconds = (unsigned)n[RATE_PER_SECONDS];
+	if (ok && n[RATE_REQUESTS] > 0) {
+		struct policy_rule_more	*m;
+
+		if ((m = policy_more_new(r)) == NULL) {
+			config_oom(x);
+			return false;
+		}
+		m->rate_requests = (unsigned)n[RATE_REQUESTS];
+		m->rate_per_seconds = (unsigned)n[RATE_PER_SECONDS];
 	}
 	return ok;
 }
@@ -960,6 +1194,10 @@ config_hosts(struct config_ctx *x, json_t *v, size_t pos, uint32_t rule)
 {
 	size_t	i, ci, old;
 
+	if (v == x->list_hole && v != NULL) {
+		config_list_apart(x, pos, rule, "host", config_host);
+		return;
+	}
 	if (!config_array(x, v, pos, "host"))
 		return;
 	for (i = 0, ci = pos + 1; i < json_array_size(v);
@@ -989,7 +1227,7 @@ config_host(struct config_ctx *x, json_t *v, size_t pos, uint32_t rule)
 	if (n == 1 && s[0] == '*') {
 		if (policy_add_star(x->p, rule) == -1)
 			config_oom(x);
-		else if (r->nsecrets > 0)
+		else if (policy_more(r)->nsecrets > 0)
 			config_warn(x, pos, "rule %s injects secrets into "
 			    "every host (\"*\"): any name the sandbox asks "
 			    "for receives them", r->name);
@@ -1040,23 +1278,33 @@ config_host(struct config_ctx *x, json_t *v, size_t pos, uint32_t rule)
 static void
 config_cidrs(struct config_ctx *x, json_t *v, size_t pos, uint32_t rule)
 {
-	struct addr_cidr	c;
-	size_t			i, ci, old;
+	size_t	i, ci, old;
 
+	if (v == x->list_hole && v != NULL) {
+		config_list_apart(x, pos, rule, "CIDR", config_cidr_one);
+		return;
+	}
 	if (!config_array(x, v, pos, "CIDR"))
 		return;
 	for (i = 0, ci = pos + 1; i < json_array_size(v);
 	    i++, ci = jsonpos_next(x->jp, ci)) {
 		old = config_push_index(x, i);
-		if (config_cidr(x, json_array_get(v, i), ci, &c)) {
-			if (policy_add_cidr(x->p, rule, &c) == -1)
-				config_oom(x);
-			else if (x->p->rules[rule].action == POLICY_ALLOW)
-				config_warn_denied(x, ci, &x->p->rules[rule],
-				    &c);
-		}
+		config_cidr_one(x, json_array_get(v, i), ci, rule);
 		config_pop(x, old);
 	}
+}
+
+static void
+config_cidr_one(struct config_ctx *x, json_t *v, size_t pos, uint32_t rule)
+{
+	struct addr_cidr	c;
+
+	if (!config_cidr(x, v, pos, &c))
+		return;
+	if (policy_add_cidr(x->p, rule, &c) == -1)
+		config_oom(x);
+	else if (x->p->rules[rule].action == POLICY_ALLOW)
+		config_warn_denied(x, pos, &x->p->rules[rule], &c);
 }
 
 /* An allow rule opening what a built-in set keeps shut says so. */

@@ -275,23 +275,25 @@ static bool
 config_injects(struct config_ctx *x, json_t *v, size_t pos,
     struct policy_rule *r)
 {
-	size_t	n, i, ci, old;
-	bool	ok = true;
+	struct policy_rule_more	*m;
+	size_t			 n, i, ci, old;
+	bool			 ok = true;
 
 	if (!config_array(x, v, pos, "injection ({\"header\": NAME, "
 	    "\"value\": TEMPLATE}, {\"basic\": {...}} or {\"placeholders\": "
 	    "[...]})"))
 		return false;
 	n = json_array_size(v);
-	if ((r->injects = calloc(n, sizeof(*r->injects))) == NULL) {
+	if ((m = policy_more_new(r)) == NULL ||
+	    (m->injects = calloc(n, sizeof(*m->injects))) == NULL) {
 		config_oom(x);
 		return false;
 	}
 	for (i = 0, ci = pos + 1; i < n; i++, ci = jsonpos_next(x->jp, ci)) {
 		old = config_push_index(x, i);
 		if (config_inject(x, json_array_get(v, i), ci, r,
-		    &r->injects[r->ninjects]))
-			r->ninjects++;
+		    &m->injects[m->ninjects]))
+			m->ninjects++;
 		else
 			ok = false;
 		config_pop(x, old);
@@ -555,8 +557,8 @@ config_inject_unique(struct config_ctx *x, size_t pos,
 	const struct policy_inject	*o;
 	size_t				 i;
 
-	for (i = 0; &r->injects[i] != in; i++) {
-		o = &r->injects[i];
+	for (i = 0; &policy_more(r)->injects[i] != in; i++) {
+		o = &policy_more(r)->injects[i];
 		if (o->header == NULL || strcasecmp(o->header, in->header) != 0)
 			continue;
 		config_err(x, pos, "%s is already set by an earlier injection "
@@ -761,18 +763,20 @@ config_secret(struct config_ctx *x, const char *name, size_t n, size_t pos,
 static bool
 config_rule_uses(struct config_ctx *x, struct policy_rule *r, size_t secret)
 {
-	size_t	*nv;
+	struct policy_rule_more	*m;
+	size_t			*nv;
 
 	if (x->secret_used != NULL && secret < x->c->nsecrets)
 		x->secret_used[secret] = true;
 	if (inject_rule_has(r, secret))
 		return true;
-	if ((nv = reallocarray(r->secrets, r->nsecrets + 1,
+	if ((m = policy_more_new(r)) == NULL ||
+	    (nv = reallocarray(m->secrets, m->nsecrets + 1,
 	    sizeof(*nv))) == NULL) {
 		config_oom(x);
 		return false;
 	}
-	r->secrets = nv;
-	r->secrets[r->nsecrets++] = secret;
+	m->secrets = nv;
+	m->secrets[m->nsecrets++] = secret;
 	return true;
 }

@@ -13,6 +13,11 @@
  * one of them, the IPv4 address inside is checked too, so a NAT64 gateway
  * cannot become a path to 169.254.169.254.
  *
+ * The tries of the table are built once and shared by every policy that
+ * lives (deny_get, deny_put: refcounted under a mutex, freed with the
+ * last policy), so that a moatd with a thousand sandbox policies holds
+ * them once, not a thousand times.
+ *
  * What it is not: a list of rules.  Nothing here is configurable except
  * through allow_private.
  */
@@ -23,9 +28,20 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "policy/policy_int.h"
+
+/* The table's prefixes, by family; a node's value indexes deny_table. */
+struct deny_sets {
+	struct trie	v4, v6;
+	unsigned	refs;		/* policies holding it, under deny_mu */
+};
+
+static pthread_mutex_t	 deny_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct deny_sets	*deny_shared;
 
 struct deny_ent {
 	const char		*addr;
@@ -108,13 +124,26 @@ static enum policy_reason	deny_addr1(const struct policy *p,
 static bool	deny_embedded(const struct policy_addr *a, int which,
 		    struct policy_addr *v4);
 
-int
-deny_build(struct policy *p)
+static void
+deny_sets_free(struct deny_sets *d)
 {
+	trie_free(&d->v4);
+	trie_free(&d->v6);
+	free(d);
+}
+
+static struct deny_sets *
+deny_build(void)
+{
+	struct deny_sets	*d;
 	struct policy_addr	 a;
 	uint32_t		*v;
 	size_t			 i;
 
+	if ((d = calloc(1, sizeof(*d))) == NULL)
+		return NULL;
+	trie_init(&d->v4, ADDR_V4_BITS);
+	trie_init(&d->v6, ADDR_V6_BITS);
 	for (i = 0; i < DENY_NENT; i++) {
 		memset(&a, 0, sizeof(a));
 		if (inet_pton(AF_INET, deny_table[i].addr, &a.u.v4) == 1)
@@ -122,14 +151,44 @@ deny_build(struct policy *p)
 		else if (inet_pton(AF_INET6, deny_table[i].addr, &a.u.v6) == 1)
 			a.family = AF_INET6;
 		else
-			return -1;	/* a typo in the table above */
-		v = trie_insert(a.family == AF_INET ? &p->deny4 : &p->deny6,
+			goto fail;	/* a typo in the table above */
+		v = trie_insert(a.family == AF_INET ? &d->v4 : &d->v6,
 		    addr_bytes(&a), deny_table[i].plen);
 		if (v == NULL)
-			return -1;
+			goto fail;
 		*v = (uint32_t)i;
 	}
-	return 0;
+	return d;
+ fail:
+	deny_sets_free(d);
+	return NULL;
+}
+
+const struct deny_sets *
+deny_get(void)
+{
+	struct deny_sets	*d;
+
+	pthread_mutex_lock(&deny_mu);
+	if (deny_shared == NULL)
+		deny_shared = deny_build();
+	if ((d = deny_shared) != NULL)
+		d->refs++;
+	pthread_mutex_unlock(&deny_mu);
+	return d;
+}
+
+void
+deny_put(const struct deny_sets *d)
+{
+	if (d == NULL)
+		return;
+	pthread_mutex_lock(&deny_mu);
+	if (d == deny_shared && --deny_shared->refs == 0) {
+		deny_sets_free(deny_shared);
+		deny_shared = NULL;
+	}
+	pthread_mutex_unlock(&deny_mu);
 }
 
 /* True if name is d or a subdomain of d. */
@@ -168,7 +227,7 @@ deny_addr1(const struct policy *p, const struct policy_addr *a)
 	const struct deny_ent	*e;
 
 	bits = addr_bits(a->family);
-	dt = a->family == AF_INET ? &p->deny4 : &p->deny6;
+	dt = a->family == AF_INET ? &p->deny->v4 : &p->deny->v6;
 	at = a->family == AF_INET ? &p->ap4 : &p->ap6;
 	if ((k = trie_match(dt, addr_bytes(a), bits, vals, NULL)) == 0)
 		return POLICY_R_ALLOWED;
@@ -259,7 +318,7 @@ deny_cidr_inside(const struct policy *p, const struct addr_cidr *c,
 	size_t			 k, ak;
 	const struct deny_ent	*e;
 
-	dt = c->addr.family == AF_INET ? &p->deny4 : &p->deny6;
+	dt = c->addr.family == AF_INET ? &p->deny->v4 : &p->deny->v6;
 	at = c->addr.family == AF_INET ? &p->ap4 : &p->ap6;
 	*lifted = false;
 	*reason = POLICY_R_ALLOWED;
@@ -278,8 +337,8 @@ deny_cidr_inside(const struct policy *p, const struct addr_cidr *c,
 bool
 deny_cidr_overlaps(const struct policy *p, const struct addr_cidr *c)
 {
-	return trie_overlaps(c->addr.family == AF_INET ? &p->deny4 :
-	    &p->deny6, addr_bytes(&c->addr), c->plen);
+	return trie_overlaps(c->addr.family == AF_INET ? &p->deny->v4 :
+	    &p->deny->v6, addr_bytes(&c->addr), c->plen);
 }
 
 enum policy_reason

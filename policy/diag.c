@@ -105,3 +105,18 @@ diag_add(struct policy_diags *d, enum policy_diag_level level, int line,
 	diag_vadd(d, level, line, column, fmt, ap);
 	va_end(ap);
 }
+
+void
+diag_truncate(struct policy_diags *d, size_t n, size_t nerrors,
+    size_t nwarnings)
+{
+	size_t	i;
+
+	for (i = n; i < d->n; i++)
+		if (d->v[i].msg != diag_oom_msg)
+			free(d->v[i].msg);
+	if (n < d->n)
+		d->n = n;
+	d->nerrors = nerrors;
+	d->nwarnings = nwarnings;
+}

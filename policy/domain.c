@@ -55,14 +55,13 @@ domain_free(struct domain_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* Doubles the slot array (keeps the load under one half). */
+/* Moves the slots into an array of ncap (a power of two). */
 static int
-domain_grow(struct domain_table *t)
+domain_resize(struct domain_table *t, size_t ncap)
 {
 	struct domain_slot	*ns;
-	size_t			 ncap, i, j;
+	size_t			 i, j;
 
-	ncap = t->cap ? t->cap * 2 : DOMAIN_FIRST_CAP;
 	if ((ns = reallocarray(NULL, ncap, sizeof(*ns))) == NULL)
 		return -1;
 	for (i = 0; i < ncap; i++)
@@ -78,6 +77,32 @@ domain_grow(struct domain_table *t)
 	free(t->slots);
 	t->slots = ns;
 	t->cap = ncap;
+	return 0;
+}
+
+/* Doubles the slot array (keeps the load under one half). */
+static int
+domain_grow(struct domain_table *t)
+{
+	return domain_resize(t, t->cap ? t->cap * 2 : DOMAIN_FIRST_CAP);
+}
+
+int
+domain_reserve(struct domain_table *t, size_t n, size_t keybytes)
+{
+	size_t	ncap = DOMAIN_FIRST_CAP;
+	char	*na;
+
+	while (ncap < (n + 1) * 2 && ncap < SIZE_MAX / 4)
+		ncap *= 2;
+	if (ncap > t->cap && domain_resize(t, ncap) == -1)
+		return -1;
+	if (keybytes > t->acap && keybytes <= DOMAIN_ARENA_MAX) {
+		if ((na = realloc(t->arena, keybytes)) == NULL)
+			return -1;
+		t->arena = na;
+		t->acap = keybytes;
+	}
 	return 0;
 }
 

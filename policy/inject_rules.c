@@ -94,10 +94,11 @@ inject_header_refused(const char *name, size_t len)
 bool
 inject_rule_has(const struct policy_rule *r, size_t secret)
 {
-	size_t	i;
+	const struct policy_rule_more	*m = policy_more(r);
+	size_t				 i;
 
-	for (i = 0; i < r->nsecrets; i++)
-		if (r->secrets[i] == secret)
+	for (i = 0; i < m->nsecrets; i++)
+		if (m->secrets[i] == secret)
 			return true;
 	return false;
 }
@@ -109,15 +110,15 @@ inject_rule_has(const struct policy_rule *r, size_t secret)
 const struct policy_inject *
 policy_rule_injects(const struct policy_rule *r, size_t *n)
 {
-	*n = r->ninjects;
-	return r->ninjects > 0 ? r->injects : NULL;
+	*n = policy_more(r)->ninjects;
+	return *n > 0 ? policy_more(r)->injects : NULL;
 }
 
 size_t
 policy_rule_secrets(const struct policy_rule *r, const size_t **idx)
 {
-	*idx = r->nsecrets > 0 ? r->secrets : NULL;
-	return r->nsecrets;
+	*idx = policy_more(r)->nsecrets > 0 ? policy_more(r)->secrets : NULL;
+	return policy_more(r)->nsecrets;
 }
 
 bool
@@ -136,7 +137,7 @@ policy_plain_http_check(const struct policy_rule *r)
 	 * go out without the credential the rule promised, or with the
 	 * placeholder the sandbox put in its place.
 	 */
-	if (r != NULL && r->ninjects > 0 && !r->plain_http)
+	if (r != NULL && policy_more(r)->ninjects > 0 && !r->plain_http)
 		return POLICY_R_NEEDS_TLS;
 	return POLICY_R_ALLOWED;
 }

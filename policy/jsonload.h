@@ -20,5 +20,25 @@
 
 json_t	*policy_json_loadb(const char *buf, size_t len, size_t flags,
 	    json_error_t *je);
+/* A piece of text. */
+struct policy_json_seg {
+	const char	*buf;
+	size_t		 len;
+};
+
+/*
+ * The same for the text that pieces segs[0..nsegs) make one after the
+ * other, without copying them; an error's je->position is one of that
+ * text.
+ */
+json_t	*policy_json_loadv(const struct policy_json_seg *segs, size_t nsegs,
+	    size_t flags, json_error_t *je);
+/*
+ * The same for buf without the bytes [skip_from, skip_to) (the config
+ * loader reads policy.rules' elements apart: jsonpos_find_array()),
+ * without copying it; an error's je->position is one of buf.
+ */
+json_t	*policy_json_loadb_skip(const char *buf, size_t len, size_t skip_from,
+	    size_t skip_to, size_t flags, json_error_t *je);
 
 #endif /* MOAT_JSONLOAD_H */

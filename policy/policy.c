@@ -23,6 +23,8 @@
 
 #define POLICY_FIRST_RULES	16	/* initial room for rules */
 #define POLICY_FIRST_REFS	32	/* initial room for rule links */
+#define POLICY_STRBLK_FIRST	128	/* bytes of the first string block */
+#define POLICY_STRBLK_MAX	65536	/* ... at most, unless one is longer */
 #define POLICY_PORTS		65536	/* bits in the cidr-allow port map */
 
 /* Result of checking one candidate rule against a target. */
@@ -205,49 +207,106 @@ policy_new(void)
 	p->star = POLICY_NONE;
 	trie_init(&p->cidr4, ADDR_V4_BITS);
 	trie_init(&p->cidr6, ADDR_V6_BITS);
-	trie_init(&p->deny4, ADDR_V4_BITS);
-	trie_init(&p->deny6, ADDR_V6_BITS);
 	trie_init(&p->ap4, ADDR_V4_BITS);
 	trie_init(&p->ap6, ADDR_V6_BITS);
-	if (deny_build(p) == -1) {
+	if ((p->deny = deny_get()) == NULL) {
 		policy_free(p);
 		return NULL;
 	}
 	return p;
 }
 
+const struct policy_rule_more	policy_rule_none;
+
+struct policy_rule_more *
+policy_more_new(struct policy_rule *r)
+{
+	if (r->more == NULL)
+		r->more = calloc(1, sizeof(*r->more));
+	return r->more;
+}
+
+char *
+policy_strdup(struct policy *p, const char *s, size_t n)
+{
+	struct policy_strblk	*b = p->strs;
+	size_t			 cap;
+	char			*out;
+
+	if (n == SIZE_MAX)
+		return NULL;
+	if (b == NULL || b->cap - b->used < n + 1) {
+		/* Each block twice the last, so a policy of a few rules
+		 * takes one small block and one of many, few large ones. */
+		if (b == NULL)
+			cap = POLICY_STRBLK_FIRST;
+		else if (b->cap < POLICY_STRBLK_MAX / 2)
+			cap = b->cap * 2;
+		else
+			cap = POLICY_STRBLK_MAX;
+		if (cap < n + 1)
+			cap = n + 1;
+		if (cap > SIZE_MAX - sizeof(*b) ||
+		    (b = malloc(sizeof(*b) + cap)) == NULL)
+			return NULL;
+		b->next = p->strs;
+		b->used = 0;
+		b->cap = cap;
+		p->strs = b;
+	}
+	out = b->data + b->used;
+	memcpy(out, s, n);
+	out[n] = '\0';
+	b->used += n + 1;
+	return out;
+}
+
 static void
 policy_rule_clear(struct policy_rule *r)
 {
-	size_t	i;
+	struct policy_rule_more	*m = r->more;
+	size_t			 i;
 
-	free(r->name);
-	for (i = 0; i < r->nmethods; i++)
-		free(r->methods[i]);
-	free(r->methods);
-	for (i = 0; i < r->npaths; i++) {
-		free(r->paths[i]);
-		if (r->wpaths != NULL)
-			free(r->wpaths[i]);
-	}
-	free(r->paths);
-	free(r->wpaths);
 	if (r->own_ports)
 		free((void *)r->ports);
-	for (i = 0; i < r->ninjects; i++)
-		inject_clear(&r->injects[i]);
-	free(r->injects);
-	free(r->secrets);
+	if (m != NULL) {
+		for (i = 0; i < m->nmethods; i++)
+			free(m->methods[i]);
+		free(m->methods);
+		for (i = 0; i < m->npaths; i++) {
+			free(m->paths[i]);
+			if (m->wpaths != NULL)
+				free(m->wpaths[i]);
+		}
+		free(m->paths);
+		free(m->wpaths);
+		for (i = 0; i < m->ninjects; i++)
+			inject_clear(&m->injects[i]);
+		free(m->injects);
+		free(m->secrets);
+		free(m);
+	}
 	memset(r, 0, sizeof(*r));
+}
+
+void
+policy_rule_drop(struct policy_rule *r)
+{
+	policy_rule_clear(r);
 }
 
 void
 policy_free(struct policy *p)
 {
-	size_t	i;
+	struct policy_strblk	*b;
+	size_t			 i;
 
 	if (p == NULL)
 		return;
+	while ((b = p->strs) != NULL) {
+		p->strs = b->next;
+		free(b);
+	}
 	for (i = 0; i < p->nrules; i++)
 		policy_rule_clear(&p->rules[i]);
 	free(p->rules);
@@ -256,8 +315,7 @@ policy_free(struct policy *p)
 	domain_free(&p->wild);
 	trie_free(&p->cidr4);
 	trie_free(&p->cidr6);
-	trie_free(&p->deny4);
-	trie_free(&p->deny6);
+	deny_put(p->deny);
 	trie_free(&p->ap4);
 	trie_free(&p->ap6);
 	domain_free(&p->geo_cc);
@@ -265,6 +323,21 @@ policy_free(struct policy *p)
 	geo_close(p->geo_country_db);
 	geo_close(p->geo_asn_db);
 	free(p);
+}
+
+int
+policy_reserve_rules(struct policy *p, size_t n)
+{
+	struct policy_rule	*nr;
+
+	if (n <= p->caprules)
+		return 0;
+	if (n >= POLICY_NONE ||
+	    (nr = reallocarray(p->rules, n, sizeof(*nr))) == NULL)
+		return -1;
+	p->rules = nr;
+	p->caprules = n;
+	return 0;
 }
 
 uint32_t
@@ -447,11 +520,12 @@ policy_port_ok(const struct policy_rule *r, uint16_t port)
 static bool
 policy_method_ok(const struct policy_rule *r, const char *m)
 {
-	size_t	i;
+	const struct policy_rule_more	*x = policy_more(r);
+	size_t				 i;
 
-	for (i = 0; i < r->nmethods; i++)
-		if ((r->action == POLICY_DENY ? strcasecmp(r->methods[i], m) :
-		    strcmp(r->methods[i], m)) == 0)
+	for (i = 0; i < x->nmethods; i++)
+		if ((r->action == POLICY_DENY ? strcasecmp(x->methods[i], m) :
+		    strcmp(x->methods[i], m)) == 0)
 			return true;
 	return false;
 }
@@ -541,21 +615,22 @@ policy_eval_strict(struct policy_eval *ev)
 static enum policy_check
 policy_check_paths(const struct policy_rule *r, struct policy_eval *ev)
 {
-	const char	*path, *wide;
-	size_t		 i;
+	const struct policy_rule_more	*m = policy_more(r);
+	const char			*path, *wide;
+	size_t				 i;
 
-	if (r->npaths == 0)
+	if (m->npaths == 0)
 		return POLICY_CHK_APPLIES;
 	path = policy_eval_path(ev);
 	wide = policy_eval_wide(ev);
 	if (path == NULL || wide == NULL)
 		return r->action == POLICY_DENY ? POLICY_CHK_APPLIES :
 		    POLICY_CHK_PATH;
-	for (i = 0; i < r->npaths; i++) {
-		if (path_match(r->paths[i], path, ev->pathlen))
+	for (i = 0; i < m->npaths; i++) {
+		if (path_match(m->paths[i], path, ev->pathlen))
 			return POLICY_CHK_APPLIES;
 		if (r->action == POLICY_DENY &&
-		    path_match(r->wpaths[i], wide, ev->widelen))
+		    path_match(m->wpaths[i], wide, ev->widelen))
 			return POLICY_CHK_APPLIES;
 	}
 	return POLICY_CHK_PATH;
@@ -569,7 +644,8 @@ policy_check(const struct policy_rule *r, struct policy_eval *ev)
 
 	if (!policy_port_ok(r, t->port))
 		return POLICY_CHK_PORT;
-	if (r->nmethods == 0 && r->npaths == 0)
+	if (r->more == NULL || (r->more->nmethods == 0 &&
+	    r->more->npaths == 0))
 		return POLICY_CHK_APPLIES;
 	/*
 	 * A tunnel: the request is not known yet.  An allow rule applies
@@ -588,7 +664,7 @@ policy_check(const struct policy_rule *r, struct policy_eval *ev)
 		c = policy_check_paths(r, ev);
 		return c == POLICY_CHK_APPLIES ? strict : c;
 	}
-	if (r->nmethods > 0 && !policy_method_ok(r, t->method))
+	if (r->more->nmethods > 0 && !policy_method_ok(r, t->method))
 		return POLICY_CHK_METHOD;
 	if ((c = policy_check_paths(r, ev)) != POLICY_CHK_APPLIES)
 		return c;
@@ -767,7 +843,7 @@ policy_bound_list(const struct policy *p, uint32_t head, size_t secret,
 
 	for (i = head; i != POLICY_NONE; i = p->refs[i].next) {
 		r = &p->rules[p->refs[i].rule];
-		if (r->action == POLICY_ALLOW && r->nsecrets > 0 &&
+		if (r->action == POLICY_ALLOW && policy_more(r)->nsecrets > 0 &&
 		    policy_port_ok(r, port) && inject_rule_has(r, secret))
 			return true;
 	}
@@ -932,9 +1008,11 @@ int
 policy_rule_rate(const struct policy_rule *r, unsigned *requests,
     unsigned *per_seconds)
 {
-	if (r->rate_requests == 0)
+	const struct policy_rule_more	*m = policy_more(r);
+
+	if (m->rate_requests == 0)
 		return 0;
-	*requests = r->rate_requests;
-	*per_seconds = r->rate_per_seconds;
+	*requests = m->rate_requests;
+	*per_seconds = m->rate_per_seconds;
 	return 1;
 }

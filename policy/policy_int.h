@@ -33,6 +33,13 @@ void	diag_add(struct policy_diags *d, enum policy_diag_level level,
 void	diag_vadd(struct policy_diags *d, enum policy_diag_level level,
 	    int line, int column, const char *fmt, va_list ap)
 	    __attribute__((format(printf, 5, 0)));
+/*
+ * Drops the diagnostics from index n on and sets the counts back (to
+ * what they were when there were n): what a load reported before it
+ * found that its text is not JSON after all.
+ */
+void	diag_truncate(struct policy_diags *d, size_t n, size_t nerrors,
+	    size_t nwarnings);
 
 /* ------------------------------------------------------------------ */
 /* addr.c: addresses and CIDR prefixes                                 */
@@ -239,13 +246,25 @@ uint32_t	*domain_insert(struct domain_table *t, const char *name,
 /* Returns the value stored for name, or POLICY_NONE. */
 uint32_t	domain_lookup(const struct domain_table *t, const char *name,
 		    size_t len);
+/*
+ * Room for n keys of keybytes in all (NULs included) before they come, so
+ * that a table whose size is known is not grown by doubling.  0 or -1.
+ */
+int		domain_reserve(struct domain_table *t, size_t n,
+		    size_t keybytes);
 
 /* ------------------------------------------------------------------ */
 /* deny.c: built-in deny sets                                          */
 /* ------------------------------------------------------------------ */
 
-/* Fills the deny tries of p from the built-in tables.  Returns 0 or -1. */
-int	deny_build(struct policy *p);
+/*
+ * The tries of the built-in deny table, built on first use and shared by
+ * every policy (refcounted, thread-safe): deny_get() takes a reference
+ * (NULL if out of memory), deny_put() gives it back (NULL is ok).
+ */
+struct deny_sets;
+const struct deny_sets	*deny_get(void);
+void			 deny_put(const struct deny_sets *d);
 /*
  * If name is a built-in denied name, returns its reason (metadata or
  * private-address); else POLICY_R_ALLOWED.
@@ -297,7 +316,66 @@ struct jsonpos {
  * jsonpos_free().
  */
 int	jsonpos_scan(const char *buf, size_t len, struct jsonpos *out);
+/*
+ * The same for the value in buf[from, to) (the whole of it), whose first
+ * byte is on line `line`, which starts at offset linestart; the bytes
+ * [skip_from, skip_to) (none if equal) are passed over as if absent (the
+ * elements of an array read apart: jsonpos_find_array).  out is zeroed
+ * before the first call; a table already allocated is reused.  Lines and
+ * columns are those of buf.
+ */
+int	jsonpos_scan_at(const char *buf, size_t from, size_t to, uint32_t line,
+	    size_t linestart, size_t skip_from, size_t skip_to,
+	    struct jsonpos *out);
 void	jsonpos_free(struct jsonpos *jp);
+/*
+ * The same for the elements of an array without its brackets (some of
+ * them: buf[from, to) is elements and the commas between): entry 0 is
+ * that array, at from.
+ */
+int	jsonpos_scan_elements(const char *buf, size_t from, size_t to,
+	    uint32_t line, size_t linestart, struct jsonpos *out);
+/* Moves *line and *linestart over the newlines of buf[from, to). */
+void	jsonpos_lines(const char *buf, size_t from, size_t to, uint32_t *line,
+	    size_t *linestart);
+
+/*
+ * An array of a JSON text, found before jansson reads the text: the bytes
+ * between its brackets and how many elements they hold.
+ */
+struct jsonpos_span {
+	size_t	from, to;	/* buf[from - 1] is '[', buf[to] is ']' */
+	size_t	count;
+};
+
+/*
+ * The deepest nesting the skeleton accepts: jansson's own limit
+ * (JSON_PARSER_MAX_DEPTH, 2048; config.c checks it is not below this),
+ * so an element jansson would refuse in place is never read apart.
+ */
+#define JSONPOS_SKEL_DEPTH_MAX	2048
+
+/*
+ * Finds the array at key path path[0..npath) from the object that
+ * buf[from, to) is (keys compared byte for byte, as written), an object
+ * at depth base + 1 of its text (the root: base 0), and checks its
+ * skeleton: elements that are strings, bracket-matched containers or
+ * runs of other bytes, nested no deeper than jansson reads them there,
+ * separated by commas.  Returns 0 with *out filled (offsets of buf), or
+ * -1 if the text has no such array or its skeleton is not that (the
+ * caller then reads the text whole; jansson says what is wrong).
+ * Validates nothing else.
+ */
+int	jsonpos_find_array(const char *buf, size_t from, size_t to,
+	    unsigned base, const char *const *path, size_t npath,
+	    struct jsonpos_span *out);
+/*
+ * The next element of a span found by jsonpos_find_array(), from *i
+ * (sp->from at first): its bytes buf[*start, *end), and *i past it and
+ * its comma.  Returns 0, or -1 after the last one.
+ */
+int	jsonpos_next_element(const char *buf, const struct jsonpos_span *sp,
+	    size_t *i, size_t *start, size_t *end);
 /* Entry index of the sibling after entry i. */
 size_t	jsonpos_next(const struct jsonpos *jp, size_t i);
 /*
@@ -339,9 +417,12 @@ struct policy_port_range {
 	uint16_t	lo, hi;
 };
 
-struct policy_rule {
-	char				*name;
-	const struct policy_port_range	*ports;	/* sorted, merged */
+/*
+ * What few rules have (methods, paths, injections, a rate), apart from
+ * the rule: a rule of hosts alone, the common one and what a list of
+ * thousands is made of, holds none of it (48 bytes a rule, not 112).
+ */
+struct policy_rule_more {
 	char				**methods;
 	char				**paths;	/* normalised patterns */
 	char				**wpaths;	/* deny rules: their wide
@@ -349,11 +430,17 @@ struct policy_rule {
 	struct policy_inject		*injects;	/* see inject_clear() */
 	size_t				*secrets;	/* each injected one */
 	size_t				 ninjects, nsecrets;
+	unsigned			 rate_requests, rate_per_seconds;
+	uint16_t			 nmethods, npaths;
+};
+
+struct policy_rule {
+	char				*name;		/* the policy's (pool) */
+	const struct policy_port_range	*ports;	/* sorted, merged */
+	struct policy_rule_more		*more;		/* NULL: none */
 	uint32_t			 index;
 	int				 line, column;
-	unsigned			 rate_requests, rate_per_seconds;
 	uint16_t			 nports;
-	uint16_t			 nmethods, npaths;
 	uint8_t				 action;	/* POLICY_ALLOW or POLICY_DENY */
 	uint8_t				 flags;		/* POLICY_F_* */
 	uint8_t				 own_ports;	/* ports is malloc'd */
@@ -364,6 +451,16 @@ struct policy_rule {
 	uint8_t				 strict_methods; /* "strict_methods": true */
 	uint8_t				 protocols;	/* POLICY_PROTO_*, 0: any */
 };
+
+/* A rule's more (read only): its own, or an empty one. */
+extern const struct policy_rule_more	policy_rule_none;
+static inline const struct policy_rule_more *
+policy_more(const struct policy_rule *r)
+{
+	return r->more != NULL ? r->more : &policy_rule_none;
+}
+/* A rule's more to fill, allocated on first use; NULL if out of memory. */
+struct policy_rule_more	*policy_more_new(struct policy_rule *r);
 
 /* policy_rule.given: keys that make a rule look inside (for messages). */
 #define POLICY_GIVEN_INJECT	0x01	/* "inject" */
@@ -376,7 +473,15 @@ struct policy_ref {
 	uint32_t	next;
 };
 
+/* Strings that live as long as their policy (rule names), packed. */
+struct policy_strblk {
+	struct policy_strblk	*next;
+	size_t			 used, cap;
+	char			 data[];
+};
+
 struct policy {
+	struct policy_strblk	*strs;		/* newest first */
 	struct policy_rule	*rules;
 	size_t			 nrules, caprules;
 	struct policy_ref	*refs;
@@ -385,7 +490,7 @@ struct policy {
 	struct domain_table	 wild;		/* "*.example.com", keyed "example.com" */
 	uint32_t		 star;		/* rules with "*" */
 	struct trie		 cidr4, cidr6;	/* rule cidrs and IP hosts */
-	struct trie		 deny4, deny6;	/* built-in sets; value = deny index */
+	const struct deny_sets	*deny;		/* built-in sets (deny.c), shared */
 	struct trie		 ap4, ap6;	/* allow_private */
 	struct domain_table	 geo_cc;	/* deny rules' "countries", keyed "KP" */
 	struct domain_table	 geo_asn;	/* their "asns", keyed "64500" */
@@ -401,6 +506,14 @@ void		 policy_free(struct policy *p);
  * memory (ownership still moves: they are freed).
  */
 uint32_t	policy_add_rule(struct policy *p, const struct policy_rule *r);
+/* A copy of s[0..n) (NUL added) that lives as long as p; NULL if out of
+ * memory.  Never freed alone. */
+char		*policy_strdup(struct policy *p, const char *s, size_t n);
+/* Frees what a rule that was never added owns (its name is p's). */
+void		policy_rule_drop(struct policy_rule *r);
+/* Room for n rules in all (the config's count, known before they are
+ * read), so that the array is not grown by doubling.  0 or -1. */
+int		policy_reserve_rules(struct policy *p, size_t n);
 /* Attaches rule to an exact name, a "*." suffix, "*" or a prefix.
  * Each returns 0 or -1 (out of memory). */
 int	policy_add_name(struct policy *p, uint32_t rule, const char *name);

@@ -24,7 +24,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#ifdef HAVE_MALLOC_TRIM
+#include <malloc.h>
+#endif
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +74,8 @@
  * sandbox's own CA files merged): the rest of a message is for the
  * placeholders and what else it says. */
 #define ADMIN_TRUST_ANSWER_MAX	(ADMIN_MSG_MAX - (96u << 10))
+#define ADMIN_TRIM_DELAY_MS	1000	/* memory given back this long after
+					   a sandbox left */
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE		71
@@ -108,6 +114,20 @@ static struct admin_ctx		*A_ctx;
 static int			 A_lfd = -1;
 static char			*A_path;
 static struct event		*A_lev;
+static struct event		*A_trim;	/* admin_trim_cb, once armed */
+/*
+ * The trust members of a register answer that brings no CA files of its
+ * own, as JSON text (",\"trust_pem\":...,\"trust_bundle\":..."), made
+ * once per interception context, without and with "trust_store": the
+ * bundle is some 200 KiB, and checking and escaping it anew for every
+ * answer cost about 16 million instructions (2 ms) a registration.
+ */
+struct admin_trust_text {
+	struct tls	*tls;		/* whose (a reference), or NULL */
+	char		*text;		/* NULL: not made */
+	size_t		 len;
+};
+static struct admin_trust_text	 A_trust[2];	/* [with the store] */
 static LIST_HEAD(, admin_conn)	 A_conns = LIST_HEAD_INITIALIZER(A_conns);
 
 static void	admin_accept_cb(evutil_socket_t fd, short what, void *arg);
@@ -121,7 +141,11 @@ static int	admin_message(struct admin_conn *ac, const char *buf,
 		    size_t len);
 static int	admin_register(struct admin_conn *ac, json_t *req);
 static int	admin_trust_check(struct admin_conn *ac, json_t *req);
-static int	admin_trust(struct admin_conn *ac, json_t *req, json_t *ans);
+static int	admin_trust(struct admin_conn *ac, json_t *req, json_t *ans,
+		    const char **text, size_t *len);
+static int	admin_trust_into(struct admin_conn *ac, json_t *req,
+		    json_t *ans, bool *whole);
+static void	admin_trust_forget(void);
 static int	admin_unregister(struct admin_conn *ac, json_t *req);
 static int	admin_watch(struct admin_conn *ac, json_t *req);
 static int	admin_unwatch(struct admin_conn *ac, json_t *req);
@@ -130,6 +154,8 @@ static void	admin_drops_drain(const char *name);
 static void	admin_watch_pump(struct admin_conn *ac, struct watch *only);
 static void	admin_sandbox_gone(struct admin_conn *ac, struct admin_sb *s);
 static int	admin_answer(struct admin_conn *ac, json_t *ans);
+static int	admin_answer_with(struct admin_conn *ac, json_t *ans,
+		    const char *more, size_t morelen);
 static int	admin_fail(struct admin_conn *ac, const char *fmt, ...)
 		    __attribute__((format(printf, 2, 3)));
 static void	admin_audit(const struct sandbox *sb, const char *what);
@@ -930,16 +956,77 @@ admin_trust_bundle(json_t *req, json_t *warnings, size_t *len,
 }
 
 /*
- * What a sandbox must trust, into the register answer ans: "trust_pem"
- * (moatd's CA and tls.extra_ca_files), "trust_bundle" (those, the
- * system's roots and the sandbox's "trust_extra"), with "trust_store"
- * true the bundle as a PKCS12 trust store ("trust_store", base64), and
- * "trust_warnings" for what was left out.  A bundle that cannot be built
- * is said in "trust_bundle_error" (the sandbox's side decides).  0, or
- * -1 once the failure (memory) is answered.
+ * What a sandbox must trust: "trust_pem" (moatd's CA and
+ * tls.extra_ca_files), "trust_bundle" (those, the system's roots and the
+ * sandbox's "trust_extra"), with "trust_store" true the bundle as a
+ * PKCS12 trust store ("trust_store", base64), and "trust_warnings" for
+ * what was left out.  For a sandbox with CA files of its own they go
+ * into the answer ans; for one without, whose are moatd's alone, *text
+ * is their JSON text (A_trust, *len bytes) to go into the answer's text.
+ * 0, or -1 once the failure (memory) is answered.
  */
 static int
-admin_trust(struct admin_conn *ac, json_t *req, json_t *ans)
+admin_trust(struct admin_conn *ac, json_t *req, json_t *ans,
+    const char **text, size_t *len)
+{
+	struct admin_trust_text	*t;
+	json_t			*o;
+	char			*s;
+	bool			 whole;
+
+	*text = NULL;
+	*len = 0;
+	if (json_array_size(json_object_get(req, "trust_extra")) > 0)
+		return admin_trust_into(ac, req, ans, &whole);
+	t = &A_trust[json_is_true(json_object_get(req, "trust_store"))];
+	if (t->text == NULL || t->tls != *A_ctx->tls) {
+		if ((o = json_object()) == NULL)
+			return admin_fail(ac, "out of memory");
+		if (admin_trust_into(ac, req, o, &whole) == -1) {
+			json_decref(o);
+			return -1;
+		}
+		s = json_dumps(o, JSON_COMPACT);
+		json_decref(o);
+		if (s == NULL || s[0] != '{' || strlen(s) < 3) {
+			free(s);
+			return admin_fail(ac, "out of memory");
+		}
+		/* "{...}" becomes ",..." to go before an answer's "}". */
+		s[0] = ',';
+		free(t->text);
+		tls_unref(t->tls);
+		t->text = s;
+		t->len = strlen(s) - 1;
+		/* What could not be built is tried again next time. */
+		t->tls = whole ? tls_ref(*A_ctx->tls) : NULL;
+	}
+	*text = t->text;
+	*len = t->len;
+	return 0;
+}
+
+/* Forgets the texts (a reload: a context of its own makes its own). */
+static void
+admin_trust_forget(void)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof(A_trust) / sizeof(A_trust[0]); i++) {
+		free(A_trust[i].text);
+		tls_unref(A_trust[i].tls);
+		memset(&A_trust[i], 0, sizeof(A_trust[i]));
+	}
+}
+
+/*
+ * admin_trust() into the object ans, for this request; *whole false if a
+ * bundle or store could not be built (its error is in ans).  0, or -1
+ * once the failure (memory) is answered.
+ */
+static int
+admin_trust_into(struct admin_conn *ac, json_t *req, json_t *ans,
+    bool *whole)
 {
 	json_t			*warn;
 	const char		*pem, *bundle = NULL;
@@ -988,6 +1075,7 @@ admin_trust(struct admin_conn *ac, json_t *req, json_t *ans)
 	if (json_array_size(warn) > 0 && json_object_set(ans,
 	    "trust_warnings", warn) == -1)
 		goto oom;
+	*whole = bundle != NULL && (!want || store != NULL);
 	rc = 0;
 	goto out;
  oom:
@@ -1004,17 +1092,22 @@ admin_trust(struct admin_conn *ac, json_t *req, json_t *ans)
 /*
  * The start of a register answer: the sandbox's own secrets read now
  * (a failure refuses the registration), its placeholders made now and
- * listed by variable name, and what it must trust when moatd intercepts.
- * Returns the answer ({"ok": true, ...}) or NULL after admin_fail().
+ * listed by variable name, and what it must trust when moatd intercepts
+ * (in the answer, or as the text *trust of *tlen bytes to put in it:
+ * admin_trust()).  Returns the answer ({"ok": true, ...}) or NULL after
+ * admin_fail().
  */
 static json_t *
-admin_secrets(struct admin_conn *ac, struct sandbox *sb, json_t *req)
+admin_secrets(struct admin_conn *ac, struct sandbox *sb, json_t *req,
+    const char **trust, size_t *tlen)
 {
 	struct secrets_view	 v;
 	json_t			*ans, *ph;
 	char			 err[512];
 	size_t			 i;
 
+	*trust = NULL;
+	*tlen = 0;
 	if ((ans = json_pack("{s:b, s:{}}", "ok", 1, "placeholders")) ==
 	    NULL) {
 		admin_fail(ac, "out of memory");
@@ -1049,7 +1142,8 @@ admin_secrets(struct admin_conn *ac, struct sandbox *sb, json_t *req)
 		admin_fail(ac, "out of memory");
 		return NULL;
 	}
-	if (*A_ctx->tls != NULL && admin_trust(ac, req, ans) == -1) {
+	if (*A_ctx->tls != NULL && admin_trust(ac, req, ans, trust,
+	    tlen) == -1) {
 		json_decref(ans);
 		return NULL;
 	}
@@ -1094,11 +1188,11 @@ admin_register(struct admin_conn *ac, json_t *req)
 	struct listener		*ls[ADMIN_FDS_MAX];
 	struct admin_sb		*s = NULL;
 	json_t			*lst, *e, *ans = NULL, *jd;
-	const char		*name, *proto, *other;
+	const char		*name, *proto, *other, *trust;
 	uint64_t		 netns[ADMIN_FDS_MAX], own;
 	enum moat_connect_refusal refusal[ADMIN_FDS_MAX];
 	char			 err[256];
-	size_t			 nl = 0, i, j, need, nls;
+	size_t			 nl = 0, i, j, need, nls, tlen;
 	int			 used[ADMIN_FDS_MAX], idx, rc = -1, drops = -1;
 
 	name = json_string_value(json_object_get(req, "sandbox"));
@@ -1185,7 +1279,7 @@ admin_register(struct admin_conn *ac, json_t *req)
 		admin_fail(ac, "out of memory");
 		goto closefds;
 	}
-	if ((ans = admin_secrets(ac, sb, req)) == NULL)
+	if ((ans = admin_secrets(ac, sb, req, &trust, &tlen)) == NULL)
 		goto closefds;
 	/* From here each descriptor belongs to its listener (or is closed). */
 	json_array_foreach(lst, i, e) {
@@ -1253,7 +1347,7 @@ admin_register(struct admin_conn *ac, json_t *req)
 		rc = admin_fail(ac, "out of memory");
 		goto closefds;
 	}
-	rc = admin_answer(ac, ans);
+	rc = admin_answer_with(ac, ans, trust, tlen);
 	ans = NULL;
  closefds:
 	/* Take the announced descriptors off the queue, used or not. */
@@ -1441,6 +1535,34 @@ admin_watch_pump(struct admin_conn *ac, struct watch *only)
 		(void)admin_flush(ac);
 }
 
+/*
+ * What an unregistered sandbox held (its policy, listeners, the workers'
+ * watches of them) is freed by the main thread and the workers, but the
+ * allocator keeps the pages for reuse, and a platform that had a
+ * thousand sandboxes would keep their size forever.  A second after a
+ * sandbox left (at most once a second, whatever the churn), glibc's
+ * malloc_trim() gives the free pages of every arena back.
+ */
+static void
+admin_trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+#ifdef HAVE_MALLOC_TRIM
+	(void)malloc_trim(0);
+#endif
+}
+
+static void
+admin_trim_later(void)
+{
+	struct timeval	tv = util_ms_tv(ADMIN_TRIM_DELAY_MS);
+
+	if (A_trim == NULL && (A_trim = evtimer_new(A_ctx->base,
+	    admin_trim_cb, NULL)) == NULL)
+		return;
+	if (!evtimer_pending(A_trim, NULL))
+		evtimer_add(A_trim, &tv);
+}
+
 /* Every worker drops the sandbox's listeners and ends its connections. */
 static void
 admin_sandbox_gone(struct admin_conn *ac, struct admin_sb *s)
@@ -1460,6 +1582,7 @@ admin_sandbox_gone(struct admin_conn *ac, struct admin_sb *s)
 	LIST_REMOVE(s, link);
 	sandbox_unref(s->sb);
 	free(s);
+	admin_trim_later();
 }
 
 static void
@@ -1481,8 +1604,19 @@ admin_audit(const struct sandbox *sb, const char *what)
 static int
 admin_answer(struct admin_conn *ac, json_t *ans)
 {
+	return admin_answer_with(ac, ans, NULL, 0);
+}
+
+/*
+ * The same with the JSON text of more members (",\"k\":v...", morelen
+ * bytes) put before the answer's closing brace.
+ */
+static int
+admin_answer_with(struct admin_conn *ac, json_t *ans, const char *more,
+    size_t morelen)
+{
 	char	*text;
-	size_t	 len;
+	size_t	 len, n;
 	uint8_t	 hdr[4];
 	int	 rc = 0;
 
@@ -1492,18 +1626,24 @@ admin_answer(struct admin_conn *ac, json_t *ans)
 	}
 	json_decref(ans);
 	len = strlen(text);
-	hdr[0] = (uint8_t)(len >> 24);
-	hdr[1] = (uint8_t)(len >> 16);
-	hdr[2] = (uint8_t)(len >> 8);
-	hdr[3] = (uint8_t)len;
+	if (more == NULL || len < 2 || text[len - 1] != '}')
+		morelen = 0;
+	n = len + morelen;
+	hdr[0] = (uint8_t)(n >> 24);
+	hdr[1] = (uint8_t)(n >> 16);
+	hdr[2] = (uint8_t)(n >> 8);
+	hdr[3] = (uint8_t)n;
 	/*
 	 * An answer with a trust bundle is larger than a socket buffer:
 	 * what the client has not read yet waits here (bounded), and goes
 	 * out as the socket drains.  A client that reads nothing is gone.
 	 */
-	if (len > ADMIN_MSG_MAX || evbuffer_get_length(ac->out) + 4 + len >
-	    ADMIN_OUT_MAX || evbuffer_add(ac->out, hdr, 4) == -1 ||
-	    evbuffer_add(ac->out, text, len) == -1)
+	if (n > ADMIN_MSG_MAX || evbuffer_get_length(ac->out) + 4 + n >
+	    ADMIN_OUT_MAX || evbuffer_expand(ac->out, 4 + n) == -1 ||
+	    evbuffer_add(ac->out, hdr, 4) == -1 ||
+	    evbuffer_add(ac->out, text, len - (morelen > 0)) == -1 ||
+	    (morelen > 0 && (evbuffer_add(ac->out, more, morelen) == -1 ||
+	    evbuffer_add(ac->out, "}", 1) == -1)))
 		rc = -1;
 	free(text);
 	return rc == 0 ? admin_flush(ac) : rc;
@@ -1564,6 +1704,9 @@ admin_reload(void)
 	struct admin_sb		*s;
 	char			 err[512];
 
+	/* The old context's trust text goes (the new one's is made when
+	 * the next sandbox registers). */
+	admin_trust_forget();
 	LIST_FOREACH(ac, &A_conns, link)
 		LIST_FOREACH(s, &ac->sbs, link)
 			if (secrets_sandbox_reload(s->sb, err,
@@ -1583,6 +1726,11 @@ admin_shutdown(void)
 	}
 	drops_shutdown();
 	watch_shutdown();
+	admin_trust_forget();
+	if (A_trim != NULL) {
+		event_free(A_trim);
+		A_trim = NULL;
+	}
 	if (A_lev != NULL) {
 		event_free(A_lev);
 		A_lev = NULL;

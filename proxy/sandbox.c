@@ -40,9 +40,15 @@ struct sandbox_attr {
 	char				 name[];
 };
 
+/*
+ * The buckets are allocated by the first answer remembered: a sandbox
+ * that never asks moatd's DNS listener (most registered ones use the
+ * proxies) costs no table.
+ */
 struct sandbox_attrs {
 	pthread_mutex_t			 mu;
-	struct sandbox_attr		*buckets[SANDBOX_ATTR_BUCKETS];
+	struct sandbox_attr		**buckets;	/* [SANDBOX_ATTR_BUCKETS]
+							   or NULL */
 	TAILQ_HEAD(attrq, sandbox_attr)	 lru;	/* most recent first */
 	size_t				 n;
 };
@@ -138,6 +144,7 @@ sandbox_unref(struct sandbox *sb)
 	secrets_set_unref(sb->sset);
 	secrets_unref(sb->own_secrets);
 	pthread_mutex_destroy(&sb->attrs->mu);
+	free(sb->attrs->buckets);
 	free(sb->attrs);
 	policy_config_unref(sb->cfg);
 	metrics_sandbox_release(&sb->msb);
@@ -185,6 +192,12 @@ sandbox_attr_add(struct sandbox *sb, const struct policy_addr *addr,
 	a->expires_ms = util_now_ms() + (uint64_t)ttl_s * 1000;
 	memcpy(a->name, name, nlen);
 	pthread_mutex_lock(&t->mu);
+	if (t->buckets == NULL && (t->buckets = calloc(SANDBOX_ATTR_BUCKETS,
+	    sizeof(*t->buckets))) == NULL) {
+		pthread_mutex_unlock(&t->mu);
+		free(a);
+		return;
+	}
 	for (old = t->buckets[h]; old != NULL; old = old->hnext)
 		if (attr_eq(&old->addr, addr))
 			break;
@@ -214,7 +227,8 @@ sandbox_attr_find(struct sandbox *sb, const struct policy_addr *addr,
 	int			 rc = -1;
 
 	pthread_mutex_lock(&t->mu);
-	for (a = t->buckets[attr_hash(addr)]; a != NULL; a = a->hnext) {
+	for (a = t->buckets != NULL ? t->buckets[attr_hash(addr)] : NULL;
+	    a != NULL; a = a->hnext) {
 		if (!attr_eq(&a->addr, addr))
 			continue;
 		if (a->expires_ms > now && strlen(a->name) < len) {

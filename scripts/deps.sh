@@ -26,8 +26,9 @@ BUILD="build-essential autoconf automake pkg-config
 TEST="iproute2 nftables curl socat openssl python3 procps util-linux
     coreutils gzip python3-httpx python3-requests python3-aiohttp
     python3-pip default-jdk-headless git prometheus"
-# Benchmarks: the origin of scripts/bench-inspect.sh (nginx-light).
-BENCH="nginx-light"
+# Benchmarks: the origin of scripts/bench-inspect.sh (nginx-light);
+# scripts/scale.sh's /usr/bin/time (time) and, for --callgrind, valgrind.
+BENCH="nginx-light time valgrind"
 # srt (t_srt.sh: sandbox-runtime from npm runs bubblewrap, socat and
 # ripgrep; npm fetches it, and Node 22 where Debian's node is too old);
 # node and npm are t_run_trust's and t_sidecar_trust's too.

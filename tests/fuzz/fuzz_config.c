@@ -17,7 +17,10 @@
  *    once in the rule's secrets, and a rule that injects or has the git
  *    preset needs inspection;
  *  - a secret is bound only where some allow rule injects it;
- *  - the git preset never lets a push through.
+ *  - the git preset never lets a push through;
+ *  - reading policy.rules one rule at a time, and every rule's lists in
+ *    batches of two, reports exactly what reading the text whole does
+ *    (the same diagnostics, in the same order, the same verdict).
  */
 #include "config.h"
 
@@ -34,6 +37,7 @@
 
 #include "policy/policy.h"
 #include "policy/policy_int.h"
+#include "policy/config_int.h"
 #include "policyio/policyio.h"
 
 #define FUZZ_DIAG_MAX	512	/* formatted diagnostic buffer */
@@ -52,6 +56,7 @@ static void	fuzz_template(const struct moat_config *c,
 static void	fuzz_injects(const struct moat_config *c);
 static void	fuzz_bound(const struct moat_config *c);
 static void	fuzz_git(const struct moat_config *c);
+static void	fuzz_apart(const char *buf, size_t len);
 
 /* Number of values in a jansson tree, the root included. */
 static size_t
@@ -340,5 +345,38 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	policy_config_unref(c);
 	policy_diags_clear(&d);
+	fuzz_apart(buf, size);
 	return 0;
+}
+
+/* Read apart (the smallest sizes: every list in batches of two) and
+ * read whole, the same. */
+static void
+fuzz_apart(const char *buf, size_t len)
+{
+	struct policy_diags	 da, dw;
+	struct moat_config	*ca, *cw;
+	char			 la[FUZZ_DIAG_MAX], lw[FUZZ_DIAG_MAX];
+	size_t			 i;
+
+	config_list_apart_bytes = 0;
+	config_list_batch = 2;
+	policy_diags_init(&da);
+	policy_diags_init(&dw);
+	ca = config_load("fuzz.json", buf, len, NULL, &da, true);
+	cw = config_load("fuzz.json", buf, len, NULL, &dw, false);
+	if ((ca == NULL) != (cw == NULL) || da.n != dw.n ||
+	    da.nerrors != dw.nerrors || da.nwarnings != dw.nwarnings)
+		abort();
+	for (i = 0; i < da.n; i++)
+		if (strcmp(policy_diag_format(&da, i, la, sizeof(la)),
+		    policy_diag_format(&dw, i, lw, sizeof(lw))) != 0)
+			abort();
+	if (ca != NULL && policy_rule_count(ca->policy) !=
+	    policy_rule_count(cw->policy))
+		abort();
+	policy_config_unref(ca);
+	policy_config_unref(cw);
+	policy_diags_clear(&da);
+	policy_diags_clear(&dw);
 }

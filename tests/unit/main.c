@@ -77,6 +77,7 @@ main(int argc, char *argv[])
 	}
 	test_addr_register();
 	test_config_register();
+	test_config_apart_register();
 	test_policy_register();
 	test_http_parse_register();
 	test_socks5_parse_register();

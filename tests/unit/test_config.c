@@ -891,6 +891,13 @@ test_config_unused(void)
 	policy_diags_clear(&d);
 }
 
+const char *
+unit_config_vector(size_t i)
+{
+	return i < sizeof(cfg_vectors) / sizeof(cfg_vectors[0]) ?
+	    cfg_vectors[i].json : NULL;
+}
+
 static void
 test_config_vectors(void)
 {

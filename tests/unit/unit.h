@@ -16,6 +16,7 @@
 
 void	test_addr_register(void);
 void	test_config_register(void);
+void	test_config_apart_register(void);
 void	test_policy_register(void);
 void	test_http_parse_register(void);
 void	test_socks5_parse_register(void);
@@ -38,6 +39,9 @@ void	test_refusals_register(void);
 void	test_audit_tool_register(void);
 void	test_metrics_register(void);
 void	test_drops_register(void);
+
+/* test_config.c: the text of error vector i, or NULL past the last. */
+const char	*unit_config_vector(size_t i);
 
 /*
  * test_policy.c: decides for name and/or addr (any spelling; NULL for
