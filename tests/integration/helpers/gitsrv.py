@@ -4,8 +4,8 @@
 What it is: `git http-backend` (the CGI program git ships) behind a small
 threaded HTTPS server, so that clone, fetch and push through moatd's
 interception can be tested against the real protocol.  Every request is
-logged as one JSON line (method, path, query, status, the Authorization
-header it got), so a test can show that a denied push never arrived.
+logged as one JSON line (method, path, query, status, the Host and
+Authorization headers it got), so a test can show that a denied push never arrived.
 
 What it is not: a general CGI server.  Python standard library and git.
 
@@ -43,6 +43,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 f.write(json.dumps({"event": "request",
                     "method": self.command, "target": self.path,
                     "status": status,
+                    "host": self.headers.get("Host", ""),
                     "auth": self.headers.get("Authorization", "")}) + "\n")
 
     def serve(self):
