@@ -262,7 +262,9 @@ sg_sig(struct sg_ent *e)
 {
 	size_t	i, n;
 
-	qsort(e->h.ports, e->h.nports, sizeof(e->h.ports[0]), sg_port_cmp);
+	if (e->h.nports > 0)
+		qsort(e->h.ports, e->h.nports, sizeof(e->h.ports[0]),
+		    sg_port_cmp);
 	n = (size_t)snprintf(e->sig, sizeof(e->sig), "%c%c|",
 	    e->h.addr ? 'a' : 'n', e->h.conn ? 'c' : 'd');
 	if (e->h.many_ports)
@@ -367,7 +369,8 @@ sg_patterns(const struct audit_suggest *sg, size_t group, size_t *n)
 			goto out;
 		sg_sig(&out[ne]);
 	}
-	qsort(out, nv, sizeof(*out), sg_ent_cmp);
+	if (nv > 0)	/* qsort(NULL, 0, ...) is undefined */
+		qsort(out, nv, sizeof(*out), sg_ent_cmp);
 	*n = nv;
  out:
 	if (*n == 0 && out != NULL) {
