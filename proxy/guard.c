@@ -243,18 +243,14 @@ guard_sni(struct conn *c, const struct tls_client_hello *h)
 	return -1;
 }
 
-/* Allowed: the bytes read go first, then the splice. */
+/* Allowed: the bytes read go first, then the tunnel. */
 static void
 guard_pass(struct conn *c)
 {
-	int	ufd;
-
 	conn_set_deadline(c, 0);
 	conn_audit(c, "open", POLICY_ALLOW, POLICY_R_ALLOWED, NULL);
 	evbuffer_add_buffer(io_out(c->cio), io_in(c->uio));
-	ufd = io_release(c->uio);
-	c->uio = NULL;
-	conn_to_tunnel(c, ufd);
+	conn_to_tunnel(c);
 }
 
 static void
