@@ -749,6 +749,16 @@ conn_connected_cb(int fd, size_t idx, int err, void *arg)
 static void
 conn_upstream_ready(struct conn *c, int ufd)
 {
+	/*
+	 * A black-holed upstream must not hold both sockets (and an idle
+	 * tunnel) until idle_tunnel_ms, or forever: TCP keepalive, at once
+	 * for requests and inspected tunnels (a pooled upstream has it
+	 * already), after TUNNEL_KEEPALIVE_MS for an opaque tunnel (guard.c,
+	 * tunnel.c), which most often has ended by then.
+	 */
+	if (ufd >= 0 && (!conn_is_tunnel(c) ||
+	    (c->dec.flags & POLICY_F_INSPECT)))
+		(void)util_tcp_keepalive(ufd);
 	if (!conn_is_tunnel(c)) {
 		c->ops->exchange(c, ufd);
 		return;
@@ -883,6 +893,7 @@ conn_to_tunnel(struct conn *c)
 	m.rule = c->dec.rule_name;
 	m.t_start = c->t_start;
 	m.lkind = c->l->proto;
+	m.keepalive_at = c->tun.keepalive_at;
 	/*
 	 * The tunnel takes the buffered bytes and both sockets.  Its events
 	 * are added while the ios' are still there and freed after: epoll

@@ -132,6 +132,8 @@ struct http_state {
 struct tunnel_state {
 	/* guard.c: a side has spoken; the rest must come in request_head_ms. */
 	bool			 spoken;
+	uint64_t		 due_ms;	/* guard.c: its deadline */
+	uint64_t		 keepalive_at;	/* guard.c: TUNNEL_KEEPALIVE_MS */
 	/* Inspected tunnels: moatd reads the HTTP inside. */
 	bool			 inspected;	/* requests come from inside */
 	bool			 tls_client;	/* ... over TLS that moatd ends */

@@ -89,6 +89,7 @@ struct tunnel {
 	struct tunnel_dir	 down;		/* upstream -> client */
 	uint64_t		 last_ms;	/* last byte moved */
 	unsigned		 idle_ms;
+	uint64_t		 keepalive_at;	/* see TUNNEL_KEEPALIVE_MS */
 	LIST_ENTRY(tunnel)	 link;
 	struct sandbox		*sb;		/* a reference */
 	/* For the close audit line; strings live in strs. */
@@ -123,6 +124,7 @@ static void	tunnel_cev(evutil_socket_t fd, short what, void *arg);
 static void	tunnel_uev(evutil_socket_t fd, short what, void *arg);
 static void	tunnel_after(struct tunnel *t, int r1, int r2);
 static void	tunnel_timer(evutil_socket_t fd, short what, void *arg);
+static int	tunnel_timer_add(struct tunnel *t, uint64_t now);
 static void	tunnel_close(struct tunnel *t, enum tunnel_end end);
 static int	tunnel_copy_meta(struct tunnel *t, const struct tunnel_meta *m);
 
@@ -156,6 +158,7 @@ tunnel_copy_meta(struct tunnel *t, const struct tunnel_meta *m)
 	t->port = m->port;
 	t->t_start = m->t_start;
 	t->lkind = m->lkind;
+	t->keepalive_at = m->keepalive_at;
 	return 0;
 }
 
@@ -164,7 +167,6 @@ tunnel_start(struct worker *w, int cfd, int ufd, struct evbuffer *to_up,
     struct evbuffer *to_client, const struct tunnel_meta *m, unsigned idle_ms)
 {
 	struct tunnel	*t;
-	struct timeval	 tv;
 
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		goto nomem;
@@ -198,10 +200,8 @@ tunnel_start(struct worker *w, int cfd, int ufd, struct evbuffer *to_up,
 	t->timer = evtimer_new(w->base, tunnel_timer, t);
 	if (t->cev == NULL || t->uev == NULL || t->timer == NULL)
 		goto nomem;
-	tv.tv_sec = idle_ms / 1000;
-	tv.tv_usec = (idle_ms % 1000) * 1000;
 	if (event_add(t->cev, NULL) == -1 || event_add(t->uev, NULL) == -1 ||
-	    event_add(t->timer, &tv) == -1)
+	    tunnel_timer_add(t, t->last_ms) == -1)
 		goto nomem;
 	LIST_INSERT_HEAD(&w->tunnels, t, link);
 	w->ntunnels++;
@@ -622,17 +622,33 @@ static void
 tunnel_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct tunnel	*t = arg;
-	uint64_t	 now = util_now_ms(), due = t->last_ms + t->idle_ms;
-	struct timeval	 tv;
+	uint64_t	 now = util_now_ms();
 
-	if (now >= due) {
+	if (t->keepalive_at != 0 && now >= t->keepalive_at) {
+		(void)util_tcp_keepalive(t->ufd);
+		t->keepalive_at = 0;
+	}
+	if (now >= t->last_ms + t->idle_ms) {
 		tunnel_close(t, TUNNEL_END_IDLE);
 		return;
 	}
 	/* Activity since the timer was set: sleep for the rest only. */
-	tv.tv_sec = (due - now) / 1000;
-	tv.tv_usec = ((due - now) % 1000) * 1000;
-	event_add(t->timer, &tv);
+	(void)tunnel_timer_add(t, now);
+}
+
+/* The timer, due at the idle timeout or when keepalive goes on. */
+static int
+tunnel_timer_add(struct tunnel *t, uint64_t now)
+{
+	uint64_t	due = t->last_ms + t->idle_ms;
+	struct timeval	tv;
+
+	if (t->keepalive_at != 0 && t->keepalive_at < due)
+		due = t->keepalive_at;
+	due = due > now ? due - now : 0;
+	tv.tv_sec = (time_t)(due / 1000);
+	tv.tv_usec = (suseconds_t)(due % 1000) * 1000;
+	return event_add(t->timer, &tv);
 }
 
 const char *

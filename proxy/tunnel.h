@@ -27,6 +27,14 @@ struct worker;
 
 #define TUNNEL_SPLICE_BYTES	(256u << 10)	/* most bytes one splice moves */
 #define TUNNEL_ROUNDS		16		/* reads per direction and wakeup */
+/*
+ * An opaque tunnel's upstream socket gets its TCP keepalive (60 s, 6 x
+ * 10 s, util_tcp_keepalive) once the tunnel (with its first-bytes check)
+ * has lived this long: most end before, and the four setsockopt(2) calls
+ * were a seventh of a short tunnel's system calls.  A black-holed upstream
+ * is found a second later than otherwise, never held to idle_tunnel_ms.
+ */
+#define TUNNEL_KEEPALIVE_MS	1000
 /* Bytes a direction copies before it splices (BENCHMARKS.md). */
 #ifndef TUNNEL_SPLICE_AFTER
 #define TUNNEL_SPLICE_AFTER	(64u << 10)
@@ -45,6 +53,8 @@ struct tunnel_meta {
 	const char		*rule;
 	uint64_t		 t_start;	/* ms, monotonic */
 	unsigned		 lkind;		/* its listener's kind (metrics) */
+	uint64_t		 keepalive_at;	/* ms: when to turn the upstream's
+						   keepalive on; 0: it is on */
 };
 
 /*
