@@ -94,7 +94,12 @@
 	X(ERR_reason_error_string) \
 	X(EVP_DecodeBlock) \
 	X(EVP_Digest) \
+	X(EVP_DigestFinal_ex) \
+	X(EVP_DigestInit_ex) \
+	X(EVP_DigestUpdate) \
 	X(EVP_EncodeBlock) \
+	X(EVP_MD_CTX_free) \
+	X(EVP_MD_CTX_new) \
 	X(EVP_PKEY_Q_keygen) \
 	X(EVP_PKEY_free) \
 	X(EVP_PKEY_get0_type_name) \
@@ -254,7 +259,12 @@ const struct ssldl	*ssldl_get(void);
 #define ERR_reason_error_string		(*ssldl_get()->ERR_reason_error_string)
 #define EVP_DecodeBlock			(*ssldl_get()->EVP_DecodeBlock)
 #define EVP_Digest			(*ssldl_get()->EVP_Digest)
+#define EVP_DigestFinal_ex		(*ssldl_get()->EVP_DigestFinal_ex)
+#define EVP_DigestInit_ex		(*ssldl_get()->EVP_DigestInit_ex)
+#define EVP_DigestUpdate		(*ssldl_get()->EVP_DigestUpdate)
 #define EVP_EncodeBlock			(*ssldl_get()->EVP_EncodeBlock)
+#define EVP_MD_CTX_free			(*ssldl_get()->EVP_MD_CTX_free)
+#define EVP_MD_CTX_new			(*ssldl_get()->EVP_MD_CTX_new)
 #define EVP_PKEY_Q_keygen		(*ssldl_get()->EVP_PKEY_Q_keygen)
 #define EVP_PKEY_free			(*ssldl_get()->EVP_PKEY_free)
 #define EVP_PKEY_get0_type_name		(*ssldl_get()->EVP_PKEY_get0_type_name)
