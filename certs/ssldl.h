@@ -12,9 +12,9 @@
  * pthread_once) or by ssldl_load() earlier.  The same library, the same
  * calls: only the way to them differs.  Callers that know they will need
  * it load it where an error can be reported and no worker waits: moatd
- * when its config has a CA (tls_new), secrets (injected Basic
- * credentials) or listeners with logins (Basic decoding), all in the
- * main thread.
+ * when its config has a CA (tls_new), secrets (Basic credentials),
+ * listeners with logins (Basic decoding) or a hash-chained audit
+ * (auditchain_new), all in the main thread.
  *
  * A function missing from the list below is a link error for moatd
  * (which links no OpenSSL); one listed twice or not declared by the
