@@ -645,9 +645,7 @@ tunnel_timer_add(struct tunnel *t, uint64_t now)
 
 	if (t->keepalive_at != 0 && t->keepalive_at < due)
 		due = t->keepalive_at;
-	due = due > now ? due - now : 0;
-	tv.tv_sec = (time_t)(due / 1000);
-	tv.tv_usec = (suseconds_t)(due % 1000) * 1000;
+	tv = util_ms_tv(due > now ? due - now : 0);
 	return event_add(t->timer, &tv);
 }
 
