@@ -47,6 +47,7 @@
 	X(ASN1_INTEGER_free) \
 	X(ASN1_INTEGER_new) \
 	X(ASN1_INTEGER_set) \
+	X(ASN1_OBJECT_free) \
 	X(ASN1_OCTET_STRING_dup) \
 	X(ASN1_OCTET_STRING_free) \
 	X(ASN1_OCTET_STRING_new) \
@@ -112,14 +113,28 @@
 	X(GENERAL_NAME_new) \
 	X(GENERAL_NAME_set0_value) \
 	X(OBJ_nid2obj) \
+	X(OBJ_txt2obj) \
 	X(OPENSSL_cleanse) \
 	X(OPENSSL_sk_free) \
 	X(OPENSSL_sk_new_null) \
+	X(OPENSSL_sk_num) \
+	X(OPENSSL_sk_pop) \
+	X(OPENSSL_sk_pop_free) \
 	X(OPENSSL_sk_push) \
+	X(OPENSSL_sk_set) \
+	X(OPENSSL_sk_value) \
 	X(PEM_read_bio_PrivateKey) \
 	X(PEM_read_bio_X509) \
 	X(PEM_write_bio_PKCS8PrivateKey) \
 	X(PEM_write_bio_X509) \
+	X(PKCS12_SAFEBAG_create_cert) \
+	X(PKCS12_SAFEBAG_free) \
+	X(PKCS12_add1_attr_by_txt) \
+	X(PKCS12_add_friendlyname_asc) \
+	X(PKCS12_add_safes) \
+	X(PKCS12_free) \
+	X(PKCS12_pack_p7data) \
+	X(PKCS7_free) \
 	X(SSL_CTX_ctrl) \
 	X(SSL_CTX_free) \
 	X(SSL_CTX_load_verify_locations) \
@@ -166,6 +181,7 @@
 	X(X509_add_ext) \
 	X(X509_check_private_key) \
 	X(X509_check_purpose) \
+	X(X509_cmp) \
 	X(X509_digest) \
 	X(X509_free) \
 	X(X509_get0_notAfter) \
@@ -186,7 +202,8 @@
 	X(X509_sign) \
 	X(X509_time_adj_ex) \
 	X(X509_up_ref) \
-	X(X509_verify_cert_error_string)
+	X(X509_verify_cert_error_string) \
+	X(i2d_PKCS12)
 
 struct ssldl {
 #define SSLDL_MEMBER(name)	__typeof__(name) *name;
@@ -212,6 +229,7 @@ const struct ssldl	*ssldl_get(void);
 #define ASN1_INTEGER_free		(*ssldl_get()->ASN1_INTEGER_free)
 #define ASN1_INTEGER_new		(*ssldl_get()->ASN1_INTEGER_new)
 #define ASN1_INTEGER_set		(*ssldl_get()->ASN1_INTEGER_set)
+#define ASN1_OBJECT_free		(*ssldl_get()->ASN1_OBJECT_free)
 #define ASN1_OCTET_STRING_dup		(*ssldl_get()->ASN1_OCTET_STRING_dup)
 #define ASN1_OCTET_STRING_free		(*ssldl_get()->ASN1_OCTET_STRING_free)
 #define ASN1_OCTET_STRING_new		(*ssldl_get()->ASN1_OCTET_STRING_new)
@@ -277,14 +295,28 @@ const struct ssldl	*ssldl_get(void);
 #define GENERAL_NAME_new		(*ssldl_get()->GENERAL_NAME_new)
 #define GENERAL_NAME_set0_value		(*ssldl_get()->GENERAL_NAME_set0_value)
 #define OBJ_nid2obj			(*ssldl_get()->OBJ_nid2obj)
+#define OBJ_txt2obj			(*ssldl_get()->OBJ_txt2obj)
 #define OPENSSL_cleanse			(*ssldl_get()->OPENSSL_cleanse)
 #define OPENSSL_sk_free			(*ssldl_get()->OPENSSL_sk_free)
 #define OPENSSL_sk_new_null		(*ssldl_get()->OPENSSL_sk_new_null)
+#define OPENSSL_sk_num			(*ssldl_get()->OPENSSL_sk_num)
+#define OPENSSL_sk_pop			(*ssldl_get()->OPENSSL_sk_pop)
+#define OPENSSL_sk_pop_free		(*ssldl_get()->OPENSSL_sk_pop_free)
 #define OPENSSL_sk_push			(*ssldl_get()->OPENSSL_sk_push)
+#define OPENSSL_sk_set			(*ssldl_get()->OPENSSL_sk_set)
+#define OPENSSL_sk_value		(*ssldl_get()->OPENSSL_sk_value)
 #define PEM_read_bio_PrivateKey		(*ssldl_get()->PEM_read_bio_PrivateKey)
 #define PEM_read_bio_X509		(*ssldl_get()->PEM_read_bio_X509)
 #define PEM_write_bio_PKCS8PrivateKey	(*ssldl_get()->PEM_write_bio_PKCS8PrivateKey)
 #define PEM_write_bio_X509		(*ssldl_get()->PEM_write_bio_X509)
+#define PKCS12_SAFEBAG_create_cert	(*ssldl_get()->PKCS12_SAFEBAG_create_cert)
+#define PKCS12_SAFEBAG_free		(*ssldl_get()->PKCS12_SAFEBAG_free)
+#define PKCS12_add1_attr_by_txt		(*ssldl_get()->PKCS12_add1_attr_by_txt)
+#define PKCS12_add_friendlyname_asc	(*ssldl_get()->PKCS12_add_friendlyname_asc)
+#define PKCS12_add_safes		(*ssldl_get()->PKCS12_add_safes)
+#define PKCS12_free			(*ssldl_get()->PKCS12_free)
+#define PKCS12_pack_p7data		(*ssldl_get()->PKCS12_pack_p7data)
+#define PKCS7_free			(*ssldl_get()->PKCS7_free)
 #define SSL_CTX_ctrl			(*ssldl_get()->SSL_CTX_ctrl)
 #define SSL_CTX_free			(*ssldl_get()->SSL_CTX_free)
 #define SSL_CTX_load_verify_locations	(*ssldl_get()->SSL_CTX_load_verify_locations)
@@ -331,6 +363,7 @@ const struct ssldl	*ssldl_get(void);
 #define X509_add_ext			(*ssldl_get()->X509_add_ext)
 #define X509_check_private_key		(*ssldl_get()->X509_check_private_key)
 #define X509_check_purpose		(*ssldl_get()->X509_check_purpose)
+#define X509_cmp			(*ssldl_get()->X509_cmp)
 #define X509_digest			(*ssldl_get()->X509_digest)
 #define X509_free			(*ssldl_get()->X509_free)
 #define X509_get0_notAfter		(*ssldl_get()->X509_get0_notAfter)
@@ -352,6 +385,7 @@ const struct ssldl	*ssldl_get(void);
 #define X509_time_adj_ex		(*ssldl_get()->X509_time_adj_ex)
 #define X509_up_ref			(*ssldl_get()->X509_up_ref)
 #define X509_verify_cert_error_string	(*ssldl_get()->X509_verify_cert_error_string)
+#define i2d_PKCS12			(*ssldl_get()->i2d_PKCS12)
 #endif /* SSLDL_IMPLEMENTATION */
 
 #endif /* MOAT_SSLDL_H */
