@@ -449,8 +449,9 @@ rig_small_sndbuf(struct rig *r)
 /*
  * Below TUNNEL_SPLICE_AFTER a direction copies (no pipe is taken), holds
  * what the client's socket did not take and frees it once written; past
- * it the direction splices (a pipe went back to the pool).  Every byte
- * arrives once and in order both ways; the tunnel ends with nothing held.
+ * it the direction splices (a pipe went back to the pool).  Then the
+ * other direction goes past it too.  Every byte arrives once and in
+ * order both ways; the tunnel ends with nothing held.
  */
 static void
 test_tunnel_copy_then_splice(void)
@@ -491,7 +492,16 @@ test_tunnel_copy_then_splice(void)
 	CU_ASSERT(r.w.npipes >= 1);	/* it spliced */
 	CU_ASSERT_EQUAL(r.w.nheld, 0);
 
+	/* The other way past the threshold too, after its small request,
+	 * then the client's EOF. */
+	len = 0;
+	held = 0;
+	CU_ASSERT_EQUAL(rig_feed(&r, r.ca, down, sizeof(down), r.ua, got,
+	    sizeof(got), &len, &held), sizeof(down));
 	CU_ASSERT_FATAL(shutdown(r.ca, SHUT_WR) == 0);
+	CU_ASSERT_EQUAL(rig_read(&r, r.ua, got, sizeof(got), &len, 1), 1);
+	CU_ASSERT_EQUAL(len, sizeof(down));
+	CU_ASSERT(memcmp(got, down, sizeof(down)) == 0);
 	CU_ASSERT(rig_wait_end(&r));
 	CU_ASSERT_EQUAL(r.w.nheld, 0);
 	rig_close(&r);
