@@ -24,14 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/bio.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/pkcs12.h>
-#include <openssl/x509.h>
-
 #include "certs/certs_int.h"
+#include "certs/ssldl.h"
 
 #define BUNDLE_MODE		0644
 #define BUNDLE_KEY_MARK		"PRIVATE KEY"	/* in every PEM key label */

@@ -28,15 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/bio.h>
-#include <openssl/crypto.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
-
 #include "certs/certs_int.h"
+#include "certs/ssldl.h"
 
 #define CA_CURVE		"P-256"	/* the CA key: ECDSA on this curve */
 #define CA_VALID_YEARS		3	/* a new CA is valid this long */

@@ -32,10 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <openssl/evp.h>
-#include <openssl/x509.h>
-
 #include "certs/certs_paths.h"
+#include "certs/ssldl.h"
 
 #define CERTS_HOST_MAX		253	/* longest host certs_leaf_get takes */
 #define CERTS_FINGERPRINT_LEN	96	/* "AB:CD:..." of SHA-256, with NUL */

@@ -15,10 +15,8 @@
 #include <stddef.h>
 #include <time.h>
 
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
-
 #include "certs/certs.h"
+#include "certs/ssldl.h"
 
 #define CERTS_SERIAL_BITS	128	/* random serial number size */
 #define CERTS_BACKDATE_SECS	3600	/* notBefore is this far in the past */

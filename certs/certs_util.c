@@ -20,16 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/asn1.h>
-#include <openssl/bn.h>
-#include <openssl/crypto.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/objects.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
-
 #include "certs/certs_int.h"
+#include "certs/ssldl.h"
 
 #define CERTS_READ_CHUNK	16384	/* bytes per read(2) */
 #define CERTS_SERIAL_TRIES	8	/* attempts at a non-zero serial */

@@ -41,12 +41,8 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
-
 #include "certs/certs_int.h"
+#include "certs/ssldl.h"
 
 #define LEAF_CURVE		"P-256"	/* the shared leaf key */
 #define LEAF_VALID_SECS		(7 * CERTS_DAY_SECS)	/* leaf lifetime */

@@ -723,11 +723,15 @@ enum policy_verdict
 policy_decide(const struct policy *p, const struct policy_target *t,
     struct policy_decision *out)
 {
-	struct policy_eval	 ev;
+	/* Every field of ev is set below before it is read, and its two
+	 * path buffers (8 KiB) are written before they are read: clearing
+	 * them on every call was 15 % of moatd's instructions per CONNECT
+	 * tunnel (callgrind). */
+	struct policy_eval	 ev POLICY_NOINIT;
 	const struct trie	*tr;
 	const struct policy_rule *r;
 	const char		*name, *s, *dot;
-	uint32_t		 vals[TRIE_MATCH_MAX];
+	uint32_t		 vals[TRIE_MATCH_MAX] POLICY_NOINIT;
 	size_t			 len, k, i;
 	enum policy_reason	 deny;
 

@@ -18,6 +18,20 @@
 
 #define POLICY_NONE	UINT32_MAX	/* "no index" in every uint32 link */
 
+/*
+ * For a large variable on a hot path that is written before it is read:
+ * exempt from -ftrivial-auto-var-init=zero (configure's hardening), which
+ * would clear it on every call.  proxy/util.h has the same for moatd.
+ */
+#if defined(__has_attribute)
+#if __has_attribute(uninitialized)
+#define POLICY_NOINIT	__attribute__((uninitialized))
+#endif
+#endif
+#ifndef POLICY_NOINIT
+#define POLICY_NOINIT
+#endif
+
 /* ------------------------------------------------------------------ */
 /* diag.c                                                               */
 /* ------------------------------------------------------------------ */

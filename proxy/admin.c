@@ -37,9 +37,9 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 
 #include "certs/certs.h"
+#include "certs/ssldl.h"
 
 #include "policy/policy.h"
 #include "policy/jsonload.h"

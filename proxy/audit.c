@@ -671,37 +671,43 @@ jw_raw(struct jw *w, const char *s, size_t n)
 	w->len += n;
 }
 
+/* A byte jw_str() copies as it is: printable ASCII but '"' and '\\'. */
+#define JW_PLAIN(c)	((c) >= 0x20 && (c) < 0x7f && (c) != '"' && (c) != '\\')
+
+/* Copies each run of plain bytes at once: most strings are one run. */
 static void
 jw_str(struct jw *w, const char *s)
 {
-	static const char hex[] = "0123456789abcdef";
-	char		  esc[6];
+	static const char	 hex[] = "0123456789abcdef";
+	const unsigned char	*p = (const unsigned char *)s, *q;
+	char			 esc[6];
 
 	JW_LIT(w, "\"");
-	for (; *s != '\0'; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)c;
+	for (;;) {
+		for (q = p; JW_PLAIN(*q); q++)
+			;
+		if (q > p)
+			jw_raw(w, (const char *)p, (size_t)(q - p));
+		if (*q == '\0')
+			break;
+		esc[0] = '\\';
+		if (*q == '"' || *q == '\\') {
+			esc[1] = (char)*q;
 			jw_raw(w, esc, 2);
-		} else if (c < 0x20 || c >= 0x7f) {
-			esc[0] = '\\';
+		} else {
 			esc[1] = 'u';
 			esc[2] = '0';
 			esc[3] = '0';
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 0xf];
+			esc[4] = hex[*q >> 4];
+			esc[5] = hex[*q & 0xf];
 			jw_raw(w, esc, 6);
-		} else if (w->len + 1 < w->cap)
-			w->p[w->len++] = (char)c;
-		else
-			w->overflow = 1;
+		}
+		p = q + 1;
 	}
 	JW_LIT(w, "\"");
 }
 
-static void
+static inline void
 jw_key(struct jw *w, const char *key)
 {
 	if (w->nfields++ > 0)
@@ -711,7 +717,7 @@ jw_key(struct jw *w, const char *key)
 	JW_LIT(w, "\":");
 }
 
-static void
+static inline void
 jw_kstr(struct jw *w, const char *key, const char *v)
 {
 	if (v == NULL)
@@ -720,7 +726,7 @@ jw_kstr(struct jw *w, const char *key, const char *v)
 	jw_str(w, v);
 }
 
-static void
+static inline void
 jw_kint(struct jw *w, const char *key, int64_t v)
 {
 	char	buf[24], *q = buf + sizeof(buf);

@@ -3,8 +3,9 @@
  *
  * Not here: the queue, the file, retries (audit.c).  This file only adds
  * the chain's fields to lines the writer is about to write, and keeps the
- * state of the chain between writes.  OpenSSL's EVP does the digest; the
- * writer thread pays for it, never a worker.
+ * state of the chain between writes.  OpenSSL's EVP does the digest (loaded
+ * when the chain is first asked for); the writer thread pays for it,
+ * never a worker.
  */
 #include "config.h"
 
@@ -18,8 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
+#include "certs/ssldl.h"
 #include "proxy/auditchain.h"
 
 #define AC_HASH_TAIL	",\"hash\":\""
@@ -36,7 +36,12 @@ struct auditchain *
 auditchain_new(void)
 {
 	struct auditchain	*ch;
+	char			 err[256];
 
+	/* The chain is the one use of OpenSSL a config without TLS can
+	 * ask for: loaded here (moatd's main thread, certs/ssldl.c). */
+	if (ssldl_load(err, sizeof(err)) == -1)
+		return NULL;
 	if ((ch = calloc(1, sizeof(*ch))) == NULL)
 		return NULL;
 	if ((ch->md = EVP_MD_CTX_new()) == NULL) {

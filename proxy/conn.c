@@ -749,6 +749,16 @@ conn_connected_cb(int fd, size_t idx, int err, void *arg)
 static void
 conn_upstream_ready(struct conn *c, int ufd)
 {
+	/*
+	 * A black-holed upstream must not hold both sockets (and an idle
+	 * tunnel) until idle_tunnel_ms, or forever: TCP keepalive, at once
+	 * for requests and inspected tunnels (a pooled upstream has it
+	 * already), after TUNNEL_KEEPALIVE_MS for an opaque tunnel (guard.c,
+	 * tunnel.c), which most often has ended by then.
+	 */
+	if (ufd >= 0 && (!conn_is_tunnel(c) ||
+	    (c->dec.flags & POLICY_F_INSPECT)))
+		(void)util_tcp_keepalive(ufd);
 	if (!conn_is_tunnel(c)) {
 		c->ops->exchange(c, ufd);
 		return;
@@ -864,13 +874,12 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 void
-conn_to_tunnel(struct conn *c, int ufd)
+conn_to_tunnel(struct conn *c)
 {
 	struct tunnel_meta	m;
 	struct evbuffer		*to_up = io_in(c->cio);
 	struct evbuffer		*to_client = io_out(c->cio);
 	struct worker		*w = c->w;
-	int			 cfd;
 
 	memset(&m, 0, sizeof(m));
 	m.id = c->id;
@@ -884,17 +893,23 @@ conn_to_tunnel(struct conn *c, int ufd)
 	m.rule = c->dec.rule_name;
 	m.t_start = c->t_start;
 	m.lkind = c->l->proto;
-	/* The tunnel takes the buffered bytes and both sockets. */
-	cfd = io_fd(c->cio);
-	/* A live tunnel counts as an open connection, as c did, for the
-	 * daemon and for its sandbox. */
-	if (tunnel_start(w, cfd, ufd, to_up, to_client, &m,
-	    c->cfg->timeouts.idle_tunnel_ms) == 0) {
+	m.keepalive_at = c->tun.keepalive_at;
+	/*
+	 * The tunnel takes the buffered bytes and both sockets.  Its events
+	 * are added while the ios' are still there and freed after: epoll
+	 * then sees one change of each socket's registration (EPOLL_CTL_MOD)
+	 * instead of a removal and an addition.  A live tunnel counts as an
+	 * open connection, as c did, for the daemon and for its sandbox.
+	 */
+	if (tunnel_start(w, io_fd(c->cio), io_fd(c->uio), to_up, to_client,
+	    &m, c->cfg->timeouts.idle_tunnel_ms) == 0) {
 		atomic_fetch_add(&worker_conns_open, 1);
 		sandbox_conn_hold(c->sb);
 		metrics_conn(c->sb != NULL ? &c->sb->msb : NULL, m.lkind,
 		    true);
 	}
+	(void)io_release(c->uio);
+	c->uio = NULL;
 	(void)io_release(c->cio);
 	c->cio = NULL;
 	conn_close(c, POLICY_R_ALLOWED, NULL);

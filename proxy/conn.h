@@ -132,6 +132,8 @@ struct http_state {
 struct tunnel_state {
 	/* guard.c: a side has spoken; the rest must come in request_head_ms. */
 	bool			 spoken;
+	uint64_t		 due_ms;	/* guard.c: its deadline */
+	uint64_t		 keepalive_at;	/* guard.c: TUNNEL_KEEPALIVE_MS */
 	/* Inspected tunnels: moatd reads the HTTP inside. */
 	bool			 inspected;	/* requests come from inside */
 	bool			 tls_client;	/* ... over TLS that moatd ends */
@@ -341,8 +343,11 @@ void	conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 	    enum policy_reason reason, const char *detail);
 /* Proto name for audit: "http", "connect", "socks5". */
 const char *conn_proto(const struct conn *c);
-/* Hands c's sockets to a spliced tunnel and frees c. */
-void	conn_to_tunnel(struct conn *c, int ufd);
+/*
+ * Hands c's sockets (c->cio's and c->uio's) and the bytes buffered on
+ * them to a tunnel, and frees c.
+ */
+void	conn_to_tunnel(struct conn *c);
 /* The policy c is judged by: its sandbox's, or the daemon config's. */
 const struct policy *conn_policy(const struct conn *c);
 /* Describes c's current request for inject_precheck()/inject_begin(). */

@@ -38,6 +38,8 @@
 #include "proxy/io.h"
 #include "proxy/log.h"
 #include "proxy/proto_peek.h"
+#include "proxy/tunnel.h"
+#include "proxy/util.h"
 #include "proxy/worker.h"
 
 _Static_assert(PEEK_ALLOW_TLS == POLICY_PROTO_TLS &&
@@ -52,6 +54,7 @@ static void	guard_upstream_event(struct io *io, int ev, void *arg);
 static void	guard_check(struct conn *c);
 static int	guard_sni(struct conn *c, const struct tls_client_hello *h);
 static void	guard_pass(struct conn *c);
+static void	guard_deadline(struct conn *c, unsigned ms);
 static void	guard_refuse(struct conn *c, enum policy_reason reason,
 		    const char *detail);
 
@@ -82,8 +85,10 @@ guard_start(struct conn *c, int ufd)
 	}
 	/* A tunnel where nobody speaks is an idle tunnel: it lasts what
 	 * one would.  Once a side speaks, the rest of its first bytes must
-	 * come within request_head_ms. */
-	conn_set_deadline(c, c->cfg->timeouts.idle_tunnel_ms);
+	 * come within request_head_ms.  The upstream's keepalive goes on
+	 * after TUNNEL_KEEPALIVE_MS, here or in the tunnel. */
+	c->tun.keepalive_at = util_now_ms() + TUNNEL_KEEPALIVE_MS;
+	guard_deadline(c, c->cfg->timeouts.idle_tunnel_ms);
 	io_read(c->cio, 1);
 	io_read(c->uio, 1);
 	guard_check(c);		/* early data may be buffered already */
@@ -188,7 +193,7 @@ guard_check(struct conn *c)
 	if (!c->tun.spoken && (cli.proto != PEEK_P_NONE ||
 	    srv.proto != PEEK_P_NONE)) {
 		c->tun.spoken = true;
-		conn_set_deadline(c, c->cfg->timeouts.request_head_ms);
+		guard_deadline(c, c->cfg->timeouts.request_head_ms);
 	}
 	/* Bounded: a ClientHello is whole by then, or refused. */
 	if (evbuffer_get_length(in) > TLS_HELLO_MAX_BYTES + 1)
@@ -243,18 +248,14 @@ guard_sni(struct conn *c, const struct tls_client_hello *h)
 	return -1;
 }
 
-/* Allowed: the bytes read go first, then the splice. */
+/* Allowed: the bytes read go first, then the tunnel. */
 static void
 guard_pass(struct conn *c)
 {
-	int	ufd;
-
 	conn_set_deadline(c, 0);
 	conn_audit(c, "open", POLICY_ALLOW, POLICY_R_ALLOWED, NULL);
 	evbuffer_add_buffer(io_out(c->cio), io_in(c->uio));
-	ufd = io_release(c->uio);
-	c->uio = NULL;
-	conn_to_tunnel(c, ufd);
+	conn_to_tunnel(c);
 }
 
 static void
@@ -270,9 +271,32 @@ guard_refuse(struct conn *c, enum policy_reason reason, const char *detail)
 	conn_close(c, reason, NULL);
 }
 
+/* The deadline ms from now; the timer fires first to turn keepalive on. */
+static void
+guard_deadline(struct conn *c, unsigned ms)
+{
+	uint64_t	now = util_now_ms();
+
+	c->tun.due_ms = now + ms;
+	if (c->tun.keepalive_at != 0 && c->tun.keepalive_at < c->tun.due_ms)
+		ms = c->tun.keepalive_at > now ?
+		    (unsigned)(c->tun.keepalive_at - now) : 1;
+	conn_set_deadline(c, ms);
+}
+
 void
 guard_timeout(struct conn *c)
 {
+	uint64_t	now = util_now_ms();
+
+	if (c->tun.keepalive_at != 0) {
+		(void)util_tcp_keepalive(io_fd(c->uio));
+		c->tun.keepalive_at = 0;
+		if (now < c->tun.due_ms) {
+			conn_set_deadline(c, (unsigned)(c->tun.due_ms - now));
+			return;
+		}
+	}
 	guard_refuse(c, POLICY_R_TIMEOUT, !c->tun.spoken ?
 	    "the tunnel was idle: neither side sent anything" : "the client's "
 	    "first bytes could not be judged in time (an SSH client, and "

@@ -25,9 +25,8 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 
+#include "certs/ssldl.h"
 #include "policy/policy.h"
 #include "proxy/audit.h"
 #include "proxy/conn.h"
@@ -560,10 +559,10 @@ http_check_auth(struct conn *c)
 	    a->token, a->token_len))
 		goto fail;
 	c->sandbox = a->user;
-	OPENSSL_cleanse(dec, sizeof(dec));
+	util_wipe(dec, sizeof(dec));
 	return 0;
  fail:
-	OPENSSL_cleanse(dec, sizeof(dec));
+	util_wipe(dec, sizeof(dec));
 	http_denied(c, POLICY_R_AUTH, "this listener needs Proxy-Authorization"
 	    " (Basic, user = identity, password = its token)");
 	return -1;

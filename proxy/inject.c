@@ -26,9 +26,8 @@
 #include <strings.h>
 
 #include <event2/buffer.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 
+#include "certs/ssldl.h"
 #include "policy/policy.h"
 #include "proxy/inject.h"
 #include "proxy/secrets.h"
@@ -847,13 +846,13 @@ inject_add_headers(struct inject *in, struct evbuffer *out,
 			EVBUFFER_ADD_LIT(out, "\r\n");
 			inject_template_used(in, &j->user);
 			inject_template_used(in, &j->password);
-			OPENSSL_cleanse(b64, (size_t)n + 1);	/* and its NUL */
+			util_wipe(b64, (size_t)n + 1);	/* and its NUL */
 		}
 	}
 	if (vmax > 0)
-		OPENSSL_cleanse(v, vmax);
+		util_wipe(v, vmax);
 	if (umax > 0)
-		OPENSSL_cleanse(up, umax);
+		util_wipe(up, umax);
 	return rc;
 }
 

@@ -20,10 +20,8 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
-#include <openssl/bio.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 
+#include "certs/ssldl.h"
 #include "proxy/io.h"
 
 struct io {

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <openssl/ssl.h>
+#include "certs/ssldl.h"
 
 struct event_base;
 struct evbuffer;

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "certs/ssldl.h"
 #include "policy/policy.h"
 #include "proxy/listener.h"
 #include "proxy/sandbox.h"
@@ -320,6 +321,12 @@ listener_read_auth(const struct moat_config *cfg, size_t i, struct listener *l,
 
 	if (ml->nauth == 0)
 		return 0;
+	/* Logins come base64'd (Basic): OpenSSL decodes them. */
+	if (ssldl_load(e, sizeof(e)) == -1) {
+		snprintf(err, errlen, "%s:%d:%d: listen[%zu].auth: %s",
+		    cfg->file, ml->auth[0].line, ml->auth[0].column, i, e);
+		return -1;
+	}
 	if ((l->auth = calloc(ml->nauth, sizeof(*l->auth))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;

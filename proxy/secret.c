@@ -12,9 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-
 #include "proxy/secret.h"
+#include "proxy/util.h"
 
 static char	*secret_read_file(const char *path, size_t *len, char *err,
 		    size_t errlen);
@@ -133,6 +132,6 @@ secret_free(char *v, size_t len)
 {
 	if (v == NULL)
 		return;
-	OPENSSL_cleanse(v, len);
+	util_wipe(v, len);
 	free(v);
 }

@@ -18,14 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-
+#include "certs/ssldl.h"
 #include "policy/policy.h"
 #include "proxy/sandbox.h"
 #include "proxy/secret.h"
 #include "proxy/secrets.h"
 #include "proxy/audit.h"
 #include "proxy/secretscan.h"
+#include "proxy/util.h"
 
 struct secrets {
 	atomic_int		 refcnt;
@@ -56,6 +56,12 @@ secrets_load(struct moat_config *cfg, bool positions, char *err,
 	err[0] = '\0';
 	if (cfg->nsecrets == 0)
 		return NULL;
+	/* Injected Basic credentials are base64'd by OpenSSL: loaded
+	 * here, in the main thread, not at a worker's first request. */
+	if (ssldl_load(e, sizeof(e)) == -1) {
+		snprintf(err, errlen, "secrets: %s", e);
+		return NULL;
+	}
 	if ((s = calloc(1, sizeof(*s))) == NULL ||
 	    (s->vals = calloc(cfg->nsecrets, sizeof(*s->vals))) == NULL ||
 	    (s->lens = calloc(cfg->nsecrets, sizeof(*s->lens))) == NULL) {
@@ -149,7 +155,7 @@ secrets_set_unref(struct secrets_set *set)
 		return;
 	for (i = 0; set->ph != NULL && i < set->vals->n; i++) {
 		if (set->ph[i] != NULL)
-			OPENSSL_cleanse(set->ph[i], strlen(set->ph[i]));
+			util_wipe(set->ph[i], strlen(set->ph[i]));
 		free(set->ph[i]);
 	}
 	free(set->ph);

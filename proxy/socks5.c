@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include <event2/buffer.h>
-#include <openssl/crypto.h>
 
 #include "policy/policy.h"
 #include "proxy/conn.h"
@@ -191,7 +190,7 @@ socks5_auth(struct conn *c, const uint8_t *p, size_t len)
 	if (n == SOCKS5_NEED_MORE)
 		return 0;
 	if (n == SOCKS5_INVALID) {
-		OPENSSL_cleanse(&up, sizeof(up));
+		util_wipe(&up, sizeof(up));
 		log_info("conn=%llu from %s: bad SOCKS5 username/password "
 		    "message: %s", (unsigned long long)c->id, c->client, err);
 		conn_close(c, POLICY_R_BAD_REQUEST, err);
@@ -203,7 +202,7 @@ socks5_auth(struct conn *c, const uint8_t *p, size_t len)
 		ok = a != NULL && util_timingsafe_eq(up.pass, up.plen,
 		    a->token, a->token_len);
 	}
-	OPENSSL_cleanse(&up, sizeof(up));
+	util_wipe(&up, sizeof(up));
 	socks5_build_auth_reply(reply, ok ? 0x00 : 0x01);
 	evbuffer_add(io_out(c->cio), reply, sizeof(reply));
 	if (!ok) {

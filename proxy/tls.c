@@ -23,11 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-
 #include "certs/certs.h"
+#include "certs/ssldl.h"
 #include "proxy/log.h"
 #include "proxy/tls.h"
 
@@ -116,6 +113,9 @@ tls_new(const struct moat_config *cfg, char *err, size_t errlen)
 
 	err[0] = '\0';
 	if (cfg->tls.ca_cert == NULL)
+		return NULL;
+	/* The first config with a CA loads OpenSSL (certs/ssldl.c). */
+	if (ssldl_load(err, errlen) == -1)
 		return NULL;
 	pthread_once(&tls_once, tls_init_once);
 	if ((t = calloc(1, sizeof(*t))) == NULL) {

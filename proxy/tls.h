@@ -15,8 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <openssl/ssl.h>
-
+#include "certs/ssldl.h"
 #include "policy/policy.h"
 
 struct tls;

@@ -1,11 +1,22 @@
 /*
- * tunnel.c - spliced byte relay for allowed, uninspected tunnels.
+ * tunnel.c - byte relay for allowed, uninspected tunnels: copied at
+ * first, spliced once a direction has carried enough to be worth a pipe.
  *
- * Each direction moves bytes socket -> pipe -> socket with splice(2), so
- * they never enter user space.  Both sockets are watched edge-triggered
- * for read and write with one event each, registered once: readable
- * "from" or writable "to" re-runs that direction's pump, which works until
- * the kernel says EAGAIN.
+ * Both sockets are watched edge-triggered for read and write with one
+ * event each, registered once: readable "from" or writable "to" re-runs
+ * that direction's pump, which works until the kernel says EAGAIN.
+ *
+ * A direction starts by copying: read(2) into the worker's scratch
+ * buffer, send(2) out of it at once.  Bytes the "to" socket does not take
+ * are kept in a buffer allocated for them (and freed once written), and
+ * nothing more is read until they are out; so an idle tunnel holds no
+ * buffer, and a read into the scratch only happens with nothing held,
+ * which makes EAGAIN mean "drained".  Most tunnels carry a few kilobytes
+ * (a request and its answer, a TLS handshake): for those a copy costs
+ * the relay less CPU than a splice, and they never touch a pipe.  Once a
+ * direction has carried TUNNEL_SPLICE_AFTER bytes (BENCHMARKS.md says
+ * how that was measured), it moves bytes socket -> pipe -> socket with
+ * splice(2), so they never enter user space.
  *
  * The pump only splices into an empty pipe.  That matters: a pipe holds a
  * fixed number of buffers, so small segments can fill it long before its
@@ -15,20 +26,19 @@
  * edge is ever lost.  An empty pipe goes back to the worker's pool at once,
  * which is why an idle tunnel holds no pipe.
  *
- * One exception: once epoll says the peer has sent its FIN (EPOLLRDHUP),
- * the pump reads on into the pipe before writing, until EOF (or a full
- * pipe: after a FIN, a drained socket says 0, never EAGAIN), and writes
- * the last bytes with SPLICE_F_MORE so that the FIN passed on by
- * shutdown(2) or close(2) leaves in the same segment: the usual end of a
- * response costs the other side one segment and one wake-up, not two.
+ * One exception, in both modes: once epoll says the peer has sent its FIN
+ * (EPOLLRDHUP), the pump reads on before writing, until EOF (or a full
+ * pipe or scratch: after a FIN, a drained socket says 0, never EAGAIN),
+ * and writes the last bytes with SPLICE_F_MORE or MSG_MORE so that the
+ * FIN passed on by shutdown(2) or close(2) leaves in the same segment:
+ * the usual end of a response costs the other side one segment and one
+ * wake-up, not two.
  *
  * When no pipe can be had (the process or the system is out of
- * descriptors), a direction copies through a buffer of its own instead:
- * read(2) into it, write(2) out of it, by the same rules (read only into
- * an empty buffer but after a FIN, write everything before reading on).
- * The buffer is freed once empty, like the pipe, and the next burst tries
- * for a pipe again; so running out of descriptors costs a tunnel some
- * copying, never its life, and an idle tunnel still holds neither.
+ * descriptors), a direction past the threshold copies again, by the same
+ * rules, until the socket is drained; the next burst tries for a pipe
+ * again.  So running out of descriptors costs a tunnel some copying,
+ * never its life, and an idle tunnel still holds neither.
  */
 #include "config.h"
 
@@ -57,14 +67,15 @@ struct tunnel_dir {
 	int		 to;
 	int		 pipe[2];	/* -1 when none is held */
 	size_t		 in_pipe;	/* bytes in the pipe */
-	char		*buf;		/* copy mode: NULL when not copying */
-	size_t		 buf_off;	/* first byte not written yet */
-	size_t		 buf_len;	/* bytes in buf from buf_off */
+	char		*held;		/* read, not yet written: NULL if none */
+	size_t		 held_off;	/* first byte not written yet */
+	size_t		 held_len;	/* bytes in held from held_off */
 	struct evbuffer	*pending;	/* bytes to write to "to" first */
 	uint64_t	 bytes;
 	unsigned	 eof:1;		/* "from" reached EOF */
 	unsigned	 rdhup:1;	/* "from" has sent its FIN (EPOLLRDHUP) */
 	unsigned	 shut:1;	/* "to" was shut down for writing */
+	unsigned	 nopipe:1;	/* no pipe to be had: copy this burst */
 };
 
 struct tunnel {
@@ -78,6 +89,7 @@ struct tunnel {
 	struct tunnel_dir	 down;		/* upstream -> client */
 	uint64_t		 last_ms;	/* last byte moved */
 	unsigned		 idle_ms;
+	uint64_t		 keepalive_at;	/* see TUNNEL_KEEPALIVE_MS */
 	LIST_ENTRY(tunnel)	 link;
 	struct sandbox		*sb;		/* a reference */
 	/* For the close audit line; strings live in strs. */
@@ -94,9 +106,16 @@ static const char *const tunnel_end_names[] = {
 };
 
 static int	tdir_pump(struct tunnel *t, struct tunnel_dir *d);
+static int	tdir_splicing(const struct tunnel_dir *d);
+static int	tdir_splice(struct tunnel *t, struct tunnel_dir *d, int rounds);
+static int	tdir_nopipe(struct tunnel *t, struct tunnel_dir *d, int rounds);
 static int	tdir_copy(struct tunnel *t, struct tunnel_dir *d, int rounds);
-static int	tdir_copy_start(struct tunnel *t, struct tunnel_dir *d,
-		    int rounds);
+static ssize_t	tdir_fill(struct tunnel_dir *d, char *s, size_t cap);
+static ssize_t	tdir_send(struct tunnel *t, struct tunnel_dir *d,
+		    const char *p, size_t len);
+static int	tdir_hold(struct tunnel *t, struct tunnel_dir *d, const char *p,
+		    size_t len);
+static void	tdir_held_free(struct tunnel *t, struct tunnel_dir *d);
 static void	tdir_shut(struct tunnel *t, struct tunnel_dir *d);
 static int	tdir_flush_pending(struct tunnel *t, struct tunnel_dir *d);
 static void	tdir_release_pipe(struct tunnel *t, struct tunnel_dir *d);
@@ -105,6 +124,7 @@ static void	tunnel_cev(evutil_socket_t fd, short what, void *arg);
 static void	tunnel_uev(evutil_socket_t fd, short what, void *arg);
 static void	tunnel_after(struct tunnel *t, int r1, int r2);
 static void	tunnel_timer(evutil_socket_t fd, short what, void *arg);
+static int	tunnel_timer_add(struct tunnel *t, uint64_t now);
 static void	tunnel_close(struct tunnel *t, enum tunnel_end end);
 static int	tunnel_copy_meta(struct tunnel *t, const struct tunnel_meta *m);
 
@@ -138,6 +158,7 @@ tunnel_copy_meta(struct tunnel *t, const struct tunnel_meta *m)
 	t->port = m->port;
 	t->t_start = m->t_start;
 	t->lkind = m->lkind;
+	t->keepalive_at = m->keepalive_at;
 	return 0;
 }
 
@@ -146,7 +167,6 @@ tunnel_start(struct worker *w, int cfd, int ufd, struct evbuffer *to_up,
     struct evbuffer *to_client, const struct tunnel_meta *m, unsigned idle_ms)
 {
 	struct tunnel	*t;
-	struct timeval	 tv;
 
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		goto nomem;
@@ -180,10 +200,8 @@ tunnel_start(struct worker *w, int cfd, int ufd, struct evbuffer *to_up,
 	t->timer = evtimer_new(w->base, tunnel_timer, t);
 	if (t->cev == NULL || t->uev == NULL || t->timer == NULL)
 		goto nomem;
-	tv.tv_sec = idle_ms / 1000;
-	tv.tv_usec = (idle_ms % 1000) * 1000;
 	if (event_add(t->cev, NULL) == -1 || event_add(t->uev, NULL) == -1 ||
-	    event_add(t->timer, &tv) == -1)
+	    tunnel_timer_add(t, t->last_ms) == -1)
 		goto nomem;
 	LIST_INSERT_HEAD(&w->tunnels, t, link);
 	w->ntunnels++;
@@ -261,10 +279,34 @@ tdir_flush_pending(struct tunnel *t, struct tunnel_dir *d)
 }
 
 /*
- * Moves bytes of one direction until the kernel pushes back.
- * Returns 0 (blocked, or this direction is finished), 1 (still had work
- * after TUNNEL_ROUNDS: call again soon), or -1 with errno (the tunnel must
- * end).  splice(2) returns, as used here:
+ * Moves bytes of one direction until the kernel pushes back: by copy
+ * until the direction has carried TUNNEL_SPLICE_AFTER bytes, by splice
+ * after.  Returns 0 (blocked, or this direction is finished), 1 (still
+ * had work after TUNNEL_ROUNDS: call again soon), or -1 with errno (the
+ * tunnel must end).
+ */
+static int
+tdir_pump(struct tunnel *t, struct tunnel_dir *d)
+{
+	if (tdir_flush_pending(t, d) == -1)
+		return -1;
+	if (d->pending != NULL)
+		return 0;	/* the socket is full */
+	if (d->in_pipe > 0 || (d->held_len == 0 && tdir_splicing(d)))
+		return tdir_splice(t, d, 0);
+	return tdir_copy(t, d, 0);
+}
+
+/* Past the threshold, and pipes to be had: the next read splices. */
+static int
+tdir_splicing(const struct tunnel_dir *d)
+{
+	return !d->nopipe && d->bytes >= TUNNEL_SPLICE_AFTER;
+}
+
+/*
+ * tdir_pump's splice loop, from round "rounds" on; same returns.
+ * splice(2) returns, as used here:
  *   > 0     bytes moved;
  *   0       from socket: the peer sent EOF (from a pipe: cannot happen,
  *           in_pipe > 0 is checked first);
@@ -275,18 +317,12 @@ tdir_flush_pending(struct tunnel *t, struct tunnel_dir *d)
  *   -1 other   (ECONNRESET, EPIPE, ...) the tunnel ends.
  */
 static int
-tdir_pump(struct tunnel *t, struct tunnel_dir *d)
+tdir_splice(struct tunnel *t, struct tunnel_dir *d, int rounds)
 {
 	ssize_t	n;
-	int	rounds, more = 0;
+	int	more = 0;
 
-	if (tdir_flush_pending(t, d) == -1)
-		return -1;
-	if (d->pending != NULL)
-		return 0;	/* the socket is full */
-	if (d->buf != NULL)
-		return tdir_copy(t, d, 0);
-	for (rounds = 0; rounds < TUNNEL_ROUNDS; rounds++) {
+	for (; rounds < TUNNEL_ROUNDS; rounds++) {
 		if (d->in_pipe > 0 && !more) {
 			n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
 			    SPLICE_F_MOVE | SPLICE_F_NONBLOCK |
@@ -310,11 +346,10 @@ tdir_pump(struct tunnel *t, struct tunnel_dir *d)
 		}
 		more = 0;
 		if (d->pipe[0] < 0 && worker_pipe_get(t->w, d->pipe) == -1) {
-			/* Out of descriptors: copy instead (in_pipe is 0, and
-			 * so is more, here). */
+			/* in_pipe is 0, and so is more, here. */
 			if (errno == EMFILE || errno == ENFILE ||
 			    errno == ENOMEM)
-				return tdir_copy_start(t, d, rounds);
+				return tdir_nopipe(t, d, rounds);
 			return -1;
 		}
 		n = splice(d->from, NULL, d->pipe[1], NULL,
@@ -360,12 +395,12 @@ tdir_shut(struct tunnel *t, struct tunnel_dir *d)
 }
 
 /*
- * No pipe could be had: this direction copies through a buffer until it
- * is drained.  Said in the log at most once a minute per worker thread,
- * since under exhaustion every tunnel that moves bytes comes here.
+ * No pipe could be had: this direction copies until it is drained.  Said
+ * in the log at most once a minute per worker thread, since under
+ * exhaustion every tunnel that moves bytes comes here.
  */
 static int
-tdir_copy_start(struct tunnel *t, struct tunnel_dir *d, int rounds)
+tdir_nopipe(struct tunnel *t, struct tunnel_dir *d, int rounds)
 {
 	static _Thread_local uint64_t	last;
 	uint64_t			now = util_now_ms();
@@ -377,84 +412,143 @@ tdir_copy_start(struct tunnel *t, struct tunnel_dir *d, int rounds)
 		    "a buffer instead until descriptors are free",
 		    strerror(err));
 	}
-	if ((d->buf = malloc(TUNNEL_COPY_BYTES)) == NULL) {
-		errno = ENOMEM;
-		return -1;
-	}
-	d->buf_off = d->buf_len = 0;
+	d->nopipe = 1;
 	return tdir_copy(t, d, rounds);
 }
 
 static void
-tdir_copy_end(struct tunnel_dir *d)
+tdir_held_free(struct tunnel *t, struct tunnel_dir *d)
 {
-	free(d->buf);
-	d->buf = NULL;
-	d->buf_off = d->buf_len = 0;
+	if (d->held == NULL)
+		return;
+	free(d->held);
+	d->held = NULL;
+	d->held_off = d->held_len = 0;
+	t->w->nheld--;
+}
+
+/* Keeps the len bytes at p that "to" did not take, until it does. */
+static int
+tdir_hold(struct tunnel *t, struct tunnel_dir *d, const char *p, size_t len)
+{
+	if ((d->held = malloc(len)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	memcpy(d->held, p, len);
+	d->held_off = 0;
+	d->held_len = len;
+	t->w->nheld++;
+	return 0;
 }
 
 /*
- * tdir_pump's loop with read(2) and send(2) through d->buf instead of
- * splice(2) through a pipe, from round "rounds" on; same returns.  Reads
- * go only into an empty buffer, so that EAGAIN means the socket is
- * drained, except after the peer's FIN, when it reads on to EOF or a
- * full buffer; then the last bytes leave with MSG_MORE, as with splice.
+ * Reads from "from" into s: one read, or, after the peer's FIN, on until
+ * EOF or a full s.  Returns the bytes read (EOF noted in d->eof), or -1
+ * with errno when nothing was read (EAGAIN: drained) or on an error.
+ */
+static ssize_t
+tdir_fill(struct tunnel_dir *d, char *s, size_t cap)
+{
+	size_t	len = 0;
+	ssize_t	n;
+
+	for (;;) {
+		n = read(d->from, s + len, cap - len);
+		if (n > 0) {
+			len += (size_t)n;
+			if (d->rdhup && len < cap)
+				continue;	/* after the FIN: on to EOF */
+			return (ssize_t)len;
+		}
+		if (n == 0) {
+			d->eof = 1;
+			return (ssize_t)len;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN && len > 0)
+			return (ssize_t)len;	/* read on after FIN */
+		return -1;
+	}
+}
+
+/*
+ * Writes len bytes at p to "to" (the last ones, at EOF, with MSG_MORE)
+ * until done or the socket is full.  Returns the bytes written, or -1
+ * with errno on an error.
+ */
+static ssize_t
+tdir_send(struct tunnel *t, struct tunnel_dir *d, const char *p, size_t len)
+{
+	size_t	off = 0;
+	ssize_t	n;
+
+	while (off < len) {
+		n = send(d->to, p + off, len - off, MSG_NOSIGNAL |
+		    MSG_DONTWAIT | (d->eof ? MSG_MORE : 0));
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			break;
+		return -1;
+	}
+	d->bytes += off;
+	if (off > 0)
+		t->last_ms = 0;
+	return (ssize_t)off;
+}
+
+/*
+ * tdir_pump's copy loop, from round "rounds" on; same returns.  Bytes
+ * held from an earlier call go first; then each round reads into the
+ * worker's scratch and writes it out at once, holding what "to" did not
+ * take.  Past the threshold (and while pipes can be had) the next read
+ * is the splice loop's.
  */
 static int
 tdir_copy(struct tunnel *t, struct tunnel_dir *d, int rounds)
 {
-	ssize_t	n;
-	size_t	room;
-	int	more = 0;
+	char	*s = t->w->scratch;
+	ssize_t	 n, w;
 
 	for (; rounds < TUNNEL_ROUNDS; rounds++) {
-		if (d->buf_len > 0 && !more) {
-			n = send(d->to, d->buf + d->buf_off, d->buf_len,
-			    MSG_NOSIGNAL | MSG_DONTWAIT |
-			    (d->eof ? MSG_MORE : 0));
-			if (n > 0) {
-				d->buf_off += (size_t)n;
-				d->buf_len -= (size_t)n;
-				d->bytes += (uint64_t)n;
-				t->last_ms = 0;
-				if (d->buf_len == 0)
-					d->buf_off = 0;
-				continue;
-			}
-			if (n == -1 && errno == EINTR)
-				continue;
-			if (n == -1 && errno == EAGAIN)
-				return 0;
-			return -1;
+		if (d->held_len > 0) {
+			if ((w = tdir_send(t, d, d->held + d->held_off,
+			    d->held_len)) == -1)
+				return -1;
+			d->held_off += (size_t)w;
+			d->held_len -= (size_t)w;
+			if (d->held_len > 0)
+				return 0;	/* the socket is full */
+			tdir_held_free(t, d);
+			continue;
 		}
 		if (d->eof) {
-			tdir_copy_end(d);
 			tdir_shut(t, d);
 			return 0;
 		}
-		more = 0;
-		room = TUNNEL_COPY_BYTES - d->buf_off - d->buf_len;
-		n = read(d->from, d->buf + d->buf_off + d->buf_len, room);
-		if (n > 0) {
-			d->buf_len += (size_t)n;
-			t->last_ms = 0;
-			/* After the peer's FIN: read on to EOF first. */
-			more = d->rdhup && (size_t)n < room;
-			continue;
-		}
-		if (n == 0) {
-			d->eof = 1;
-			continue;
-		}
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN) {
-			if (d->buf_len > 0)
-				continue;	/* read on after FIN: drained */
-			tdir_copy_end(d);
+		if (tdir_splicing(d))
+			return tdir_splice(t, d, rounds);
+		if ((n = tdir_fill(d, s, WORKER_SCRATCH_BYTES)) == -1) {
+			if (errno != EAGAIN)
+				return -1;
+			d->nopipe = 0;	/* drained: the next burst may splice */
 			return 0;
 		}
-		return -1;
+		if (n == 0)
+			continue;	/* EOF */
+		t->last_ms = 0;
+		if ((w = tdir_send(t, d, s, (size_t)n)) == -1)
+			return -1;
+		if (w < n && tdir_hold(t, d, s + w, (size_t)(n - w)) == -1)
+			return -1;
+		if (w < n)
+			return 0;	/* the socket is full */
 	}
 	return 1;
 }
@@ -491,7 +585,7 @@ tunnel_after(struct tunnel *t, int r1, int r2)
 static int
 tdir_wants_write(const struct tunnel_dir *d)
 {
-	return d->in_pipe > 0 || d->buf_len > 0 || d->pending != NULL;
+	return d->in_pipe > 0 || d->held_len > 0 || d->pending != NULL;
 }
 
 static void
@@ -528,17 +622,31 @@ static void
 tunnel_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct tunnel	*t = arg;
-	uint64_t	 now = util_now_ms(), due = t->last_ms + t->idle_ms;
-	struct timeval	 tv;
+	uint64_t	 now = util_now_ms();
 
-	if (now >= due) {
+	if (t->keepalive_at != 0 && now >= t->keepalive_at) {
+		(void)util_tcp_keepalive(t->ufd);
+		t->keepalive_at = 0;
+	}
+	if (now >= t->last_ms + t->idle_ms) {
 		tunnel_close(t, TUNNEL_END_IDLE);
 		return;
 	}
 	/* Activity since the timer was set: sleep for the rest only. */
-	tv.tv_sec = (due - now) / 1000;
-	tv.tv_usec = ((due - now) % 1000) * 1000;
-	event_add(t->timer, &tv);
+	(void)tunnel_timer_add(t, now);
+}
+
+/* The timer, due at the idle timeout or when keepalive goes on. */
+static int
+tunnel_timer_add(struct tunnel *t, uint64_t now)
+{
+	uint64_t	due = t->last_ms + t->idle_ms;
+	struct timeval	tv;
+
+	if (t->keepalive_at != 0 && t->keepalive_at < due)
+		due = t->keepalive_at;
+	tv = util_ms_tv(due > now ? due - now : 0);
+	return event_add(t->timer, &tv);
 }
 
 const char *
@@ -586,8 +694,8 @@ tunnel_close(struct tunnel *t, enum tunnel_end end)
 	event_free(t->timer);
 	tdir_release_pipe(t, &t->up);
 	tdir_release_pipe(t, &t->down);
-	tdir_copy_end(&t->up);
-	tdir_copy_end(&t->down);
+	tdir_held_free(t, &t->up);
+	tdir_held_free(t, &t->down);
 	if (t->up.pending != NULL)
 		evbuffer_free(t->up.pending);
 	if (t->down.pending != NULL)

@@ -1,13 +1,14 @@
 /*
  * tunnel.h - an allowed tunnel (CONNECT, SOCKS5) that needs no inspection:
- * bytes move between the two sockets with splice(2) through a pipe, never
- * through user-space buffers.
+ * each direction copies its first TUNNEL_SPLICE_AFTER bytes through the
+ * worker's scratch buffer, then moves bytes between the two sockets with
+ * splice(2) through a pipe, never through user-space buffers.
  *
  * An idle tunnel holds two sockets, two events and this struct: its pipes
- * go back to the worker's pool whenever they are empty.  When no pipe can
- * be had (out of descriptors), a direction copies through a buffer
- * instead, freed as soon as it is empty: a tunnel never ends for want of
- * a pipe.  The tunnel ends
+ * go back to the worker's pool whenever they are empty, and a buffer is
+ * only allocated for bytes read that the other side did not take yet.
+ * When no pipe can be had (out of descriptors), a direction copies
+ * instead: a tunnel never ends for want of a pipe.  The tunnel ends
  * when both directions have reached EOF and been flushed, on an error, on
  * the idle timeout, or at shutdown; it then writes the "close" audit line
  * with the bytes each way and the duration.
@@ -25,8 +26,19 @@ struct tunnel;
 struct worker;
 
 #define TUNNEL_SPLICE_BYTES	(256u << 10)	/* most bytes one splice moves */
-#define TUNNEL_ROUNDS		16		/* splice rounds per wakeup */
-#define TUNNEL_COPY_BYTES	(64u << 10)	/* copy buffer, when no pipe */
+#define TUNNEL_ROUNDS		16		/* reads per direction and wakeup */
+/*
+ * An opaque tunnel's upstream socket gets its TCP keepalive (60 s, 6 x
+ * 10 s, util_tcp_keepalive) once the tunnel (with its first-bytes check)
+ * has lived this long: most end before, and the four setsockopt(2) calls
+ * were a seventh of a short tunnel's system calls.  A black-holed upstream
+ * is found a second later than otherwise, never held to idle_tunnel_ms.
+ */
+#define TUNNEL_KEEPALIVE_MS	1000
+/* Bytes a direction copies before it splices (BENCHMARKS.md). */
+#ifndef TUNNEL_SPLICE_AFTER
+#define TUNNEL_SPLICE_AFTER	(64u << 10)
+#endif
 
 /* What the close audit line needs to say; strings are copied. */
 struct tunnel_meta {
@@ -41,6 +53,8 @@ struct tunnel_meta {
 	const char		*rule;
 	uint64_t		 t_start;	/* ms, monotonic */
 	unsigned		 lkind;		/* its listener's kind (metrics) */
+	uint64_t		 keepalive_at;	/* ms: when to turn the upstream's
+						   keepalive on; 0: it is on */
 };
 
 /*

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include <event2/event.h>
-#include <openssl/ssl.h>
 
+#include "certs/ssldl.h"
 #include "policy/policy.h"
 #include "proxy/io.h"
 #include "proxy/sandbox.h"

@@ -140,11 +140,9 @@ uc_next(struct upstream_connect *uc)
 				break;
 			continue;
 		}
+		/* TCP keepalive is the caller's (conn_upstream_ready). */
 		(void)setsockopt(uc->fd, IPPROTO_TCP, TCP_NODELAY, &one,
 		    sizeof(one));
-		/* A black-holed upstream must not hold both sockets (and
-		 * an idle tunnel) until idle_tunnel_ms, or forever. */
-		(void)util_tcp_keepalive(uc->fd);
 		if ((err = uc_connect(uc->fd, &ss, slen)) == 0) {
 			uc->ok = 1;
 			break;

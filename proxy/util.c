@@ -85,6 +85,23 @@ util_close(int fd)
 	return -1;
 }
 
+void
+util_wipe(void *p, size_t n)
+{
+	if (p == NULL || n == 0)
+		return;
+#ifdef HAVE_EXPLICIT_BZERO
+	explicit_bzero(p, n);
+#else
+	{
+		volatile unsigned char *v = p;
+
+		while (n-- > 0)
+			*v++ = 0;
+	}
+#endif
+}
+
 int
 util_tcp_keepalive(int fd)
 {

@@ -33,6 +33,9 @@ struct event_base;
 #define UTIL_NOINIT
 #endif
 
+/* Clears n bytes at p (a secret) so that the compiler cannot drop it. */
+void		util_wipe(void *p, size_t n);
+
 /* Milliseconds on CLOCK_MONOTONIC.  Never fails on Linux. */
 uint64_t	util_now_ms(void);
 /* ms milliseconds as a struct timeval (for event_add and friends). */

@@ -47,6 +47,7 @@ struct tunnel;
 
 #define WORKER_PIPE_POOL_MAX	64	/* idle pipes a worker keeps */
 #define WORKER_PIPE_BYTES	(256 << 10) /* capacity asked for each pipe */
+#define WORKER_SCRATCH_BYTES	(64u << 10) /* a tunnel's copy reads (tunnel.c) */
 #define WORKER_ACCEPT_BATCH	64	/* accept(2) calls per listener and
 					   wakeup: a flood on one listener
 					   waits its turn behind the others */
@@ -110,6 +111,12 @@ struct worker {
 
 	int			 pipes[WORKER_PIPE_POOL_MAX][2];
 	size_t			 npipes;
+	/* What a copying tunnel reads into and writes out of at once; no
+	 * byte stays here between two calls of its pump (tunnel.c).  The
+	 * bytes the other side did not take go to a buffer of their own,
+	 * freed once written: nheld counts those buffers. */
+	char			 scratch[WORKER_SCRATCH_BYTES];
+	size_t			 nheld;
 
 	/* Messages from the main thread, under mu. */
 	pthread_mutex_t		 mu;

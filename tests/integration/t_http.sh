@@ -171,4 +171,9 @@ if mt_moatd_alive; then
 else
 	mt_fail "moatd died" "$MT_T/moatd.err"
 fi
+# A config without a CA, secrets or logins needs no OpenSSL: moatd loads
+# it only when one does (certs/ssldl.c).
+grep -c 'libssl\|libcrypto' /proc/"$MT_MOATD_PID"/maps > "$MT_T/ssl.n"
+mt_eq "no OpenSSL in a moatd that intercepts nothing" 0 \
+    "$(cat "$MT_T/ssl.n")" /proc/"$MT_MOATD_PID"/maps
 mt_finish

@@ -198,4 +198,11 @@ if mt_moatd_alive; then
 else
 	mt_fail "moatd died" "$MT_T/moatd.err"
 fi
+# Its CA made it load OpenSSL at start (certs/ssldl.c).
+if grep -q 'libssl' /proc/"$MT_MOATD_PID"/maps; then
+	mt_pass "a moatd with a CA has loaded OpenSSL"
+else
+	mt_fail "a moatd with a CA has not loaded OpenSSL" \
+	    /proc/"$MT_MOATD_PID"/maps
+fi
 mt_finish

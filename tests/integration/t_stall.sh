@@ -15,7 +15,8 @@
 # cut after idle_body_ms and audited as a timeout, and the origin sees its
 # connection closed; a request body that stalls gets 504; bodies that move
 # slowly but steadily, and a slow response head, are not cut.  Both
-# sockets of a tunnel carry TCP keepalive (read with ss).  DNS over TCP:
+# sockets of a tunnel carry TCP keepalive (read with ss; the upstream's
+# from the tunnel's first second on).  DNS over TCP:
 # an idle connection lasts idle_client_ms, a partial query request_head_ms.
 # A head cut by request_head_ms gets 408 and an audit line, as do a
 # SOCKS5 greeting and request cut short; a connection that sent nothing
@@ -159,10 +160,18 @@ mt_log_eq "audit: the upload inside the tunnel, timeout" 1 \
 mt_bg hold cli "$MT_PY" "$MT_HELPERS/hold.py" --proxy "$MT_HTTP" \
     --target origin.test:8080 --count 1 --out "$MT_T/hold.out" \
     --lifetime 60 --ready-fd 3 || mt_fail "hold.py did not start"
-mt_in moat ss -tnoH state established > "$MT_T/ss.out" 2>&1
-c=$(grep -F '10.200.0.1:3128' "$MT_T/ss.out" | grep -c 'timer:(keepalive')
-u=$(grep -E '(203\.0\.113\.10|\[2001:db8::10\]):8080' "$MT_T/ss.out" |
-    grep -c 'timer:(keepalive')
+# The upstream's goes on once the tunnel has lived a second
+# (TUNNEL_KEEPALIVE_MS in proxy/tunnel.h): read until both show it.
+ka_both()
+{
+	mt_in moat ss -tnoH state established > "$MT_T/ss.out" 2>&1
+	c=$(grep -F '10.200.0.1:3128' "$MT_T/ss.out" |
+	    grep -c 'timer:(keepalive')
+	u=$(grep -E '(203\.0\.113\.10|\[2001:db8::10\]):8080' \
+	    "$MT_T/ss.out" | grep -c 'timer:(keepalive')
+	[ "$c" = 1 ] && [ "$u" = 1 ]
+}
+mt_wait_for 5 ka_both || true
 mt_eq "keepalive on the tunnel's client socket" 1 "$c" "$MT_T/ss.out"
 mt_eq "keepalive on the tunnel's upstream socket" 1 "$u" "$MT_T/ss.out"
 kill -TERM "$MT_PID_hold"

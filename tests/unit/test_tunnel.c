@@ -9,6 +9,10 @@
  * a pipe slot of its own, so a few hundred small writes fill a pipe long
  * before its byte capacity.  That is the case the pump must get right when
  * it reads on after a peer's FIN.
+ *
+ * A direction copies its first TUNNEL_SPLICE_AFTER bytes and splices the
+ * rest: the worker's pool says which (a pipe taken goes back to it), and
+ * w.nheld how many buffers hold bytes a side did not take yet.
  */
 #include "config.h"
 
@@ -392,6 +396,7 @@ test_tunnel_copy_without_pipes(void)
 	CU_ASSERT(rig_wait_end(&r));
 	/* No pipe was ever had, so none went back to the pool. */
 	CU_ASSERT_EQUAL(r.w.npipes, 0);
+	CU_ASSERT_EQUAL(r.w.nheld, 0);
 	if (filled == 0)
 		unit_fdfill_end(&f);
 	signal(SIGPIPE, osig);
@@ -404,6 +409,188 @@ test_tunnel_copy_without_pipes(void)
 	CU_ASSERT(strstr(line, "\"end\":\"eof\"") != NULL);
 	unlink(path);
 	rig_close(&r);
+}
+
+/*
+ * Writes len bytes of p to fd while the worker's loop runs and the other
+ * end's reader keeps up; what arrives at rfd goes to got.  Returns the
+ * bytes written; *held_seen is the most buffers held at once meanwhile.
+ */
+static size_t
+rig_feed(struct rig *r, int fd, const char *p, size_t len, int rfd,
+    char *got, size_t cap, size_t *glen, size_t *held_seen)
+{
+	uint64_t	dl = now_ms() + DEADLINE_MS;
+	size_t		off = 0;
+	ssize_t		n;
+
+	while (off < len && now_ms() < dl) {
+		n = write(fd, p + off, len - off);
+		if (n > 0)
+			off += (size_t)n;
+		if (rig_step(r, rfd, got, cap, glen) != 0)
+			break;
+		if (r->w.nheld > *held_seen)
+			*held_seen = r->w.nheld;
+	}
+	return off;
+}
+
+/* A small send buffer on moatd's side of the client: copies block. */
+static void
+rig_small_sndbuf(struct rig *r)
+{
+	int	sz = 4096;
+
+	CU_ASSERT_FATAL(setsockopt(r->cm, SOL_SOCKET, SO_SNDBUF, &sz,
+	    sizeof(sz)) == 0);
+}
+
+/*
+ * Below TUNNEL_SPLICE_AFTER a direction copies (no pipe is taken), holds
+ * what the client's socket did not take and frees it once written; past
+ * it the direction splices (a pipe went back to the pool).  Then the
+ * other direction goes past it too.  Every byte arrives once and in
+ * order both ways; the tunnel ends with nothing held.
+ */
+static void
+test_tunnel_copy_then_splice(void)
+{
+	struct rig	 r;
+	static char	 down[256 << 10], up[3000];
+	static char	 got[sizeof(down) + 16];
+	size_t		 len = 0, held = 0, small = 1000;
+
+	CU_ASSERT_FATAL(rig_open(&r) == 0);
+	rig_small_sndbuf(&r);
+	fill(down, sizeof(down), 6);
+	fill(up, sizeof(up), 7);
+	CU_ASSERT_FATAL(rig_start(&r, NULL, NULL) == 0);
+
+	/* A small answer and a small request: copied, no pipe taken. */
+	CU_ASSERT_FATAL(write(r.ua, down, small) == (ssize_t)small);
+	CU_ASSERT_EQUAL(rig_read(&r, r.ca, got, small, &len, 0), 0);
+	CU_ASSERT(len == small && memcmp(got, down, small) == 0);
+	CU_ASSERT_FATAL(write(r.ca, up, sizeof(up)) == (ssize_t)sizeof(up));
+	len = 0;
+	CU_ASSERT_EQUAL(rig_read(&r, r.ua, got, sizeof(up), &len, 0), 0);
+	CU_ASSERT(len == sizeof(up) && memcmp(got, up, sizeof(up)) == 0);
+	CU_ASSERT_EQUAL(r.w.npipes, 0);
+	CU_ASSERT_EQUAL(r.w.nheld, 0);
+
+	/* Then far past the threshold, faster than the client's socket
+	 * takes it: held at first, spliced after. */
+	len = small;
+	memcpy(got, down, small);
+	CU_ASSERT_EQUAL(rig_feed(&r, r.ua, down + small, sizeof(down) - small,
+	    r.ca, got, sizeof(got), &len, &held), sizeof(down) - small);
+	CU_ASSERT(held >= 1);
+	CU_ASSERT_FATAL(shutdown(r.ua, SHUT_WR) == 0);
+	CU_ASSERT_EQUAL(rig_read(&r, r.ca, got, sizeof(got), &len, 1), 1);
+	CU_ASSERT_EQUAL(len, sizeof(down));
+	CU_ASSERT(memcmp(got, down, sizeof(down)) == 0);
+	CU_ASSERT(r.w.npipes >= 1);	/* it spliced */
+	CU_ASSERT_EQUAL(r.w.nheld, 0);
+
+	/* The other way past the threshold too, after its small request,
+	 * then the client's EOF. */
+	len = 0;
+	held = 0;
+	CU_ASSERT_EQUAL(rig_feed(&r, r.ca, down, sizeof(down), r.ua, got,
+	    sizeof(got), &len, &held), sizeof(down));
+	CU_ASSERT_FATAL(shutdown(r.ca, SHUT_WR) == 0);
+	CU_ASSERT_EQUAL(rig_read(&r, r.ua, got, sizeof(got), &len, 1), 1);
+	CU_ASSERT_EQUAL(len, sizeof(down));
+	CU_ASSERT(memcmp(got, down, sizeof(down)) == 0);
+	CU_ASSERT(rig_wait_end(&r));
+	CU_ASSERT_EQUAL(r.w.nheld, 0);
+	rig_close(&r);
+}
+
+/*
+ * Half-closes while copying: the client's EOF reaches the origin, which
+ * still answers; the answer and its EOF reach the client; the tunnel
+ * ends.  Nothing took a pipe.
+ */
+static void
+test_tunnel_copy_half_close(void)
+{
+	struct rig	r;
+	char		req[700], resp[2500], got[sizeof(resp) + 16];
+	size_t		len = 0;
+	char		b;
+
+	CU_ASSERT_FATAL(rig_open(&r) == 0);
+	fill(req, sizeof(req), 8);
+	fill(resp, sizeof(resp), 9);
+	CU_ASSERT_FATAL(rig_start(&r, NULL, NULL) == 0);
+	CU_ASSERT_FATAL(write(r.ca, req, sizeof(req)) == (ssize_t)sizeof(req));
+	CU_ASSERT_FATAL(shutdown(r.ca, SHUT_WR) == 0);
+	CU_ASSERT_EQUAL(rig_read(&r, r.ua, got, sizeof(got), &len, 1), 1);
+	CU_ASSERT(len == sizeof(req) && memcmp(got, req, sizeof(req)) == 0);
+	CU_ASSERT_FALSE(LIST_EMPTY(&r.w.tunnels));
+	CU_ASSERT_EQUAL(read(r.ca, &b, 1), -1);	/* no EOF for the client */
+
+	CU_ASSERT_FATAL(write(r.ua, resp, sizeof(resp)) ==
+	    (ssize_t)sizeof(resp));
+	CU_ASSERT_FATAL(shutdown(r.ua, SHUT_WR) == 0);
+	len = 0;
+	CU_ASSERT_EQUAL(rig_read(&r, r.ca, got, sizeof(got), &len, 1), 1);
+	CU_ASSERT(len == sizeof(resp) && memcmp(got, resp, sizeof(resp)) == 0);
+	CU_ASSERT(rig_wait_end(&r));
+	CU_ASSERT_EQUAL(r.w.npipes, 0);
+	CU_ASSERT_EQUAL(r.w.nheld, 0);
+	rig_close(&r);
+}
+
+/*
+ * A tunnel that ends while copying, with bytes held for a client that
+ * stopped reading, frees them: ended by moatd (shutdown), and by the
+ * client going away (the held bytes cannot be written: reset).
+ */
+static void
+held_at_end(int client_leaves)
+{
+	struct rig	 r;
+	static char	 resp[30000];
+	uint64_t	 dl;
+	char		 b;
+
+	CU_ASSERT_FATAL(rig_open(&r) == 0);
+	rig_small_sndbuf(&r);
+	fill(resp, sizeof(resp), 10);
+	CU_ASSERT_FATAL(rig_start(&r, NULL, NULL) == 0);
+	CU_ASSERT_FATAL(write(r.ua, resp, sizeof(resp)) ==
+	    (ssize_t)sizeof(resp));
+	dl = now_ms() + DEADLINE_MS;
+	while (r.w.nheld == 0 && now_ms() < dl) {
+		event_base_loop(r.w.base, EVLOOP_NONBLOCK);
+		(void)poll(NULL, 0, 2);
+	}
+	CU_ASSERT_EQUAL_FATAL(r.w.nheld, 1);
+	CU_ASSERT(read(r.ua, &b, 1) == -1 && errno == EAGAIN);
+	if (client_leaves) {
+		close(r.ca);
+		r.ca = -1;
+		CU_ASSERT(rig_wait_end(&r));
+	} else
+		tunnel_abort(LIST_FIRST(&r.w.tunnels));
+	CU_ASSERT(LIST_EMPTY(&r.w.tunnels));
+	CU_ASSERT_EQUAL(r.w.nheld, 0);
+	CU_ASSERT_EQUAL(r.w.npipes, 0);
+	rig_close(&r);
+}
+
+static void
+test_tunnel_held_freed_abort(void)
+{
+	held_at_end(0);
+}
+
+static void
+test_tunnel_held_freed_reset(void)
+{
+	held_at_end(1);
 }
 
 /* The same with no pipe to be had: the copy reads on after the FIN. */
@@ -430,4 +617,12 @@ test_tunnel_register(void)
 	    test_tunnel_copy_without_pipes);
 	CU_add_test(s, "a FIN behind many small writes, copying",
 	    test_tunnel_fin_copy);
+	CU_add_test(s, "copies first, splices past the threshold",
+	    test_tunnel_copy_then_splice);
+	CU_add_test(s, "half-closes while copying",
+	    test_tunnel_copy_half_close);
+	CU_add_test(s, "held bytes freed when the tunnel is ended",
+	    test_tunnel_held_freed_abort);
+	CU_add_test(s, "held bytes freed when the client leaves",
+	    test_tunnel_held_freed_reset);
 }
