@@ -125,11 +125,24 @@ else
 fi
 
 # --- limits.connections ---------------------------------------------------------------
+# accepts8080: the origin's accept lines on port 8080 so far.
+accepts8080()
+{
+	mt_jl "$MT_T/origin.log" count event=accept 'local~:8080$'
+}
+# origin_took N: 0 once the origin has logged N accepts on 8080 (it logs
+# in the thread that serves the connection, after moatd's connect is done).
+origin_took()
+{
+	[ "$(accepts8080)" -ge "$1" ]
+}
+a0=$(accepts8080)
 mt_bg hold cli "$MT_PY" "$MT_HELPERS/hold.py" --proxy "$MT_HTTP" \
     --target origin.test:8080 --count 4 --out "$MT_T/hold.out" \
     --lifetime 60 --ready-fd 3 || mt_fail "hold.py did not start"
 mt_eq "4 tunnels open (the limit)" "0 200 1 200 2 200 3 200 " \
     "$(tr '\n' ' ' < "$MT_T/hold.out")"
+mt_wait_for 5 origin_took $((a0 + 4))
 mt_mark
 mt_curl over -x "http://$MT_HTTP" --max-time 3 http://origin.test/over-limit
 if [ "$MT_CODE" != 200 ]; then
