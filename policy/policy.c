@@ -193,6 +193,48 @@ policy_reason_info(enum policy_reason r)
 	return &policy_reason_table[r];
 }
 
+/*
+ * Audit mode: the refusals of the rules pass (policy.h says which and
+ * why the others stay).  A switch over the codes rather than a column of
+ * the table: a reason added later stays enforced until someone says.
+ */
+bool
+policy_reason_waivable(enum policy_reason r)
+{
+	switch (r) {
+	case POLICY_R_NO_RULE:
+	case POLICY_R_DENIED_BY_RULE:
+	case POLICY_R_PORT:
+	case POLICY_R_METHOD:
+	case POLICY_R_PATH:
+	case POLICY_R_METHOD_OVERRIDE:
+	case POLICY_R_BODY_ON_GET:
+	case POLICY_R_NEEDS_INSPECTION:
+	case POLICY_R_PROTOCOL:
+	case POLICY_R_RATE:
+	case POLICY_R_DNS_DENIED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool
+policy_waive(struct policy_decision *d)
+{
+	if (d == NULL)
+		return false;
+	if (d->would_deny != POLICY_R_ALLOWED)
+		return true;
+	if (d->verdict == POLICY_ALLOW || !policy_reason_waivable(d->reason))
+		return false;
+	d->would_deny = d->reason;
+	d->verdict = POLICY_ALLOW;
+	d->reason = POLICY_R_ALLOWED;
+	d->flags = POLICY_F_WILDCARD;
+	return true;
+}
+
 struct policy *
 policy_new(void)
 {
