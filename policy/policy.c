@@ -231,7 +231,7 @@ policy_waive(struct policy_decision *d)
 	d->would_deny = d->reason;
 	d->verdict = POLICY_ALLOW;
 	d->reason = POLICY_R_ALLOWED;
-	d->flags = POLICY_F_WILDCARD;
+	d->flags = (d->flags & POLICY_F_NAMED) ? 0 : POLICY_F_WILDCARD;
 	return true;
 }
 
@@ -776,6 +776,8 @@ policy_decide(const struct policy *p, const struct policy_target *t,
 	uint32_t		 vals[TRIE_MATCH_MAX] POLICY_NOINIT;
 	size_t			 len, k, i;
 	enum policy_reason	 deny;
+	uint32_t		 head;
+	bool			 exact = false;
 
 	memset(out, 0, sizeof(*out));
 	out->verdict = POLICY_DENY;
@@ -816,7 +818,9 @@ policy_decide(const struct policy *p, const struct policy_target *t,
 	if (name != NULL) {
 		len = strlen(name);
 		ev.via_exact = true;
-		policy_eval_list(p, &ev, domain_lookup(&p->exact, name, len));
+		head = domain_lookup(&p->exact, name, len);
+		exact = head != POLICY_NONE;
+		policy_eval_list(p, &ev, head);
 		ev.via_exact = false;
 		/* "*.example.com" needs one more label: skip the full name. */
 		for (s = name; (dot = strchr(s, '.')) != NULL; s = dot + 1)
@@ -869,6 +873,11 @@ policy_decide(const struct policy *p, const struct policy_target *t,
 		r = &p->rules[ev.partial];
 		out->reason = ev.partial_reason;
 	} else
+		r = NULL;
+	/* A refused name some rule spells out: not one the client chose. */
+	if (out->verdict == POLICY_DENY && exact)
+		out->flags |= POLICY_F_NAMED;
+	if (r == NULL)
 		return out->verdict;
 	out->rule = r;
 	out->rule_name = r->name;

@@ -289,6 +289,10 @@ struct policy_rule;	/* opaque; owned by the compiled policy */
 					   exactly: resolving it carries the
 					   name's bytes out (the proxy
 					   budgets these names) */
+#define POLICY_F_NAMED		0x08	/* a refusal (deny verdicts only) of
+					   a name that some rule spells out
+					   exactly: not one the client
+					   chose (see policy_waive()) */
 
 /* Where an address is, by the databases of "geoip". */
 struct policy_geo {
@@ -428,10 +432,11 @@ bool	policy_reason_waivable(enum policy_reason r);
  * In audit mode, after a decision: if d is a refusal for a reason
  * policy_reason_waivable() names, it becomes a would-deny: verdict
  * allow, reason allowed, would_deny the reason, rule and rule_name kept
- * (the rule that would refuse, or NULL), flags POLICY_F_WILDCARD alone
- * (a would-denied tunnel is not inspected, and a name that no rule
- * allows is one the client chose: the proxy budgets its resolution as
- * a name under a wildcard's).  A would-deny keeps its first reason.
+ * (the rule that would refuse, or NULL), flags POLICY_F_WILDCARD alone,
+ * or none when the refusal was POLICY_F_NAMED (a would-denied tunnel is
+ * not inspected, and a name that no rule spells out is one the client
+ * chose: the proxy budgets its resolution as a name under a
+ * wildcard's).  A would-deny keeps its first reason.
  * Returns true if d is now (or already was) a would-deny, false for an
  * allow or a refusal that stays (d unchanged).  d NULL: false.
  */

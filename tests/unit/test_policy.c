@@ -1921,13 +1921,18 @@ test_policy_waive(void)
 	CU_ASSERT_EQUAL(memcmp(&d, &keep, sizeof(d)), 0);
 	/* a deny rule and a port: the rule that would refuse is named */
 	unit_policy_decide(c, "x.paste.example", NULL, 443, NULL, NULL, &d);
+	CU_ASSERT_EQUAL(d.flags, 0);	/* under a wildcard: not named */
 	CU_ASSERT_TRUE(policy_waive(&d));
 	CU_ASSERT_EQUAL(d.would_deny, POLICY_R_DENIED_BY_RULE);
 	CU_ASSERT_STRING_EQUAL(d.rule_name, "paste");
+	CU_ASSERT_EQUAL(d.flags, POLICY_F_WILDCARD);
+	/* a name a rule spells out is not the client's choice: no budget */
 	unit_policy_decide(c, "api.example.com", NULL, 8443, NULL, NULL, &d);
+	CU_ASSERT_EQUAL(d.flags, POLICY_F_NAMED);
 	CU_ASSERT_TRUE(policy_waive(&d));
 	CU_ASSERT_EQUAL(d.would_deny, POLICY_R_PORT);
 	CU_ASSERT_STRING_EQUAL(d.rule_name, "api");
+	CU_ASSERT_EQUAL(d.flags, 0);
 	unit_policy_decide(c, "api.example.com", NULL, 443, "POST", "/", &d);
 	CU_ASSERT_TRUE(policy_waive(&d));
 	CU_ASSERT_EQUAL(d.would_deny, POLICY_R_METHOD);
