@@ -847,6 +847,8 @@ audit_format(const struct audit_rec *r, char *buf, size_t cap)
 		jw_str(&w, r->rule);
 	else
 		JW_LIT(&w, "null");
+	if (r->would_deny != POLICY_R_ALLOWED)
+		jw_kstr(&w, "would_deny", policy_reason_str(r->would_deny));
 	jw_kstr(&w, "method", f[1]);
 	if (f[2] != NULL) {
 		if (strlen(f[2]) > AUDIT_PATH_MAX_BYTES) {
@@ -908,7 +910,8 @@ audit_emit(const struct audit_rec *r)
 			goto drop;
 	}
 	/* The sandbox's watchers (moat run, moat attach): the same line. */
-	watch_feed(r->sandbox, r->verdict == POLICY_DENY, line, n);
+	watch_feed(r->sandbox, r->verdict == POLICY_DENY ||
+	    r->would_deny != POLICY_R_ALLOWED, line, n);
 
 	pthread_mutex_lock(&A.mu);
 	if (A.qlen + n > AUDIT_QUEUE_MAX_BYTES) {

@@ -44,6 +44,9 @@ struct audit_rec {
 	enum policy_verdict	 verdict;
 	enum policy_reason	 reason;
 	const char		*rule;		/* NULL: no rule */
+	enum policy_reason	 would_deny;	/* audit mode: the refusal let
+						   through (verdict allow);
+						   POLICY_R_ALLOWED: absent */
 	const char		*method;	/* NULL: absent */
 	const char		*path;
 	int			 status;	/* HTTP status, 0: absent */
