@@ -400,6 +400,7 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 	struct audit_rec	r;
 	struct policy_geo	g;
 	struct secrets_view	sv;
+	struct trace_fields	tf;
 
 	audit_rec_init(&r);
 	r.event = event;
@@ -433,6 +434,20 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 		r.duration_ms = (int64_t)(util_now_ms() - c->t_start);
 	}
 	r.detail = detail;
+	/* A request head moatd read (forward, CONNECT, inside a tunnel):
+	 * the agent's own trace, and moatd's reply's id. */
+	if ((c->kind == CONN_KIND_HTTP || c->kind == CONN_KIND_CONNECT) &&
+	    c->http.req.method != NULL) {
+		trace_fields(c->http.req.headers, c->http.req.nheaders,
+		    c->cfg->audit_request_ids, c->cfg->naudit_request_ids,
+		    &tf);
+		r.traceparent = tf.traceparent;
+		r.request_id_names = tf.names;
+		r.request_id_values = tf.values;
+		r.nrequest_ids = tf.n;
+	}
+	if (c->http.moat_id[0] != '\0')
+		r.moat_request_id = c->http.moat_id;
 	secrets_audit_redact(c->sb, c->w->secrets, &sv, &r);
 	audit_emit(&r);
 	secrets_view_done(&sv);

@@ -25,6 +25,7 @@
 #include "policy/policy.h"
 #include "proxy/http_parse.h"
 #include "proxy/resolver.h"
+#include "proxy/trace.h"
 
 struct event;
 struct io;
@@ -126,6 +127,10 @@ struct http_state {
 	bool			 xfer_ticking;	/* the body clock runs */
 	/* Secrets of the current request (inject.c), or NULL. */
 	struct inject		*inj;
+	/* The id of moatd's own reply being written (X-Moat-Request-Id,
+	 * its audit line), "" otherwise; how many replies it wrote. */
+	char			 moat_id[TRACE_MOAT_ID_MAX];
+	unsigned		 nreplies;
 };
 
 /* A tunnel (CONNECT, SOCKS5, transparent): its guard and inspection. */
