@@ -119,6 +119,7 @@ attach_usage(FILE *f)
 	    "                         PATH; default %s)\n"
 	    "  --policy FILE, --allow HOST[:PORT], --allow-private CIDR\n"
 	    "                         the sandbox's policy, as for moat run\n"
+	    "  --audit-only           audit mode, as for moat run\n"
 	    "  --name NAME            its name in the audit log "
 	    "(attach-PID)\n"
 	    "  --http-port, --socks-port, --dns-port, --transparent-port N\n"

@@ -30,7 +30,7 @@
 struct moat_config;
 
 #define AUDIT_LN_MAX_BYTES	65536	/* longest line read: moatd's are at
-					   most 16 KiB, plus the chain */
+					   most 24 KiB, plus the chain */
 #define AUDIT_LN_INJECTED_MAX	64	/* names in one "injected" */
 #define AUDIT_HASH_HEX		64	/* a SHA-256 in hex */
 #define AUDIT_ERR_MAX		512

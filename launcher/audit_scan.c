@@ -2,8 +2,9 @@
  * audit_scan.c - one audit line into a struct audit_ln.
  *
  * moatd writes flat objects: strings (ASCII, every other byte escaped),
- * non-negative integers, null, and one flat array of strings
- * ("injected").  The fast path scans exactly that, strictly (RFC 8259
+ * non-negative integers, null, one flat array of strings ("injected")
+ * and one flat object of strings ("request_id", skipped).  The fast path
+ * scans exactly that, strictly (RFC 8259
  * grammar, no trailing bytes, a known key at most once), copying decoded
  * strings into a buffer of its own, and never changes the line; a line
  * it does not take (a nested value, a raw byte over 0x7f, a number with a
@@ -317,7 +318,52 @@ audit_lit(struct audit_cur *c, const char *lit, size_t n)
 	return 0;
 }
 
-/* Any value of a key we do not read: scalars here, the rest to jansson. */
+/*
+ * A flat object of strings (moatd's "request_id"), skipped: c->p at its
+ * "{".  Anything else in it goes to jansson.
+ */
+static int
+audit_skip_object(struct audit_cur *c)
+{
+	const char	*str;
+	size_t		 used = c->s->used;
+	int		 rc, i;
+
+	c->p++;
+	audit_ws(c);
+	if (c->p < c->end && *c->p == '}') {
+		c->p++;
+		return 0;
+	}
+	for (;;) {
+		for (i = 0; i < 2; i++) {	/* the key, then its value */
+			if (c->p >= c->end || *c->p != '"')
+				return AUDIT_SCAN_FALLBACK;
+			rc = audit_string(c, &str);
+			c->s->used = used;
+			if (rc != 0)
+				return rc;
+			audit_ws(c);
+			if (i == 0) {
+				if (c->p >= c->end || *c->p != ':')
+					return -1;
+				c->p++;
+				audit_ws(c);
+			}
+		}
+		if (c->p < c->end && *c->p == '}') {
+			c->p++;
+			return 0;
+		}
+		if (c->p >= c->end || *c->p != ',')
+			return -1;
+		c->p++;
+		audit_ws(c);
+	}
+}
+
+/* Any value of a key we do not read: scalars and a flat object of
+ * strings here, the rest to jansson. */
 static int
 audit_skip(struct audit_cur *c)
 {
@@ -331,13 +377,15 @@ audit_skip(struct audit_cur *c)
 		rc = audit_string(c, &str);
 		c->s->used = used;
 		return rc;
+	case '{':
+		return audit_skip_object(c);
 	case 'n':
 		return audit_lit(c, "null", 4);
 	case 't':
 		return audit_lit(c, "true", 4);
 	case 'f':
 		return audit_lit(c, "false", 5);
-	case '[': case '{':
+	case '[':
 		return AUDIT_SCAN_FALLBACK;
 	default:
 		return audit_number(c, &v);

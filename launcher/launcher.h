@@ -59,6 +59,7 @@ enum runconf_opt {
 	RUNCONF_OPT_SOCKS_PORT,
 	RUNCONF_OPT_DNS_PORT,
 	RUNCONF_OPT_TRANSPARENT_PORT,
+	RUNCONF_OPT_AUDIT_ONLY,
 	RUNCONF_OPT__END
 };
 
@@ -75,7 +76,8 @@ enum runconf_opt {
 	{ "socks-port", required_argument, NULL, RUNCONF_OPT_SOCKS_PORT }, \
 	{ "dns-port", required_argument, NULL, RUNCONF_OPT_DNS_PORT }, \
 	{ "transparent-port", required_argument, NULL, \
-	    RUNCONF_OPT_TRANSPARENT_PORT }
+	    RUNCONF_OPT_TRANSPARENT_PORT }, \
+	{ "audit-only", no_argument, NULL, RUNCONF_OPT_AUDIT_ONLY }
 
 /* One listening socket of a sandbox, as registered with moatd. */
 struct runconf_listener {
@@ -109,6 +111,9 @@ struct runconf {
 	json_t		*trust_warn;	/* the CA files the caller named that
 					   could not be read, said once moatd
 					   intercepts; owned */
+	int		 audit_only;	/* --audit-only (1), else the
+					   --policy FILE's "audit_only" (1,
+					   0), or -1: not given */
 };
 
 /* Zeroes *rc and sets the defaults. */

@@ -32,18 +32,24 @@ struct refusals_reason {
 	uint64_t	n;
 };
 
-struct refusals {
-	struct refusals_opts	o;		/* details: our copy */
-	uint64_t		count;		/* refusals */
-	uint64_t		lost;		/* lines moatd dropped */
+/* Counts by reason: of the refusals, or of the would-denies. */
+struct refusals_tally {
+	uint64_t		count;
 	struct refusals_reason	reasons[REFUSALS_REASONS_MAX];
 	size_t			nreasons;
 	uint64_t		other;		/* past REFUSALS_REASONS_MAX */
+};
+
+struct refusals {
+	struct refusals_opts	o;		/* details: our copy */
+	struct refusals_tally	deny;		/* refusals */
+	struct refusals_tally	would;		/* would-denies (audit mode) */
+	uint64_t		lost;		/* lines moatd dropped */
 	/* The rate: lines shown in the window that began at wstart. */
 	uint64_t		wstart;
 	unsigned		shown;
 	bool			window;
-	uint64_t		more_deny, more_allow;	/* not shown */
+	uint64_t		more_deny, more_would, more_allow; /* not shown */
 };
 
 /* A line being built: always NUL-terminated, cut at its capacity. */
@@ -419,7 +425,7 @@ refusals_format(const json_t *rec, const struct refusals_opts *o, char *buf,
 	struct lb	 b = { buf, 0, len };
 	const char	*verdict, *reason, *rule, *detail, *method, *event;
 	char		 clock[16], target[2048], kind[32];
-	bool		 deny, drop;
+	bool		 deny, drop, would;
 
 	if (len == 0)
 		return 0;
@@ -428,20 +434,23 @@ refusals_format(const json_t *rec, const struct refusals_opts *o, char *buf,
 	    (verdict = rf_str(rec, "verdict")) == NULL)
 		return 0;
 	deny = strcmp(verdict, "deny") == 0;
-	if (!deny && !o->all)
+	/* Audit mode: allowed, but the policy would refuse it. */
+	would = !deny && rf_str(rec, "would_deny") != NULL;
+	if (!deny && !would && !o->all)
 		return 0;
-	reason = rf_str(rec, "reason");
+	reason = would ? rf_str(rec, "would_deny") : rf_str(rec, "reason");
 	rule = rf_str(rec, "rule");
 	event = rf_str(rec, "event");
 	drop = deny && event != NULL && strcmp(event, "drop") == 0;
 	rf_clock(rec, clock, sizeof(clock));
 	lb_str(&b, "moat: ");
 	lb_str(&b, clock);
-	lb_str(&b, drop ? " dropped " : deny ? " denied " : " allowed ");
+	lb_str(&b, drop ? " dropped " : deny ? " denied " : would ?
+	    " would refuse " : " allowed ");
 	if (!rf_what(rec, &b, target, sizeof(target), &method))
 		return 0;
-	lb_str(&b, " (");
-	if (deny || reason == NULL || strcmp(reason, "allowed") != 0) {
+	lb_str(&b, would ? " (audit-only: " : " (");
+	if (deny || would || reason == NULL || strcmp(reason, "allowed") != 0) {
 		lb_esc(&b, reason != NULL ? reason : "?", 32, true);
 		/* A DNS refusal names the policy's reason in detail. */
 		detail = rf_str(rec, "detail");
@@ -463,7 +472,8 @@ refusals_format(const json_t *rec, const struct refusals_opts *o, char *buf,
 		lb_esc(&b, rule, 32, true);
 	}
 	lb_str(&b, ")");
-	if (deny && o->hint && target[0] != '\0' && rf_policy_reason(reason)) {
+	if ((deny || would) && o->hint && target[0] != '\0' &&
+	    rf_policy_reason(reason)) {
 		lb_str(&b, " -> moat explain ");
 		if (o->config != NULL) {
 			lb_str(&b, "-c ");
@@ -508,7 +518,13 @@ refusals_free(struct refusals *rf)
 uint64_t
 refusals_count(const struct refusals *rf)
 {
-	return rf->count;
+	return rf->deny.count;
+}
+
+uint64_t
+refusals_would_count(const struct refusals *rf)
+{
+	return rf->would.count;
 }
 
 /* Writes one line (text without its end) as the terminal wants it. */
@@ -551,29 +567,30 @@ rf_weight(const json_t *rec)
 	return 1;
 }
 
+/* One refusal (key "reason") or would-deny (key "would_deny"). */
 static void
-rf_count(struct refusals *rf, const json_t *rec)
+rf_count(struct refusals_tally *t, const json_t *rec, const char *key)
 {
-	const char	*reason = rf_str(rec, "reason");
+	const char	*reason = rf_str(rec, key);
 	uint64_t	 n = rf_weight(rec);
 	size_t		 i;
 
-	rf->count += n;
+	t->count += n;
 	if (reason == NULL || strlen(reason) >= REFUSALS_REASON_LEN)
 		reason = "?";
-	for (i = 0; i < rf->nreasons; i++)
-		if (strcmp(rf->reasons[i].name, reason) == 0)
+	for (i = 0; i < t->nreasons; i++)
+		if (strcmp(t->reasons[i].name, reason) == 0)
 			break;
-	if (i == rf->nreasons) {
+	if (i == t->nreasons) {
 		if (i == REFUSALS_REASONS_MAX) {
-			rf->other += n;
+			t->other += n;
 			return;
 		}
-		snprintf(rf->reasons[i].name, sizeof(rf->reasons[i].name),
+		snprintf(t->reasons[i].name, sizeof(t->reasons[i].name),
 		    "%s", reason);
-		rf->nreasons++;
+		t->nreasons++;
 	}
-	rf->reasons[i].n += n;
+	t->reasons[i].n += n;
 }
 
 /* The "N more ... not shown" line; a new window starts at now_ms. */
@@ -584,20 +601,26 @@ rf_more(struct refusals *rf, uint64_t now_ms)
 	struct lb	 b = { text, 0, sizeof(text) };
 
 	rf->window = false;
-	if (rf->more_deny == 0 && rf->more_allow == 0)
+	if (rf->more_deny == 0 && rf->more_would == 0 && rf->more_allow == 0)
 		return;
 	text[0] = '\0';
 	lb_str(&b, "moat: ");
 	if (rf->more_deny > 0)
 		lb_fmt(&b, "%llu more refusal%s", (unsigned long long)
 		    rf->more_deny, rf->more_deny == 1 ? "" : "s");
+	if (rf->more_would > 0)
+		lb_fmt(&b, "%s%llu more would-den%s (audit-only)",
+		    rf->more_deny > 0 ? (rf->more_allow > 0 ? ", " : " and ") :
+		    "", (unsigned long long)rf->more_would,
+		    rf->more_would == 1 ? "y" : "ies");
 	if (rf->more_allow > 0)
-		lb_fmt(&b, "%s%llu %sallowed", rf->more_deny > 0 ? " and " :
-		    "", (unsigned long long)rf->more_allow,
-		    rf->more_deny > 0 ? "" : "more ");
+		lb_fmt(&b, "%s%llu %sallowed", rf->more_deny > 0 ||
+		    rf->more_would > 0 ? " and " : "",
+		    (unsigned long long)rf->more_allow,
+		    rf->more_deny > 0 || rf->more_would > 0 ? "" : "more ");
 	lb_str(&b, " not shown");
 	rf_write(rf, text, b.len);
-	rf->more_deny = rf->more_allow = 0;
+	rf->more_deny = rf->more_would = rf->more_allow = 0;
 	/* The next window starts now: at most one such line a second. */
 	rf->window = true;
 	rf->wstart = now_ms;
@@ -616,7 +639,8 @@ refusals_timeout(const struct refusals *rf, uint64_t now_ms)
 {
 	uint64_t	due;
 
-	if (!rf->window || (rf->more_deny == 0 && rf->more_allow == 0))
+	if (!rf->window || (rf->more_deny == 0 && rf->more_would == 0 &&
+	    rf->more_allow == 0))
 		return -1;
 	due = rf->wstart + REFUSALS_WINDOW_MS;
 	return due <= now_ms ? 0 : (int)(due - now_ms);
@@ -629,7 +653,7 @@ refusals_message(struct refusals *rf, json_t *msg, uint64_t now_ms)
 	const json_t	*d = json_object_get(msg, "dropped");
 	char		 text[REFUSALS_LINE_MAX];
 	size_t		 n;
-	bool		 deny;
+	bool		 deny, would;
 
 	if (json_is_integer(d) && json_integer_value(d) > 0) {
 		rf->lost += (uint64_t)json_integer_value(d);
@@ -638,8 +662,11 @@ refusals_message(struct refusals *rf, json_t *msg, uint64_t now_ms)
 	if (!json_is_object(rec) || rf_str(rec, "verdict") == NULL)
 		return;
 	deny = strcmp(rf_str(rec, "verdict"), "deny") == 0;
+	would = !deny && rf_str(rec, "would_deny") != NULL;
 	if (deny)
-		rf_count(rf, rec);
+		rf_count(&rf->deny, rec, "reason");
+	else if (would)
+		rf_count(&rf->would, rec, "would_deny");
 	if ((n = refusals_format(rec, &rf->o, text, sizeof(text))) == 0)
 		return;
 	refusals_tick(rf, now_ms);
@@ -653,46 +680,64 @@ refusals_message(struct refusals *rf, json_t *msg, uint64_t now_ms)
 		rf_write(rf, text, n);
 	} else if (deny)
 		rf->more_deny += rf_weight(rec);
+	else if (would)
+		rf->more_would++;
 	else
 		rf->more_allow++;
+}
+
+/* " (REASON N, REASON N, other N)": the most frequent reasons first. */
+static void
+rf_reasons(struct lb *b, const struct refusals_tally *t, const char *open)
+{
+	bool		 done[REFUSALS_REASONS_MAX];
+	size_t		 i, k, best;
+
+	memset(done, 0, sizeof(done));
+	for (k = 0; k < t->nreasons && k < REFUSALS_SUMMARY_TOP; k++) {
+		for (best = t->nreasons, i = 0; i < t->nreasons; i++)
+			if (!done[i] && (best == t->nreasons ||
+			    t->reasons[i].n > t->reasons[best].n))
+				best = i;
+		done[best] = true;
+		lb_str(b, k == 0 ? open : ", ");
+		lb_esc(b, t->reasons[best].name, REFUSALS_REASON_LEN, true);
+		lb_fmt(b, " %llu", (unsigned long long)t->reasons[best].n);
+	}
+	if (k < t->nreasons || t->other > 0) {
+		uint64_t rest = t->other;
+
+		for (i = 0; i < t->nreasons; i++)
+			if (!done[i])
+				rest += t->reasons[i].n;
+		lb_fmt(b, "%sother %llu", k > 0 ? ", " : open,
+		    (unsigned long long)rest);
+		k++;
+	}
+	if (k > 0)
+		lb_str(b, ")");
 }
 
 size_t
 refusals_summary(const struct refusals *rf, char *buf, size_t len)
 {
 	struct lb	 b = { buf, 0, len };
-	bool		 done[REFUSALS_REASONS_MAX];
-	size_t		 i, k, best;
 
 	if (len == 0)
 		return 0;
 	buf[0] = '\0';
-	if (rf->count == 0 && rf->lost == 0)
+	if (rf->deny.count == 0 && rf->would.count == 0 && rf->lost == 0)
 		return 0;
-	lb_fmt(&b, "moat: %llu refusal%s", (unsigned long long)rf->count,
-	    rf->count == 1 ? "" : "s");
-	memset(done, 0, sizeof(done));
-	/* The most frequent reasons first. */
-	for (k = 0; k < rf->nreasons && k < REFUSALS_SUMMARY_TOP; k++) {
-		for (best = rf->nreasons, i = 0; i < rf->nreasons; i++)
-			if (!done[i] && (best == rf->nreasons ||
-			    rf->reasons[i].n > rf->reasons[best].n))
-				best = i;
-		done[best] = true;
-		lb_str(&b, k == 0 ? " (" : ", ");
-		lb_esc(&b, rf->reasons[best].name, REFUSALS_REASON_LEN, true);
-		lb_fmt(&b, " %llu", (unsigned long long)rf->reasons[best].n);
+	lb_fmt(&b, "moat: %llu refusal%s", (unsigned long long)
+	    rf->deny.count, rf->deny.count == 1 ? "" : "s");
+	rf_reasons(&b, &rf->deny, " (");
+	if (rf->would.count > 0) {
+		lb_fmt(&b, ", %llu would-den%s", (unsigned long long)
+		    rf->would.count, rf->would.count == 1 ? "y" : "ies");
+		rf_reasons(&b, &rf->would, " (audit-only: ");
+		if (rf->would.nreasons == 0 && rf->would.other == 0)
+			lb_str(&b, " (audit-only)");
 	}
-	if (k < rf->nreasons || rf->other > 0) {
-		uint64_t rest = rf->other;
-
-		for (i = 0; i < rf->nreasons; i++)
-			if (!done[i])
-				rest += rf->reasons[i].n;
-		lb_fmt(&b, ", other %llu", (unsigned long long)rest);
-	}
-	if (k > 0)
-		lb_str(&b, ")");
 	if (rf->lost > 0)
 		lb_fmt(&b, " and %llu line%s moatd dropped (read too slowly)",
 		    (unsigned long long)rf->lost, rf->lost == 1 ? "" : "s");

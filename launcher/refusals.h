@@ -1,10 +1,11 @@
 /*
  * refusals.h - what `moat run` and `moat attach` say about their
  * sandbox's traffic, from moatd's watch (admin_client_watch()): one
- * short line per refusal on stderr (with -v, per allowed request, tunnel
- * and DNS query too), at most REFUSALS_RATE lines a second and then one
- * line a second that counts the rest, and at exit one summary line when
- * anything was refused.
+ * short line per refusal and per would-deny of audit mode on stderr
+ * (with -v, per allowed request, tunnel and DNS query too), at most
+ * REFUSALS_RATE lines a second and then one line a second that counts
+ * the rest, and at exit one summary line when anything was refused or
+ * would have been.
  *
  * Everything in a line that came from the sandbox (names, paths, methods)
  * is escaped: no control byte of the workload's choosing reaches the
@@ -71,16 +72,22 @@ void		 refusals_finish(struct refusals *rf);
 /* Refusals counted so far (a "connection" or "drop" line counts its
  * "refused"). */
 uint64_t	 refusals_count(const struct refusals *rf);
+/* Would-denies (audit mode: allowed, "would_deny" set) counted so far. */
+uint64_t	 refusals_would_count(const struct refusals *rf);
 
 /*
  * The line of one audit record, without its end of line, into buf:
- * "moat: HH:MM:SS denied WHAT (REASON, rule NAME) -> moat explain ...".
- * Returns its length, or 0 when the record is not one to show (an
- * allowed one without o->all, a tunnel's close, a registration).
+ * "moat: HH:MM:SS denied WHAT (REASON, rule NAME) -> moat explain ...",
+ * or for a would-deny of audit mode "moat: HH:MM:SS would refuse WHAT
+ * (audit-only: REASON, rule NAME) -> ...".  Returns its length, or 0
+ * when the record is not one to show (an allowed one without o->all, a
+ * tunnel's close, a registration).
  */
 size_t		 refusals_format(const json_t *rec,
 		    const struct refusals_opts *o, char *buf, size_t len);
-/* The summary line, without its end of line; 0 when nothing was refused. */
+/* The summary line, without its end of line ("moat: N refusals (...),
+ * M would-denies (audit-only: ...)"); 0 when nothing was refused or
+ * would have been. */
 size_t		 refusals_summary(const struct refusals *rf, char *buf,
 		    size_t len);
 

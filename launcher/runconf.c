@@ -79,6 +79,7 @@ runconf_init(struct runconf *rc, const char *cmd)
 	rc->socks_port = RUNCONF_SOCKS_PORT;
 	rc->dns_port = RUNCONF_DNS_PORT;
 	rc->transparent_port = RUNCONF_TRANSPARENT_PORT;
+	rc->audit_only = -1;
 }
 
 void
@@ -217,6 +218,9 @@ runconf_option(struct runconf *rc, int ch, const char *arg)
 	case RUNCONF_OPT_TRANSPARENT_PORT:
 		return runconf_port(rc->cmd, "transparent-port", arg,
 		    &rc->transparent_port);
+	case RUNCONF_OPT_AUDIT_ONLY:
+		rc->audit_only = 1;
+		return 0;
 	default:
 		fprintf(stderr, "%s: internal error: option %d\n", rc->cmd, ch);
 		return -1;
@@ -376,6 +380,10 @@ runconf_file_policy(struct runconf *rc, json_t **secrets, json_t **tls)
 	 * they serve the check here, and the daemon's own decide. */
 	if ((s = json_object_get(root, "geoip")) != NULL)
 		rc->geoip = json_deep_copy(s);
+	/* The file may put the sandbox in audit mode; --audit-only wins. */
+	if (rc->audit_only == -1 && json_is_boolean(s = json_object_get(root,
+	    "audit_only")))
+		rc->audit_only = json_is_true(s) ? 1 : 0;
  out:
 	json_decref(root);
 	free(check);
@@ -619,6 +627,9 @@ runconf_finish(struct runconf *rc)
 		goto oom;
 	if (secrets != NULL && json_object_set(rc->config, "secrets",
 	    secrets) == -1)
+		goto oom;
+	if (rc->audit_only != -1 && json_object_set_new(rc->config,
+	    "audit_only", json_boolean(rc->audit_only == 1)) == -1)
 		goto oom;
 	/*
 	 * Validate what moatd will see (its admin side adds an empty

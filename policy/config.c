@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -186,7 +187,7 @@ enum {
 	TOP_LISTEN = 0, TOP_SECRETS, TOP_GEOIP, TOP_POLICY, TOP_AUDIT,
 	TOP_RESOLVER,
 	TOP_TLS, TOP_ADMIN, TOP_TIMEOUTS, TOP_LIMITS, TOP_WORKERS, TOP_USER,
-	TOP_METRICS, TOP__COUNT
+	TOP_METRICS, TOP_AUDIT_ONLY, TOP__COUNT
 };
 
 static void
@@ -206,6 +207,7 @@ config_top(struct config_ctx *x, json_t *root)
 		[TOP_WORKERS] = { "workers", NULL, 0 },
 		[TOP_USER] = { "user", NULL, 0 },
 		[TOP_METRICS] = { "metrics", NULL, 0 },
+		[TOP_AUDIT_ONLY] = { "audit_only", NULL, 0 },
 	};
 	size_t			old;
 	int			i;
@@ -270,6 +272,10 @@ config_top(struct config_ctx *x, json_t *root)
 			break;
 		case TOP_METRICS:
 			config_metrics(x, f[i].v, f[i].pos);
+			break;
+		case TOP_AUDIT_ONLY:
+			config_audit_only(x, f[i].v, f[i].pos,
+			    &x->c->audit_only);
 			break;
 		}
 		config_pop(x, old);
@@ -500,17 +506,114 @@ config_geoip(struct config_ctx *x, json_t *v, size_t pos)
 	}
 }
 
+/*
+ * "audit_only" (the top level, a listener): true lets the rules'
+ * refusals through as would-denies (policy_waive()), false enforces
+ * them where the level above says true.
+ */
+void
+config_audit_only(struct config_ctx *x, json_t *v, size_t pos, int *out)
+{
+	if (!json_is_boolean(v)) {
+		config_err(x, pos, "expected a boolean (true: the rules' "
+		    "refusals go through and are audited as \"would_deny\"; "
+		    "the built-in deny sets, secret leaks and DNS limits stay "
+		    "enforced), got %s", config_typename(v));
+		return;
+	}
+	*out = json_is_true(v) ? 1 : 0;
+}
+
+/* A field name a request carries, as audit.request_id_headers lists it. */
+static bool
+config_request_id(struct config_ctx *x, json_t *v, size_t pos, size_t i)
+{
+	static const char *const	never[] = {
+		"authorization", "proxy-authorization", "cookie",
+		"traceparent", NULL
+	};
+	const char			*s;
+	size_t				 n, k;
+
+	if (!config_want(x, v, pos, JSON_STRING, "a string"))
+		return false;
+	s = json_string_value(v);
+	n = json_string_length(v);
+	if (n == 0 || n > MOAT_REQUEST_ID_NAME_MAX ||
+	    strspn(s, "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz") != n) {
+		config_err(x, pos, "%s is not a header field name (1-%d "
+		    "bytes of an RFC 9110 token)", config_q(x, s, n),
+		    MOAT_REQUEST_ID_NAME_MAX);
+		return false;
+	}
+	for (k = 0; never[k] != NULL; k++)
+		if (strcasecmp(s, never[k]) == 0) {
+			config_err(x, pos, "%s is never copied into audit "
+			    "lines%s", config_q(x, s, n), k < 3 ? ": it holds "
+			    "credentials" : ": a valid traceparent is "
+			    "recorded always");
+			return false;
+		}
+	for (k = 0; k < i; k++)
+		if (strcasecmp(s, x->c->audit_request_ids[k]) == 0) {
+			config_err(x, pos, "%s is listed twice (field names "
+			    "are compared without case)", config_q(x, s, n));
+			return false;
+		}
+	return true;
+}
+
+/* audit.request_id_headers: [NAME, ...], at most MOAT_REQUEST_IDS_MAX. */
+static void
+config_request_ids(struct config_ctx *x, json_t *v, size_t pos)
+{
+	size_t	n, i, ci, old, k = 0;
+
+	if (!config_want(x, v, pos, JSON_ARRAY, "an array of header field "
+	    "names"))
+		return;
+	config_free_list(x->c->audit_request_ids);
+	x->c->audit_request_ids = NULL;
+	x->c->naudit_request_ids = 0;
+	if ((n = json_array_size(v)) > MOAT_REQUEST_IDS_MAX) {
+		config_err(x, pos, "%zu fields: at most %d are copied into "
+		    "audit lines", n, MOAT_REQUEST_IDS_MAX);
+		return;
+	}
+	if ((x->c->audit_request_ids = calloc(n + 1,
+	    sizeof(*x->c->audit_request_ids))) == NULL) {
+		config_oom(x);
+		return;
+	}
+	for (i = 0, ci = pos + 1; i < n; i++, ci = jsonpos_next(x->jp, ci)) {
+		old = config_push_index(x, i);
+		if (config_request_id(x, json_array_get(v, i), ci, k) &&
+		    (x->c->audit_request_ids[k] = config_strdup(x,
+		    json_string_value(json_array_get(v, i)))) != NULL)
+			k++;
+		config_pop(x, old);
+	}
+	x->c->naudit_request_ids = k;
+}
+
 static void
 config_audit(struct config_ctx *x, json_t *v, size_t pos)
 {
-	struct config_field	 f[3] = { { "path", NULL, 0 },
+	struct config_field	 f[4] = { { "path", NULL, 0 },
 				    { "on_failure", NULL, 0 },
-				    { "hash_chain", NULL, 0 } };
+				    { "hash_chain", NULL, 0 },
+				    { "request_id_headers", NULL, 0 } };
 	const char		*s;
 	size_t			 old;
 
-	if (!config_fields(x, v, pos, f, 3))
+	if (!config_fields(x, v, pos, f, 4))
 		return;
+	if (f[3].v != NULL) {
+		old = config_push_key(x, "request_id_headers");
+		config_request_ids(x, f[3].v, f[3].pos);
+		config_pop(x, old);
+	}
 	if (f[2].v != NULL) {
 		old = config_push_key(x, "hash_chain");
 		if (!json_is_boolean(f[2].v))
@@ -1091,6 +1194,13 @@ config_load(const char *name, const char *buf, size_t len,
 	c->refcnt = 1;
 	config_apply_defaults(c);
 	c->audit_deny = 1;	/* audit.on_failure: "deny" */
+	c->audit_only = -1;
+	/* audit.request_id_headers: ["X-Request-Id"] */
+	if ((c->audit_request_ids = calloc(2,
+	    sizeof(*c->audit_request_ids))) == NULL ||
+	    (c->audit_request_ids[0] = strdup("X-Request-Id")) == NULL)
+		goto oom;
+	c->naudit_request_ids = 1;
 	x.d = diags;
 	x.jp = &jp;
 	x.c = c;
@@ -1178,6 +1288,7 @@ config_free(struct moat_config *c)
 	config_free_refs(c->secrets, c->nsecrets);
 	free(c->secrets);
 	free(c->audit_path);
+	config_free_list(c->audit_request_ids);
 	free(c->geoip_country_db);
 	free(c->geoip_asn_db);
 	config_free_list(c->resolver_servers);

@@ -157,6 +157,8 @@ void		config_sections(struct config_ctx *x, json_t *v, size_t pos,
 
 /* config_listen.c */
 void		config_listen(struct config_ctx *x, json_t *v, size_t pos);
+void		config_audit_only(struct config_ctx *x, json_t *v, size_t pos,
+		    int *out);
 bool		config_bind(struct config_ctx *x, json_t *v, size_t pos,
 		    bool unix_only, struct moat_listen *l);
 void		config_check_addresses(struct config_ctx *x);

@@ -56,8 +56,10 @@ config_listen(struct config_ctx *x, json_t *v, size_t pos)
 		return;
 	}
 	x->c->nlisten = n;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		x->c->listen[i].mode = -1;
+		x->c->listen[i].audit_only = -1;
+	}
 	for (i = 0, ci = pos + 1; i < n; i++, ci = jsonpos_next(x->jp, ci)) {
 		old = config_push_index(x, i);
 		config_listener(x, json_array_get(v, i), ci,
@@ -68,7 +70,7 @@ config_listen(struct config_ctx *x, json_t *v, size_t pos)
 
 enum {
 	LSN_PROTO = 0, LSN_ADDRESS, LSN_MODE, LSN_SANDBOX, LSN_AUTH,
-	LSN_CONNECTIONS, LSN_CONNECT_REFUSAL, LSN__COUNT
+	LSN_CONNECTIONS, LSN_CONNECT_REFUSAL, LSN_AUDIT_ONLY, LSN__COUNT
 };
 
 static const char *const	config_refusals[] = {
@@ -122,6 +124,7 @@ config_listener(struct config_ctx *x, json_t *v, size_t pos,
 		[LSN_AUTH] = { "auth", NULL, 0 },
 		[LSN_CONNECTIONS] = { "connections", NULL, 0 },
 		[LSN_CONNECT_REFUSAL] = { "connect_refusal", NULL, 0 },
+		[LSN_AUDIT_ONLY] = { "audit_only", NULL, 0 },
 	};
 	const char		*s;
 	size_t			 n, i, old;
@@ -222,6 +225,12 @@ config_listener(struct config_ctx *x, json_t *v, size_t pos,
 		old = config_push_key(x, "connect_refusal");
 		config_listener_refusal(x, f[LSN_CONNECT_REFUSAL].v,
 		    f[LSN_CONNECT_REFUSAL].pos, proto_ok, l);
+		config_pop(x, old);
+	}
+	if (f[LSN_AUDIT_ONLY].v != NULL) {
+		old = config_push_key(x, "audit_only");
+		config_audit_only(x, f[LSN_AUDIT_ONLY].v,
+		    f[LSN_AUDIT_ONLY].pos, &l->audit_only);
 		config_pop(x, old);
 	}
 }

@@ -193,6 +193,48 @@ policy_reason_info(enum policy_reason r)
 	return &policy_reason_table[r];
 }
 
+/*
+ * Audit mode: the refusals of the rules pass (policy.h says which and
+ * why the others stay).  A switch over the codes rather than a column of
+ * the table: a reason added later stays enforced until someone says.
+ */
+bool
+policy_reason_waivable(enum policy_reason r)
+{
+	switch (r) {
+	case POLICY_R_NO_RULE:
+	case POLICY_R_DENIED_BY_RULE:
+	case POLICY_R_PORT:
+	case POLICY_R_METHOD:
+	case POLICY_R_PATH:
+	case POLICY_R_METHOD_OVERRIDE:
+	case POLICY_R_BODY_ON_GET:
+	case POLICY_R_NEEDS_INSPECTION:
+	case POLICY_R_PROTOCOL:
+	case POLICY_R_RATE:
+	case POLICY_R_DNS_DENIED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool
+policy_waive(struct policy_decision *d)
+{
+	if (d == NULL)
+		return false;
+	if (d->would_deny != POLICY_R_ALLOWED)
+		return true;
+	if (d->verdict == POLICY_ALLOW || !policy_reason_waivable(d->reason))
+		return false;
+	d->would_deny = d->reason;
+	d->verdict = POLICY_ALLOW;
+	d->reason = POLICY_R_ALLOWED;
+	d->flags = (d->flags & POLICY_F_NAMED) ? 0 : POLICY_F_WILDCARD;
+	return true;
+}
+
 struct policy *
 policy_new(void)
 {
@@ -734,6 +776,8 @@ policy_decide(const struct policy *p, const struct policy_target *t,
 	uint32_t		 vals[TRIE_MATCH_MAX] POLICY_NOINIT;
 	size_t			 len, k, i;
 	enum policy_reason	 deny;
+	uint32_t		 head;
+	bool			 exact = false;
 
 	memset(out, 0, sizeof(*out));
 	out->verdict = POLICY_DENY;
@@ -774,7 +818,9 @@ policy_decide(const struct policy *p, const struct policy_target *t,
 	if (name != NULL) {
 		len = strlen(name);
 		ev.via_exact = true;
-		policy_eval_list(p, &ev, domain_lookup(&p->exact, name, len));
+		head = domain_lookup(&p->exact, name, len);
+		exact = head != POLICY_NONE;
+		policy_eval_list(p, &ev, head);
 		ev.via_exact = false;
 		/* "*.example.com" needs one more label: skip the full name. */
 		for (s = name; (dot = strchr(s, '.')) != NULL; s = dot + 1)
@@ -827,6 +873,11 @@ policy_decide(const struct policy *p, const struct policy_target *t,
 		r = &p->rules[ev.partial];
 		out->reason = ev.partial_reason;
 	} else
+		r = NULL;
+	/* A refused name some rule spells out: not one the client chose. */
+	if (out->verdict == POLICY_DENY && exact)
+		out->flags |= POLICY_F_NAMED;
+	if (r == NULL)
 		return out->verdict;
 	out->rule = r;
 	out->rule_name = r->name;

@@ -289,6 +289,10 @@ struct policy_rule;	/* opaque; owned by the compiled policy */
 					   exactly: resolving it carries the
 					   name's bytes out (the proxy
 					   budgets these names) */
+#define POLICY_F_NAMED		0x08	/* a refusal (deny verdicts only) of
+					   a name that some rule spells out
+					   exactly: not one the client
+					   chose (see policy_waive()) */
 
 /* Where an address is, by the databases of "geoip". */
 struct policy_geo {
@@ -305,6 +309,12 @@ struct policy_decision {
 	struct policy_geo		 geo;	/* of the target's address, when
 						   one was given and "geoip"
 						   is set */
+	enum policy_reason		 would_deny; /* audit mode: the refusal
+						   policy_waive() let
+						   through (verdict allow,
+						   rule the one that would
+						   refuse); POLICY_R_ALLOWED:
+						   none */
 };
 
 /* What is known of a target when a decision is asked for. */
@@ -397,6 +407,40 @@ struct policy;	/* compiled, immutable policy; part of struct moat_config */
 enum policy_verdict	policy_decide(const struct policy *p,
 			    const struct policy_target *t,
 			    struct policy_decision *out);
+
+/*
+ * Audit mode ("audit_only": true at the top level of a config, on a
+ * listener, or in a registered sandbox's config): a refusal the rules
+ * make goes through and is audited as allowed with "would_deny": REASON
+ * and the rule that would refuse, so that a policy can be rolled out
+ * without breaking what already runs.  What protects against
+ * exfiltration and reaching inside stays enforced in every mode.
+ *
+ * policy_reason_waivable(): whether r is a refusal of the rules, which
+ * audit mode lets through: no-rule, denied-by-rule (GeoIP deny rules
+ * too), port, method, path (the git preset's refusals too),
+ * method-override, body-on-get, needs-inspection (without a CA, or with
+ * "intercept": false: the tunnel goes through unread), protocol, rate
+ * (a rule's "rate"; the DNS listener's own rate per sandbox is not the
+ * policy's and stays) and dns-denied.  Never: metadata and
+ * private-address (the built-in deny sets), secret-leak, secret-unsafe,
+ * needs-tls, dns-budget, sni-mismatch, bad-request, limit, auth,
+ * audit-unavailable, sandbox-refused, and moatd's own failures.
+ */
+bool	policy_reason_waivable(enum policy_reason r);
+/*
+ * In audit mode, after a decision: if d is a refusal for a reason
+ * policy_reason_waivable() names, it becomes a would-deny: verdict
+ * allow, reason allowed, would_deny the reason, rule and rule_name kept
+ * (the rule that would refuse, or NULL), flags POLICY_F_WILDCARD alone,
+ * or none when the refusal was POLICY_F_NAMED (a would-denied tunnel is
+ * not inspected, and a name that no rule spells out is one the client
+ * chose: the proxy budgets its resolution as a name under a
+ * wildcard's).  A would-deny keeps its first reason.
+ * Returns true if d is now (or already was) a would-deny, false for an
+ * allow or a refusal that stays (d unchanged).  d NULL: false.
+ */
+bool	policy_waive(struct policy_decision *d);
 
 /*
  * The built-in deny sets alone, step 1 of policy_decide(): the reason
@@ -492,6 +536,8 @@ struct moat_listen {
 						   limits.sandbox_connections;
 						   0: not given */
 	enum moat_connect_refusal connect_refusal; /* "connect_refusal" */
+	int			 audit_only;	/* "audit_only": 1 or 0; -1: not
+						   given (the top level's) */
 	int			 line, column;	/* of this listener in the config */
 	int			 refusal_line, refusal_column; /* of its
 						   "connect_refusal", if given */
@@ -512,6 +558,8 @@ struct moat_timeouts {
 };
 
 #define MOAT_CONNECTIONS_DEFAULT	10000	/* limits.connections */
+#define MOAT_REQUEST_IDS_MAX		8	/* audit.request_id_headers */
+#define MOAT_REQUEST_ID_NAME_MAX	64	/* ... a field name, bytes */
 
 /* Size and count limits.  Defaults in policy/config.c. */
 struct moat_limits {
@@ -571,6 +619,16 @@ struct moat_config {
 						 * the default) or "drop" */
 	bool			 audit_chain;	/* audit.hash_chain: lines carry
 						 * a SHA-256 chain */
+	char			**audit_request_ids; /* audit.request_id_headers:
+						 * the request fields copied
+						 * into audit lines, as
+						 * written, NULL-terminated;
+						 * NULL: none */
+	size_t			 naudit_request_ids;
+	int			 audit_only;	/* "audit_only": 1 or 0; -1: not
+						 * given (enforce; a
+						 * registered sandbox: the
+						 * daemon's) */
 	char			**resolver_servers; /* "HOST:PORT" strings, NULL-terminated, or NULL: system */
 	unsigned		 resolver_tries;
 	struct moat_tls		 tls;

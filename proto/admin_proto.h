@@ -33,7 +33,9 @@
  *     CONFIG: a moat.json object holding only "policy" (and, with TLS
  *       interception, "secrets"; and "limits": {"sandbox_connections":
  *       N}, the sandbox's open connections at most, capped by moatd's
- *       own limits.sandbox_connections); validated like moatd's own
+ *       own limits.sandbox_connections; and "audit_only": BOOL, the
+ *       sandbox's decisions in audit mode or not, instead of the
+ *       daemon's top-level "audit_only"); validated like moatd's own
  *       config, errors reported as "sandbox NAME:LINE:COLUMN: message".
  *     PROTO: "http", "socks5", "http+socks5", "transparent", "dns-udp",
  *       "dns-tcp"; I indexes the descriptors of this message; each is a
@@ -90,8 +92,9 @@
  *     connection (between answers, never inside one):
  *       {"audit": RECORD}  one audit line of sandbox NAME, the object
  *         moatd writes to its audit log (secrets redacted: never a
- *         value); only its refusals ("verdict": "deny"), or with "all"
- *         (default false) every line of it.
+ *         value); only its refusals ("verdict": "deny") and
+ *         would-denies ("would_deny": REASON, audit mode), or with
+ *         "all" (default false) every line of it.
  *       {"dropped": N}  N lines (N > 0) this client did not read fast
  *         enough: moatd holds at most 256 KiB of lines per watch plus
  *         256 KiB framed for the connection, drops the rest and counts

@@ -724,9 +724,10 @@ admin_geoip(json_t *doc, const struct moat_config *cfg)
 
 /*
  * Builds a config from the client's "config" object (only "policy",
- * "secrets" and "limits.sandbox_connections" belong to a sandbox: the
- * rest is the daemon's) and validates it exactly like moatd's own.  Its
- * connection limit only ever lowers the daemon's (worker.c).
+ * "secrets", "limits.sandbox_connections" and "audit_only" belong to a
+ * sandbox: the rest is the daemon's) and validates it exactly like
+ * moatd's own.  Its connection limit only ever lowers the daemon's
+ * (worker.c).
  */
 static struct moat_config *
 admin_config(struct admin_conn *ac, const char *name, json_t *cfg)
@@ -744,10 +745,12 @@ admin_config(struct admin_conn *ac, const char *name, json_t *cfg)
 	}
 	json_object_foreach(cfg, key, v) {
 		if (strcmp(key, "policy") != 0 && strcmp(key, "secrets") != 0 &&
-		    strcmp(key, "limits") != 0) {
+		    strcmp(key, "limits") != 0 &&
+		    strcmp(key, "audit_only") != 0) {
 			admin_fail(ac, "config key \"%.32s\" cannot be set per "
-			    "sandbox (only \"policy\", \"secrets\" and "
-			    "\"limits\": {\"sandbox_connections\": N})", key);
+			    "sandbox (only \"policy\", \"secrets\", "
+			    "\"audit_only\" and \"limits\": "
+			    "{\"sandbox_connections\": N})", key);
 			return NULL;
 		}
 	}

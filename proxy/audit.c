@@ -30,7 +30,8 @@
 #include "proxy/watch.h"
 
 #define AUDIT_LINE_STACK_BYTES	2048
-#define AUDIT_LINE_MAX_BYTES	16384	/* longest line (detail, path cut before) */
+#define AUDIT_LINE_MAX_BYTES	24576	/* longest line (detail, path, request
+					   ids cut before, each byte escaped) */
 #define AUDIT_BATCH_US		20000	/* lines gather this long before a write */
 #define AUDIT_FLUSH_BYTES	(256u << 10) /* ... unless this much is queued */
 
@@ -778,9 +779,13 @@ jw_ts(struct jw *w)
  * placeholder in them written "[secret:NAME]" (before the path is cut, so
  * that no piece of a value survives the cut).  f[i] is what to write;
  * own[i] what to free.  A field that could not be redacted (memory)
- * is written "[redacted]".
+ * is written "[redacted]".  f[AUDIT_F_IDS + k] is request id k.
  */
-#define AUDIT_CLIENT_FIELDS	4
+enum {
+	AUDIT_F_HOST = 0, AUDIT_F_METHOD, AUDIT_F_PATH, AUDIT_F_DETAIL,
+	AUDIT_F_TRACEPARENT, AUDIT_F_IDS
+};
+#define AUDIT_CLIENT_FIELDS	(AUDIT_F_IDS + MOAT_REQUEST_IDS_MAX)
 
 static void
 audit_redact(const struct audit_rec *r, const char *f[AUDIT_CLIENT_FIELDS],
@@ -788,10 +793,14 @@ audit_redact(const struct audit_rec *r, const char *f[AUDIT_CLIENT_FIELDS],
 {
 	size_t	i;
 
-	f[0] = r->host;
-	f[1] = r->method;
-	f[2] = r->path;
-	f[3] = r->detail;
+	f[AUDIT_F_HOST] = r->host;
+	f[AUDIT_F_METHOD] = r->method;
+	f[AUDIT_F_PATH] = r->path;
+	f[AUDIT_F_DETAIL] = r->detail;
+	f[AUDIT_F_TRACEPARENT] = r->traceparent;
+	for (i = 0; i < MOAT_REQUEST_IDS_MAX; i++)
+		f[AUDIT_F_IDS + i] = i < r->nrequest_ids ?
+		    r->request_id_values[i] : NULL;
 	for (i = 0; i < AUDIT_CLIENT_FIELDS; i++) {
 		own[i] = NULL;
 		if (f[i] == NULL)
@@ -830,7 +839,7 @@ audit_format(const struct audit_rec *r, char *buf, size_t cap)
 	jw_kstr(&w, "sandbox", r->sandbox);
 	jw_kstr(&w, "proto", r->proto);
 	jw_kstr(&w, "client", r->client);
-	jw_kstr(&w, "host", f[0]);
+	jw_kstr(&w, "host", f[AUDIT_F_HOST]);
 	jw_kint(&w, "port", r->port);
 	jw_kstr(&w, "sni", r->sni);
 	jw_key(&w, "ip");
@@ -847,15 +856,17 @@ audit_format(const struct audit_rec *r, char *buf, size_t cap)
 		jw_str(&w, r->rule);
 	else
 		JW_LIT(&w, "null");
-	jw_kstr(&w, "method", f[1]);
-	if (f[2] != NULL) {
-		if (strlen(f[2]) > AUDIT_PATH_MAX_BYTES) {
-			memcpy(path, f[2], AUDIT_PATH_MAX_BYTES);
+	if (r->would_deny != POLICY_R_ALLOWED)
+		jw_kstr(&w, "would_deny", policy_reason_str(r->would_deny));
+	jw_kstr(&w, "method", f[AUDIT_F_METHOD]);
+	if (f[AUDIT_F_PATH] != NULL) {
+		if (strlen(f[AUDIT_F_PATH]) > AUDIT_PATH_MAX_BYTES) {
+			memcpy(path, f[AUDIT_F_PATH], AUDIT_PATH_MAX_BYTES);
 			memcpy(path + AUDIT_PATH_MAX_BYTES, "...",
 			    sizeof("..."));
 			jw_kstr(&w, "path", path);
 		} else
-			jw_kstr(&w, "path", f[2]);
+			jw_kstr(&w, "path", f[AUDIT_F_PATH]);
 	}
 	if (r->status > 0)
 		jw_kint(&w, "status", r->status);
@@ -876,7 +887,22 @@ audit_format(const struct audit_rec *r, char *buf, size_t cap)
 	jw_kstr(&w, "answer", r->answer);
 	jw_kstr(&w, "end", r->end);
 	jw_kint(&w, "refused", r->refused);
-	jw_kstr(&w, "detail", f[3]);
+	jw_kstr(&w, "traceparent", f[AUDIT_F_TRACEPARENT]);
+	if (r->nrequest_ids > 0) {
+		jw_key(&w, "request_id");
+		JW_LIT(&w, "{");
+		for (i = 0; i < r->nrequest_ids && i < MOAT_REQUEST_IDS_MAX;
+		    i++) {
+			if (i > 0)
+				JW_LIT(&w, ",");
+			jw_str(&w, r->request_id_names[i]);
+			JW_LIT(&w, ":");
+			jw_str(&w, f[AUDIT_F_IDS + i]);
+		}
+		JW_LIT(&w, "}");
+	}
+	jw_kstr(&w, "moat_request_id", r->moat_request_id);
+	jw_kstr(&w, "detail", f[AUDIT_F_DETAIL]);
 	JW_LIT(&w, "}\n");
 	for (i = 0; i < AUDIT_CLIENT_FIELDS; i++)
 		free(own[i]);
@@ -908,7 +934,8 @@ audit_emit(const struct audit_rec *r)
 			goto drop;
 	}
 	/* The sandbox's watchers (moat run, moat attach): the same line. */
-	watch_feed(r->sandbox, r->verdict == POLICY_DENY, line, n);
+	watch_feed(r->sandbox, r->verdict == POLICY_DENY ||
+	    r->would_deny != POLICY_R_ALLOWED, line, n);
 
 	pthread_mutex_lock(&A.mu);
 	if (A.qlen + n > AUDIT_QUEUE_MAX_BYTES) {

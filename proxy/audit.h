@@ -11,9 +11,11 @@
  * Fields (DESIGN.md): ts, sandbox, proto, host, port, ip, verdict, reason,
  * rule, and where known method, path, status, bytes_up, bytes_down,
  * duration_ms, injected (secret NAMES only).  moat adds event, id (the
- * connection), client, detail and end.  No secret value ever reaches a
+ * connection), client, detail and end; would_deny (audit mode);
+ * traceparent, request_id and moat_request_id (trace correlation).  No secret value ever reaches a
  * record: callers pass names only, and the fields that repeat what the
- * client sent are redacted with the sandbox's scanner (redact).
+ * client sent (host, method, path, detail, traceparent, the request
+ * ids) are redacted with the sandbox's scanner (redact).
  */
 #ifndef MOAT_AUDIT_H
 #define MOAT_AUDIT_H
@@ -44,6 +46,9 @@ struct audit_rec {
 	enum policy_verdict	 verdict;
 	enum policy_reason	 reason;
 	const char		*rule;		/* NULL: no rule */
+	enum policy_reason	 would_deny;	/* audit mode: the refusal let
+						   through (verdict allow);
+						   POLICY_R_ALLOWED: absent */
 	const char		*method;	/* NULL: absent */
 	const char		*path;
 	int			 status;	/* HTTP status, 0: absent */
@@ -58,6 +63,14 @@ struct audit_rec {
 	int64_t			 refused;	/* "connection" events: how many
 						   connections the line stands
 						   for; -1: absent */
+	/* Trace correlation (trace.h): the request's traceparent (valid,
+	 * or "invalid"), its request ids (names as configured, values as
+	 * sent, cut), the id of moatd's own reply; NULL or 0: absent. */
+	const char		*traceparent;
+	const char *const	*request_id_names;
+	const char *const	*request_id_values;
+	size_t			 nrequest_ids;	/* at most MOAT_REQUEST_IDS_MAX */
+	const char		*moat_request_id;
 	/*
 	 * The sandbox's secrets scanner, or NULL: the fields that repeat
 	 * what the client sent (host, method, path, detail) show

@@ -287,12 +287,41 @@ conn_policy(const struct conn *c)
 	return sandbox_policy(c->sb, c->cfg);
 }
 
+bool
+conn_audit_only(const struct conn *c)
+{
+	return listener_audit_only(c->l, c->sb, c->cfg);
+}
+
+enum policy_verdict
+conn_decide(const struct conn *c, const struct policy_target *t,
+    struct policy_decision *d)
+{
+	if (policy_decide(conn_policy(c), t, d) == POLICY_DENY &&
+	    policy_reason_waivable(d->reason) && conn_audit_only(c))
+		(void)policy_waive(d);
+	return d->verdict;
+}
+
+bool
+conn_waive(struct conn *c, enum policy_reason reason)
+{
+	if (!policy_reason_waivable(reason) || !conn_audit_only(c))
+		return false;
+	if (c->dec.would_deny == POLICY_R_ALLOWED)
+		c->dec.would_deny = reason;
+	return true;
+}
+
 void
 conn_inject_req(const struct conn *c, struct inject_req *rq)
 {
 	memset(rq, 0, sizeof(*rq));
 	rq->policy = conn_policy(c);
-	rq->rule = c->dec.rule;
+	/* A would-deny of audit mode: no rule allowed it, and no secret
+	 * goes into it. */
+	rq->bare = c->dec.would_deny != POLICY_R_ALLOWED;
+	rq->rule = rq->bare ? NULL : c->dec.rule;
 	rq->method = c->http.req.method;
 	rq->path = c->http.req.path;
 	rq->tls = c->tun.tls_client;
@@ -371,6 +400,7 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 	struct audit_rec	r;
 	struct policy_geo	g;
 	struct secrets_view	sv;
+	struct trace_fields	tf;
 
 	audit_rec_init(&r);
 	r.event = event;
@@ -389,6 +419,8 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 	r.verdict = v;
 	r.reason = reason;
 	r.rule = c->dec.rule_name;
+	if (v == POLICY_ALLOW)
+		r.would_deny = c->dec.would_deny;
 	if (c->kind == CONN_KIND_HTTP && c->http.req.method != NULL) {
 		r.method = c->http.req.method;
 		r.path = c->http.req.path;
@@ -402,6 +434,20 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 		r.duration_ms = (int64_t)(util_now_ms() - c->t_start);
 	}
 	r.detail = detail;
+	/* A request head moatd read (forward, CONNECT, inside a tunnel):
+	 * the agent's own trace, and moatd's reply's id. */
+	if ((c->kind == CONN_KIND_HTTP || c->kind == CONN_KIND_CONNECT) &&
+	    c->http.req.method != NULL) {
+		trace_fields(c->http.req.headers, c->http.req.nheaders,
+		    c->cfg->audit_request_ids, c->cfg->naudit_request_ids,
+		    &tf);
+		r.traceparent = tf.traceparent;
+		r.request_id_names = tf.names;
+		r.request_id_values = tf.values;
+		r.nrequest_ids = tf.n;
+	}
+	if (c->http.moat_id[0] != '\0')
+		r.moat_request_id = c->http.moat_id;
 	secrets_audit_redact(c->sb, c->w->secrets, &sv, &r);
 	audit_emit(&r);
 	secrets_view_done(&sv);
@@ -443,6 +489,7 @@ void
 conn_route(struct conn *c)
 {
 	struct policy_target	t;
+	struct policy_decision	named = c->dec;
 	struct resolver_result	res;
 	char			budget[192];
 	int			rc;
@@ -465,10 +512,15 @@ conn_route(struct conn *c)
 		    AUDIT_UNAVAILABLE_DETAIL);
 		return;
 	}
-	if (policy_decide(conn_policy(c), &t, &c->dec) == POLICY_DENY) {
+	if (conn_decide(c, &t, &c->dec) == POLICY_DENY) {
 		conn_fail(c, 0, c->dec.reason, NULL);
 		return;
 	}
+	/* Audit mode: a name judged before (in a tunnel to an address)
+	 * that the policy would refuse stays a would-deny. */
+	if (named.would_deny != POLICY_R_ALLOWED &&
+	    c->dec.would_deny == POLICY_R_ALLOWED)
+		c->dec = named;
 	/* Before it is resolved: the name must not carry a secret out. */
 	if (conn_name_leaks(c))
 		return;
@@ -520,8 +572,9 @@ static void
 conn_resolved(struct conn *c, const struct resolver_result *res)
 {
 	struct policy_target	t;
-	struct policy_decision	d, first_deny, first_allow;
-	size_t			i;
+	struct policy_decision	d, first_deny, first_allow, first_would;
+	struct policy_addr	would[RESOLVER_MAX_ADDRS];
+	size_t			i, nwould = 0;
 	bool			denied = false;
 
 	conn_set_deadline(c, 0);
@@ -531,15 +584,22 @@ conn_resolved(struct conn *c, const struct resolver_result *res)
 	}
 	memset(&first_deny, 0, sizeof(first_deny));
 	memset(&first_allow, 0, sizeof(first_allow));
+	memset(&first_would, 0, sizeof(first_would));
 	memset(&t, 0, sizeof(t));
 	t.name = c->target.name;
 	t.port = c->port;
 	if (c->ops->target != NULL)
 		c->ops->target(c, &t);
 	c->naddrs = 0;
-	for (i = 0; i < res->naddrs; i++) {
+	for (i = 0; i < res->naddrs && i < RESOLVER_MAX_ADDRS; i++) {
 		t.addr = &res->addrs[i];
-		if (policy_decide(conn_policy(c), &t, &d) == POLICY_ALLOW) {
+		if (conn_decide(c, &t, &d) == POLICY_ALLOW &&
+		    d.would_deny != POLICY_R_ALLOWED) {
+			/* Audit mode: dialled only if no address passes. */
+			if (nwould == 0)
+				first_would = d;
+			would[nwould++] = res->addrs[i];
+		} else if (d.verdict == POLICY_ALLOW) {
 			if (c->naddrs == 0)
 				first_allow = d;
 			c->addrs[c->naddrs++] = res->addrs[i];
@@ -549,6 +609,11 @@ conn_resolved(struct conn *c, const struct resolver_result *res)
 			policy_addr_format(&res->addrs[i], c->ip, sizeof(c->ip));
 		}
 	}
+	if (c->naddrs == 0 && nwould > 0) {
+		memcpy(c->addrs, would, nwould * sizeof(would[0]));
+		c->naddrs = nwould;
+		first_allow = first_would;
+	}
 	if (c->naddrs == 0) {
 		/* Every address was refused: say why for the first one. */
 		c->dec = first_deny;
@@ -557,6 +622,9 @@ conn_resolved(struct conn *c, const struct resolver_result *res)
 		return;
 	}
 	c->ip[0] = '\0';
+	/* A would-deny of the name (or of its rule's checks) stays one. */
+	if (first_allow.would_deny == POLICY_R_ALLOWED)
+		first_allow.would_deny = c->dec.would_deny;
 	c->dec = first_allow;
 	conn_connect(c);
 }
@@ -582,6 +650,9 @@ conn_hold_input(struct conn *c)
 int
 conn_rate_ok(struct conn *c)
 {
+	/* A would-deny was allowed by no rule: no rule's bucket pays. */
+	if (c->dec.would_deny != POLICY_R_ALLOWED)
+		return 1;
 	return sandbox_rate_take(c->sb, conn_policy(c), c->dec.rule);
 }
 
@@ -596,6 +667,11 @@ conn_inspection_refused(struct conn *c)
 	if (!conn_is_tunnel(c) || !(c->dec.flags & POLICY_F_INSPECT) ||
 	    intercept_possible(c))
 		return false;
+	if (conn_waive(c, POLICY_R_NEEDS_INSPECTION)) {
+		/* Audit mode: the tunnel goes through unread. */
+		c->dec.flags &= ~(unsigned)POLICY_F_INSPECT;
+		return false;
+	}
 	conn_fail(c, 0, POLICY_R_NEEDS_INSPECTION, intercept_refusal(c));
 	return true;
 }
@@ -606,7 +682,7 @@ conn_connect(struct conn *c)
 {
 	if (conn_inspection_refused(c))
 		return;
-	if (!conn_rate_ok(c)) {
+	if (!conn_rate_ok(c) && !conn_waive(c, POLICY_R_RATE)) {
 		conn_fail(c, 0, POLICY_R_RATE, "the rule's \"rate\" is used "
 		    "up for now");
 		return;

@@ -25,6 +25,7 @@
 #include "policy/policy.h"
 #include "proxy/http_parse.h"
 #include "proxy/resolver.h"
+#include "proxy/trace.h"
 
 struct event;
 struct io;
@@ -126,6 +127,10 @@ struct http_state {
 	bool			 xfer_ticking;	/* the body clock runs */
 	/* Secrets of the current request (inject.c), or NULL. */
 	struct inject		*inj;
+	/* The id of moatd's own reply being written (X-Moat-Request-Id,
+	 * its audit line), "" otherwise; how many replies it wrote. */
+	char			 moat_id[TRACE_MOAT_ID_MAX];
+	unsigned		 nreplies;
 };
 
 /* A tunnel (CONNECT, SOCKS5, transparent): its guard and inspection. */
@@ -350,6 +355,22 @@ const char *conn_proto(const struct conn *c);
 void	conn_to_tunnel(struct conn *c);
 /* The policy c is judged by: its sandbox's, or the daemon config's. */
 const struct policy *conn_policy(const struct conn *c);
+/* Whether c's decisions are made in audit mode (listener_audit_only()). */
+bool	conn_audit_only(const struct conn *c);
+/*
+ * policy_decide() on t by c's policy; in audit mode a refusal of the
+ * rules becomes a would-deny (policy_waive()).  Returns d->verdict.
+ */
+enum policy_verdict conn_decide(const struct conn *c,
+	    const struct policy_target *t, struct policy_decision *d);
+/*
+ * A refusal for reason after c->dec allowed (a rule's rate, the git
+ * preset, "protocols", needs-inspection): in audit mode, if
+ * policy_reason_waivable(reason), c->dec becomes a would-deny of it (one
+ * that already is keeps its first reason) and true says go on; false:
+ * refuse.
+ */
+bool	conn_waive(struct conn *c, enum policy_reason reason);
 /* Describes c's current request for inject_precheck()/inject_begin(). */
 void	conn_inject_req(const struct conn *c, struct inject_req *rq);
 /*

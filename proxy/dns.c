@@ -48,6 +48,13 @@ struct dns_pending {
 	socklen_t			 peerlen;
 	struct conn			*c;		/* TCP client, or NULL */
 	struct moat_config		*cfg;		/* a reference */
+	bool				 audit_only;	/* decisions in audit mode */
+	enum policy_reason		 would;		/* audit mode: the reason
+							   the policy would
+							   refuse it for */
+	const char			*would_rule;	/* the rule that
+							   decided (borrowed
+							   from cfg) */
 	struct resolver_query		*rq;
 	uint64_t			 id;
 	char				 client[64];
@@ -135,6 +142,8 @@ dns_pending_new(struct worker *w, struct sandbox *sb, struct listener *l,
 	p->fd = fd;
 	p->c = c;
 	p->cfg = policy_config_ref(w->cfg);
+	p->audit_only = listener_audit_only(l != NULL ? l : c != NULL ? c->l :
+	    NULL, sb, p->cfg);
 	p->id = atomic_fetch_add(&worker_next_id, 1) + 1;
 	if (peer != NULL && peerlen <= sizeof(p->peer)) {
 		memcpy(&p->peer, peer, peerlen);
@@ -282,8 +291,10 @@ dns_query_in(struct dns_pending *p, const uint8_t *msg, size_t len)
 	memset(&t, 0, sizeof(t));
 	t.name = host.name;
 	t.port = 0;		/* any port: see policy_decide() */
+	/* Audit mode: a name only the rules refuse is answered (budgeted
+	 * below as a name under a wildcard), its addresses judged. */
 	if (policy_decide(sandbox_policy(p->sb, p->cfg), &t, &d) ==
-	    POLICY_DENY) {
+	    POLICY_DENY && (!p->audit_only || !policy_waive(&d))) {
 		/* Never resolved: nothing of the name leaves moatd. */
 		dns_error(p, DNS_RCODE_NXDOMAIN);
 		dns_audit(p, POLICY_DENY, POLICY_R_DNS_DENIED, d.rule_name,
@@ -291,6 +302,8 @@ dns_query_in(struct dns_pending *p, const uint8_t *msg, size_t len)
 		dns_pending_free(p);
 		return;
 	}
+	p->would = d.would_deny;
+	p->would_rule = d.rule_name;
 	if (dns_name_leaks(p, host.name, d.rule_name))
 		return;
 	if (q->qtype != DNS_TYPE_A && q->qtype != DNS_TYPE_AAAA &&
@@ -344,11 +357,12 @@ dns_resolved(struct dns_pending *p, const struct resolver_result *res)
 	struct dns_query	*q = &p->q;
 	struct policy_host	 host;
 	struct policy_target	 t;
-	struct policy_decision	 d, first_deny, first_allow;
+	struct policy_decision	 d, first_deny, first_allow, first_would;
 	struct policy_addr	 keep[RESOLVER_MAX_ADDRS];
 	uint8_t			 out[DNS_REPLY_MAX_BYTES];
 	char			 answer[RESOLVER_MAX_ADDRS * 48], a[64];
-	size_t			 i, nkeep = 0, o = 0, nall = 0;
+	char			 pass[RESOLVER_MAX_ADDRS];
+	size_t			 i, nkeep = 0, o = 0, nall = 0, nwould = 0;
 	uint32_t		 ttl;
 	int			 n;
 	bool			 denied = false;
@@ -373,17 +387,31 @@ dns_resolved(struct dns_pending *p, const struct resolver_result *res)
 	if (ttl == 0)
 		ttl = 1;
 	answer[0] = '\0';
-	for (i = 0; i < res->naddrs; i++) {
+	memset(&first_would, 0, sizeof(first_would));
+	/* Audit mode: the addresses only the rules refuse are handed out
+	 * when none passes (each built-in deny set's stays refused). */
+	for (i = 0; i < res->naddrs && i < RESOLVER_MAX_ADDRS; i++) {
 		t.addr = &res->addrs[i];
-		if (policy_decide(sandbox_policy(p->sb, p->cfg), &t, &d) !=
-		    POLICY_ALLOW) {
-			if (!denied)
-				first_deny = d;
+		pass[i] = policy_decide(sandbox_policy(p->sb, p->cfg), &t,
+		    &d) == POLICY_ALLOW;
+		if (!pass[i] && p->audit_only && policy_waive(&d)) {
+			if (nwould++ == 0)
+				first_would = d;
+			pass[i] = 2;
+		} else if (!pass[i] && !denied) {
+			first_deny = d;
 			denied = true;
-			continue;
-		}
-		if (nall++ == 0)
+		} else if (pass[i] && nall++ == 0)
 			first_allow = d;
+	}
+	if (nall == 0 && nwould > 0) {
+		nall = nwould;
+		first_allow = first_would;
+	}
+	for (i = 0; i < res->naddrs && i < RESOLVER_MAX_ADDRS; i++) {
+		if (pass[i] == 0 || (pass[i] == 2 && first_allow.would_deny ==
+		    POLICY_R_ALLOWED))
+			continue;
 		sandbox_attr_add(p->sb, &res->addrs[i], host.name, ttl);
 		if ((q->qtype == DNS_TYPE_A &&
 		    res->addrs[i].family != AF_INET) ||
@@ -410,7 +438,12 @@ dns_resolved(struct dns_pending *p, const struct resolver_result *res)
 	n = dns_build_answer(q, keep, nkeep, ttl, out, sizeof(out));
 	if (n > 0)
 		dns_reply(p, out, (size_t)n);
-	dns_audit(p, POLICY_ALLOW, POLICY_R_ALLOWED, first_allow.rule_name,
+	/* The name's would-deny, or else the addresses'. */
+	if (p->would == POLICY_R_ALLOWED) {
+		p->would = first_allow.would_deny;
+		p->would_rule = first_allow.rule_name;
+	}
+	dns_audit(p, POLICY_ALLOW, POLICY_R_ALLOWED, p->would_rule,
 	    nkeep ? answer : NULL, nkeep ? NULL :
 	    "no address of this family (NODATA)");
 	dns_pending_free(p);
@@ -510,6 +543,13 @@ dns_audit(struct dns_pending *p, enum policy_verdict v,
 	    sizeof(qt)) : NULL;
 	r.answer = answer;
 	r.detail = detail;
+	/* A would-deny is written as the refusal would have been:
+	 * dns-denied, the policy's reason in detail. */
+	if (v == POLICY_ALLOW && p->would != POLICY_R_ALLOWED) {
+		r.would_deny = POLICY_R_DNS_DENIED;
+		if (detail == NULL)
+			r.detail = policy_reason_str(p->would);
+	}
 	secrets_audit_redact(p->sb, p->w->secrets, &sv, &r);
 	audit_emit(&r);
 	secrets_view_done(&sv);

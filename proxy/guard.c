@@ -170,6 +170,10 @@ guard_check(struct conn *c)
 			guard_refuse(c, POLICY_R_BAD_REQUEST, cli.err);
 			return;
 		}
+		if (conn_waive(c, POLICY_R_PROTOCOL)) {
+			guard_pass(c);	/* audit mode */
+			return;
+		}
 		snprintf(e, sizeof(e), "the tunnel carries %s; rule %s allows "
 		    "only %s", peek_proto_name(seen), c->dec.rule_name ?
 		    c->dec.rule_name : "-", policy_protocols_format(allowed,
@@ -242,6 +246,8 @@ guard_sni(struct conn *c, const struct tls_client_hello *h)
 	if (intercept_name_denied(c, sni.name, NULL, NULL, &d) == 0)
 		return 0;
 	c->dec = d;
+	if (conn_audit_only(c) && policy_waive(&c->dec))
+		return 0;
 	snprintf(e, sizeof(e), "the TLS server name %s is denied, though the "
 	    "tunnel's address %s is allowed", sni.name, c->host);
 	guard_refuse(c, d.reason, e);

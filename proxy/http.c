@@ -308,7 +308,8 @@ http_handle_request(struct conn *c)
 		return;
 	}
 	if (c->kind == CONN_KIND_HTTP && c->uio != NULL) {
-		struct policy_target t;
+		struct policy_target	t;
+		struct policy_decision	named = c->dec;	/* http_tunnel_name's */
 
 		memset(&t, 0, sizeof(t));
 		t.name = c->target.kind == POLICY_HOST_NAME ?
@@ -320,9 +321,14 @@ http_handle_request(struct conn *c)
 		    util_now_ms() - c->http.up_idle_since <
 		    c->cfg->timeouts.idle_upstream_ms &&
 		    strcmp(c->host, c->http.up_host) == 0 &&
-		    policy_decide(conn_policy(c), &t, &c->dec) == POLICY_ALLOW) {
+		    conn_decide(c, &t, &c->dec) == POLICY_ALLOW) {
+			/* A name the policy would refuse in a tunnel to an
+			 * allowed address stays a would-deny. */
+			if (named.would_deny != POLICY_R_ALLOWED &&
+			    c->dec.would_deny == POLICY_R_ALLOWED)
+				c->dec = named;
 			memcpy(c->ip, c->http.up_ip, sizeof(c->ip));
-			if (!conn_rate_ok(c)) {
+			if (!conn_rate_ok(c) && !conn_waive(c, POLICY_R_RATE)) {
 				http_denied(c, POLICY_R_RATE, "the rule's "
 				    "\"rate\" is used up for now");
 				return;
@@ -506,6 +512,8 @@ http_tunnel_name(struct conn *c, const char *name)
 	    &d) == 0)
 		return 0;
 	c->dec = d;
+	if (conn_audit_only(c) && policy_waive(&c->dec))
+		return 0;
 	snprintf(detail, sizeof(detail), "the request names %s, which the "
 	    "policy denies, though the tunnel's address is allowed", name);
 	http_denied(c, d.reason, detail);
@@ -717,9 +725,16 @@ http_leak(struct conn *c)
 		http_denied(c, POLICY_R_SECRET_UNSAFE, d);
 		return;
 	}
-	snprintf(d, sizeof(d), "the request carries the secret %s (its value "
-	    "or the sandbox's placeholder), which is not bound to this host",
-	    inject_leak_name(c->http.inj));
+	if (c->dec.would_deny != POLICY_R_ALLOWED)
+		snprintf(d, sizeof(d), "the request carries the secret %s (its "
+		    "value or the sandbox's placeholder); in audit mode a "
+		    "request the policy would refuse (%s) goes out only "
+		    "without secrets", inject_leak_name(c->http.inj),
+		    policy_reason_str(c->dec.would_deny));
+	else
+		snprintf(d, sizeof(d), "the request carries the secret %s (its "
+		    "value or the sandbox's placeholder), which is not bound "
+		    "to this host", inject_leak_name(c->http.inj));
 	metrics_secret_leak(inject_leak_name(c->http.inj));
 	log_info("conn=%llu secret-leak: %s to %s:%u refused",
 	    (unsigned long long)c->id, inject_leak_name(c->http.inj),
@@ -742,7 +757,12 @@ http_send_request(struct conn *c)
 	inject_end(c->http.inj);
 	conn_inject_req(c, &rq);
 	if ((c->http.inj = inject_begin(&rq, &why, &detail)) == NULL &&
-	    why != POLICY_R_ALLOWED) {
+	    why != POLICY_R_ALLOWED && !rq.bare && conn_waive(c, why)) {
+		/* Audit mode: the git preset's refusal goes through, bare. */
+		conn_inject_req(c, &rq);
+		c->http.inj = inject_begin(&rq, &why, &detail);
+	}
+	if (c->http.inj == NULL && why != POLICY_R_ALLOWED) {
 		http_denied(c, why, detail);
 		return;
 	}
@@ -1544,14 +1564,16 @@ http_judged(struct conn *c)
 	if (c->kind != CONN_KIND_HTTP)
 		return 0;
 	if (!c->tun.inspected && (protos & ~POLICY_PROTO_HTTP) != 0 &&
-	    (protos & POLICY_PROTO_HTTP) == 0) {
+	    (protos & POLICY_PROTO_HTTP) == 0 &&
+	    !conn_waive(c, POLICY_R_PROTOCOL)) {
 		/* A forward request is http: the rule must list it. */
 		http_denied(c, POLICY_R_PROTOCOL, "the rule's \"protocols\" "
 		    "does not list http");
 		return -1;
 	}
 	conn_inject_req(c, &rq);
-	if (inject_precheck(&rq, &why, &detail) == -1) {
+	if (inject_precheck(&rq, &why, &detail) == -1 &&
+	    !conn_waive(c, why)) {
 		http_denied(c, why, detail);
 		return -1;
 	}

@@ -11,9 +11,14 @@
  */
 #include "config.h"
 
+#include <sys/random.h>
+
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 
@@ -21,9 +26,37 @@
 #include "proxy/conn.h"
 #include "proxy/io.h"
 #include "proxy/log.h"
+#include "proxy/trace.h"
 
 static void	http_reply(struct conn *c, int code, enum policy_reason reason,
 		    const char *detail, int keep_alive);
+
+/* The per-start prefix of X-Moat-Request-Id (trace.h). */
+static pthread_once_t	http_id_once = PTHREAD_ONCE_INIT;
+static uint64_t		http_id_prefix;
+
+static void
+http_id_init(void)
+{
+	struct timespec	ts;
+
+	if (getrandom(&http_id_prefix, sizeof(http_id_prefix), 0) ==
+	    (ssize_t)sizeof(http_id_prefix))
+		return;
+	/* No entropy to be had: still unlike another start's. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	http_id_prefix = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^
+	    ((uint64_t)getpid() << 16);
+}
+
+/* A new id for moatd's reply on c, into c->http.moat_id. */
+static void
+http_reply_id(struct conn *c)
+{
+	pthread_once(&http_id_once, http_id_init);
+	trace_moat_id(c->http.moat_id, sizeof(c->http.moat_id),
+	    http_id_prefix, c->id, ++c->http.nreplies);
+}
 
 /* The reason phrase of a status moatd answers with by itself. */
 static const char *
@@ -139,7 +172,7 @@ http_reply(struct conn *c, int code, enum policy_reason reason,
 {
 	const char		*phrase;
 	struct evbuffer		*out = io_out(c->cio);
-	char			 body[1024], esc[512];
+	char			 body[1280], esc[512];
 	char			 target[POLICY_NAME_MAX + 16];
 	int			 n;
 	bool			 policy;
@@ -159,6 +192,7 @@ http_reply(struct conn *c, int code, enum policy_reason reason,
 	    "target: %s\n"
 	    "reason: %s: %s%s%s\n"
 	    "rule:   %s\n"
+	    "id:     %s (X-Moat-Request-Id; moatd's audit line has it)\n"
 	    "%s",
 	    policy ? "denied" : "could not complete", target,
 	    policy_reason_str(reason), policy_reason_info(reason)->text,
@@ -166,15 +200,16 @@ http_reply(struct conn *c, int code, enum policy_reason reason,
 	    detail ? http_body_escape(detail, strlen(detail), esc,
 	    sizeof(esc)) : "",
 	    c->dec.rule_name ? c->dec.rule_name : "(none)",
-	    policy ? http_advice(reason) : "");
+	    c->http.moat_id, policy ? http_advice(reason) : "");
 	if (n < 0 || (size_t)n >= sizeof(body))
 		n = (int)strlen(body);
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n"
 	    "Content-Type: text/plain; charset=utf-8\r\n"
 	    "Content-Length: %d\r\n"
 	    "Cache-Control: no-store\r\n"
-	    "X-Moat-Reason: %s\r\n", code, phrase, n,
-	    policy_reason_str(reason));
+	    "X-Moat-Reason: %s\r\n"
+	    "X-Moat-Request-Id: %s\r\n", code, phrase, n,
+	    policy_reason_str(reason), c->http.moat_id);
 	if (c->dec.rule_name != NULL)
 		evbuffer_add_printf(out, "X-Moat-Rule: %s\r\n",
 		    c->dec.rule_name);
@@ -223,6 +258,8 @@ http_denied_code(struct conn *c, int code, enum policy_reason reason,
 
 	conn_set_deadline(c, 0);
 	c->http.status = code ? code : http_status_for(reason);
+	/* One id in the reply and in its audit line. */
+	http_reply_id(c);
 	conn_audit(c, conn_event(c), POLICY_DENY, reason, detail);
 	if (reason != POLICY_R_BAD_REQUEST && reason != POLICY_R_LIMIT)
 		log_debug("conn=%llu %s %s:%u denied: %s",
@@ -249,6 +286,7 @@ http_denied_code(struct conn *c, int code, enum policy_reason reason,
 	 * touched it. */
 	conn_release_upstream(c);
 	http_reply(c, code, reason, detail, keep);
+	c->http.moat_id[0] = '\0';
 	if (io_flush(c->cio) == -1) {
 		conn_close(c, POLICY_R_ALLOWED, NULL);
 		return;

@@ -231,8 +231,8 @@ inject_actions(const struct inject_req *rq, struct inject *in, size_t i)
 	size_t		 vl;
 	bool		 enc, body;
 
-	in->bound[i] = policy_secret_bound(rq->policy, i, rq->host, rq->addr,
-	    rq->port);
+	in->bound[i] = !rq->bare && policy_secret_bound(rq->policy, i,
+	    rq->host, rq->addr, rq->port);
 	in->resp_act[i] = SECRETSCAN_ACT_VALUE_TO_PH;
 	in->any_bound |= in->bound[i];
 	if (!in->bound[i]) {

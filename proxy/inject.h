@@ -46,7 +46,8 @@ struct secrets;
  * and origin-form path with query; whether it came inside TLS moatd
  * terminated; the target's canonical name (NULL: an address), the
  * upstream's address (or NULL) and port; whose secrets: sb's own, else
- * the daemon's (NULL: none), as secrets_view() picks them.
+ * the daemon's (NULL: none), as secrets_view() picks them; bare, for a
+ * request the policy would refuse (audit mode), with rule NULL.
  */
 struct inject_req {
 	const struct policy		*policy;
@@ -59,6 +60,10 @@ struct inject_req {
 	uint16_t			 port;
 	struct sandbox			*sb;
 	struct secrets			*secrets;
+	bool				 bare;	/* a would-deny of audit mode:
+						   no secret is bound to it
+						   (each is a leak) and
+						   nothing is injected */
 };
 
 /*

@@ -266,7 +266,8 @@ intercept_peek(struct conn *c)
 			 * verified. */
 			snprintf(c->sni, sizeof(c->sni), "%s", sni.name);
 			if (intercept_name_denied(c, sni.name, NULL, NULL,
-			    &d) == -1) {
+			    &d) == -1 && !(conn_audit_only(c) &&
+			    policy_waive(&d))) {
 				c->dec = d;
 				snprintf(e, sizeof(e), "the TLS server name %.100s "
 				    "is denied, though the tunnel's address "
@@ -325,7 +326,8 @@ intercept_protocol_ok(struct conn *c, unsigned proto)
 	unsigned	allowed = policy_rule_protocols(c->dec.rule);
 	char		e[96], pr[32];
 
-	if (allowed == 0 || (allowed & proto) != 0)
+	if (allowed == 0 || (allowed & proto) != 0 ||
+	    conn_waive(c, POLICY_R_PROTOCOL))
 		return 0;
 	snprintf(e, sizeof(e), "the tunnel carries %s; its rule allows only "
 	    "%s", proto == POLICY_PROTO_TLS ? "tls" : "http",

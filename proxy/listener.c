@@ -277,6 +277,7 @@ listener_bind_all(const struct moat_config *cfg, size_t nworkers, char *err,
 			l->inherits = !ml->is_unix && !l->udp;
 			l->connections = ml->connections;
 			l->connect_refusal = ml->connect_refusal;
+			l->index = i;
 			l->fds = calloc(l->nfds, sizeof(*l->fds));
 			if (l->address == NULL || l->sb == NULL ||
 			    l->fds == NULL)
@@ -505,4 +506,23 @@ listener_free_all(struct listener *l)
 		n = l->next;
 		listener_unref(l);
 	}
+}
+
+bool
+listener_audit_only(const struct listener *l, const struct sandbox *sb,
+    const struct moat_config *cfg)
+{
+	const struct moat_listen	*ml;
+
+	/* The listener by its place, if the config still has it there
+	 * (changes to "listen" need a restart: moatd.c). */
+	if (l != NULL && !l->held && cfg != NULL && l->index < cfg->nlisten) {
+		ml = &cfg->listen[l->index];
+		if (ml->audit_only != -1 && ml->proto == l->proto &&
+		    strcmp(ml->address, l->address) == 0)
+			return ml->audit_only == 1;
+	}
+	if (sb != NULL && sb->cfg != NULL && sb->cfg->audit_only != -1)
+		return sb->cfg->audit_only == 1;
+	return cfg != NULL && cfg->audit_only == 1;
 }

@@ -15,6 +15,7 @@
 #define MOAT_LISTENER_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "policy/policy.h"
@@ -51,6 +52,9 @@ struct listener {
 						 * its 403 as the answer, or
 						 * inside the tunnel
 						 * (connect_refusal.c) */
+	size_t			 index;		/* a config listener's place in
+						 * "listen" (its audit_only),
+						 * kept across reloads */
 	struct listener_auth	*auth;		/* NULL: no authentication */
 	size_t			 nauth;
 	atomic_int		 refcnt;
@@ -81,6 +85,17 @@ struct listener	*listener_from_fd(const char *proto, int fd, struct sandbox *sb,
 struct listener	*listener_ref(struct listener *l);
 /* Drops a reference; at zero closes the socket and frees.  Thread-safe. */
 void		 listener_unref(struct listener *l);
+
+/*
+ * Whether decisions on l's connections are made in audit mode
+ * (policy_waive()), by the first of these that says: l's own
+ * "audit_only" in the daemon's config cfg (the current one: a reload
+ * changes it; a held listener has none), the "audit_only" of sb's own
+ * config (a registered sandbox), the top level of cfg.  l and sb may be
+ * NULL.
+ */
+bool		 listener_audit_only(const struct listener *l,
+		    const struct sandbox *sb, const struct moat_config *cfg);
 
 /* Looks up an identity's token; returns the entry or NULL. */
 const struct listener_auth *listener_auth_find(const struct listener *l,

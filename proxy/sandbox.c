@@ -357,16 +357,20 @@ sandbox_names_take(struct sandbox *sb, const struct policy *p,
 	enum dnsbudget_result	 res = DNSBUDGET_NOMEM;
 	const char		*rule;
 	unsigned		 used = 0;
+	bool			 would;
 
 	if (len > 0)
 		why[0] = '\0';
 	if ((d->flags & POLICY_F_WILDCARD) == 0)
 		return 1;
-	rule = d->rule_name != NULL ? d->rule_name : "(none)";
+	/* Audit mode: the names the policy would refuse share a budget. */
+	would = d->would_deny != POLICY_R_ALLOWED;
+	rule = would ? "(the names the policy would refuse: audit mode)" :
+	    d->rule_name != NULL ? d->rule_name : "(none)";
 	pthread_mutex_lock(&t->mu);
 	if ((b = sandbox_names(sb)) != NULL)
-		res = dnsbudget_take(b, p, d->rule != NULL ?
-		    policy_rule_index(d->rule) : SIZE_MAX, name,
+		res = dnsbudget_take(b, p, d->rule != NULL && !would ?
+		    policy_rule_index(d->rule) : SANDBOX_NAMES_NO_RULE, name,
 		    limit > UINT32_MAX ? UINT32_MAX : (unsigned)limit,
 		    util_now_ms(), &used);
 	pthread_mutex_unlock(&t->mu);

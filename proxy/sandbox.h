@@ -30,6 +30,10 @@
 					   the tunnel per second (each
 					   mints a leaf), sustained */
 #define SANDBOX_REFUSAL_BURST	20	/* ... and in a burst */
+#define SANDBOX_NAMES_NO_RULE	(SIZE_MAX - 1)	/* the budget of names no
+					   rule allowed (audit mode's
+					   would-denies); dnsbudget keys
+					   it + 1, never 0 */
 #define SANDBOX_NAMES_MAX	8192	/* names the wildcard budget remembers
 					   (twice limits.dns_wildcard_names'
 					   largest value: this window's and
@@ -145,7 +149,9 @@ int	sandbox_rate_take(struct sandbox *sb, const struct policy *p,
  * new names per minute and wildcard rule (limit: the daemon config's
  * limits.dns_wildcard_names).  Returns 1 if the name may be resolved, 0
  * if not (reason dns-budget), with why (size len) saying so.  A name sb
- * had resolved in this minute or the last one is free.  Thread-safe.
+ * had resolved in this minute or the last one is free.  The would-denies
+ * of audit mode (policy_waive() marks them POLICY_F_WILDCARD) share one
+ * budget, whatever rule would refuse them.  Thread-safe.
  */
 int	sandbox_names_take(struct sandbox *sb, const struct policy *p,
 	    const struct policy_decision *d, const char *name, size_t limit,

@@ -51,6 +51,7 @@ static void	transparent_peek(struct conn *c);
 static int	transparent_orig(struct conn *c, char *err, size_t errlen);
 static void	transparent_name(struct conn *c, const char *name, size_t len);
 static void	transparent_dial(struct conn *c);
+static void	transparent_unnamed(struct conn *c, const char *detail);
 
 /*
  * The destination the client dialled, from the conntrack entry of the
@@ -115,6 +116,36 @@ transparent_dial(struct conn *c)
 	conn_dial(c, &c->tp.orig, 1);
 }
 
+/*
+ * Nothing named the destination and no IP rule allows the address:
+ * refused (no-rule), but in audit mode the address the client dialled
+ * is judged as a tunnel to it would be, and one that only the rules
+ * refuse is dialled as a would-deny (never a built-in deny set's).
+ */
+static void
+transparent_unnamed(struct conn *c, const char *detail)
+{
+	struct policy_target	t;
+
+	conn_set_deadline(c, 0);
+	if (conn_audit_only(c)) {
+		memset(&t, 0, sizeof(t));
+		t.addr = &c->tp.orig;
+		t.port = c->tp.orig_port;
+		c->target.kind = POLICY_HOST_ADDR;
+		c->target.addr = c->tp.orig;
+		policy_addr_format(&c->tp.orig, c->host, sizeof(c->host));
+		c->port = c->tp.orig_port;
+		if (conn_decide(c, &t, &c->dec) == POLICY_ALLOW) {
+			transparent_dial(c);
+			return;
+		}
+		transparent_denied(c, c->dec.reason, detail);
+		return;
+	}
+	transparent_denied(c, POLICY_R_NO_RULE, detail);
+}
+
 static void
 transparent_start(struct conn *c)
 {
@@ -148,7 +179,7 @@ transparent_start(struct conn *c)
 		memcpy(c->target.name, name, strlen(name) + 1);
 		memcpy(c->host, name, strlen(name) + 1);
 		t.name = c->target.name;
-		if (policy_decide(conn_policy(c), &t, &c->dec) == POLICY_DENY) {
+		if (conn_decide(c, &t, &c->dec) == POLICY_DENY) {
 			transparent_denied(c, c->dec.reason, NULL);
 			return;
 		}
@@ -227,8 +258,8 @@ transparent_peek(struct conn *c)
 			transparent_name(c, hello.sni, hello.sni_len);
 			return;
 		}
-		transparent_denied(c, POLICY_R_NO_RULE, "TLS without a server "
-		    "name (SNI) to an address moatd did not hand out");
+		transparent_unnamed(c, "TLS without a server name (SNI) to "
+		    "an address moatd did not hand out");
 		return;
 	}
 	if (rc != TLS_NOT_TLS) {
@@ -251,9 +282,9 @@ transparent_peek(struct conn *c)
 		    &err);
 	if (rc != HTTP_OK || req.host_header == NULL) {
 		http_request_head_free(&req);
-		transparent_denied(c, POLICY_R_NO_RULE, "neither TLS with a "
-		    "server name nor HTTP with a Host field, to an address "
-		    "moatd did not hand out");
+		transparent_unnamed(c, "neither TLS with a server name nor "
+		    "HTTP with a Host field, to an address moatd did not hand "
+		    "out");
 		return;
 	}
 	{
@@ -280,8 +311,8 @@ transparent_name(struct conn *c, const char *name, size_t len)
 		return;
 	}
 	if (c->target.kind != POLICY_HOST_NAME) {
-		transparent_denied(c, POLICY_R_NO_RULE, "the client named an "
-		    "address, not a name, and no IP rule allows it");
+		transparent_unnamed(c, "the client named an address, not a "
+		    "name, and no IP rule allows it");
 		return;
 	}
 	memcpy(c->host, c->target.name, strlen(c->target.name) + 1);
@@ -325,10 +356,9 @@ transparent_timeout(struct conn *c)
 		    "time (timeouts.request_head_ms)");
 		return;
 	}
-	transparent_denied(c, POLICY_R_NO_RULE, "nothing named the "
-	    "destination in time: no DNS answer from moatd, no TLS server "
-	    "name, no HTTP Host (a server-first protocol needs an IP rule or "
-	    "moatd's DNS)");
+	transparent_unnamed(c, "nothing named the destination in time: no "
+	    "DNS answer from moatd, no TLS server name, no HTTP Host (a "
+	    "server-first protocol needs an IP rule or moatd's DNS)");
 }
 
 /* A transparent tunnel opens with no reply: the client thinks it is

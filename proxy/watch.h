@@ -25,7 +25,8 @@ struct watch;
 
 /*
  * Main thread.  A watch of the lines whose "sandbox" is name: only the
- * refusals (verdict deny), or with all every line.  ready(arg) is called
+ * refusals (verdict deny, and the would-denies of audit mode), or with
+ * all every line.  ready(arg) is called
  * from base's loop when lines (or a drop count) wait for watch_take(); it
  * must not free a watch.  NULL with errno.
  */

@@ -100,6 +100,7 @@ main(int argc, char *argv[])
 	test_audit_tool_register();
 	test_metrics_register();
 	test_drops_register();
+	test_trace_register();
 	if (CU_get_error() != CUE_SUCCESS) {
 		fprintf(stderr, "unit: cannot register suites: %s\n",
 		    CU_get_error_msg());

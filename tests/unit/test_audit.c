@@ -250,6 +250,72 @@ test_audit_redact(void)
 	secretscan_free(s);
 }
 
+/*
+ * Audit mode and trace correlation: "would_deny" beside verdict allow;
+ * traceparent, the request ids as one object, the reply's id; the values
+ * the client sent redacted like its other fields.
+ */
+static void
+test_audit_would_trace(void)
+{
+	static const char	 val[] = "sk-test-value-0123";
+	struct secretscan_pattern p[1] = {
+		{ (const uint8_t *)val, sizeof(val) - 1, 0, SECRETSCAN_VALUE },
+	};
+	const char		*names[] = { "X-Request-Id", "X-Other" };
+	const char		*values[] = { "req-7", "id=sk-test-value-0123" };
+	struct secretscan	*s;
+	struct audit_rec	 r;
+	json_t			*o, *ids;
+	char			 err[128];
+
+	audit_rec_init(&r);
+	r.event = "request";
+	r.verdict = POLICY_ALLOW;
+	r.reason = POLICY_R_ALLOWED;
+	r.rule = "paste";
+	r.would_deny = POLICY_R_DENIED_BY_RULE;
+	r.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+	r.request_id_names = names;
+	r.request_id_values = values;
+	r.nrequest_ids = 2;
+	r.moat_request_id = "0123456789abcdef-1-1";
+	o = audit_roundtrip(&r);
+	CU_ASSERT_STRING_EQUAL(jstr(o, "verdict"), "allow");
+	CU_ASSERT_STRING_EQUAL(jstr(o, "would_deny"), "denied-by-rule");
+	CU_ASSERT_STRING_EQUAL(jstr(o, "rule"), "paste");
+	CU_ASSERT_STRING_EQUAL(jstr(o, "traceparent"), r.traceparent);
+	CU_ASSERT_STRING_EQUAL(jstr(o, "moat_request_id"),
+	    "0123456789abcdef-1-1");
+	ids = json_object_get(o, "request_id");
+	CU_ASSERT_TRUE_FATAL(json_is_object(ids));
+	CU_ASSERT_EQUAL(json_object_size(ids), 2);
+	CU_ASSERT_STRING_EQUAL(jstr(ids, "X-Request-Id"), "req-7");
+	CU_ASSERT_STRING_EQUAL(jstr(ids, "X-Other"), values[1]);
+	json_decref(o);
+	/* with the sandbox's scanner: no value in them */
+	s = secretscan_new(p, 1, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	r.redact = s;
+	r.redact_name = redact_name;
+	r.traceparent = "00-sk-test-value-0123";	/* not one, for the test */
+	o = audit_roundtrip(&r);
+	CU_ASSERT_STRING_EQUAL(jstr(json_object_get(o, "request_id"),
+	    "X-Other"), "id=[secret:K]");
+	CU_ASSERT_STRING_EQUAL(jstr(o, "traceparent"), "00-[secret:K]");
+	json_decref(o);
+	/* none of them: none of the keys */
+	audit_rec_init(&r);
+	r.event = "request";
+	o = audit_roundtrip(&r);
+	CU_ASSERT_PTR_NULL(json_object_get(o, "would_deny"));
+	CU_ASSERT_PTR_NULL(json_object_get(o, "traceparent"));
+	CU_ASSERT_PTR_NULL(json_object_get(o, "request_id"));
+	CU_ASSERT_PTR_NULL(json_object_get(o, "moat_request_id"));
+	json_decref(o);
+	secretscan_free(s);
+}
+
 void
 test_audit_register(void)
 {
@@ -260,4 +326,6 @@ test_audit_register(void)
 	CU_add_test(s, "escaping of hostile bytes", test_audit_escaping);
 	CU_add_test(s, "long paths are cut", test_audit_long_path);
 	CU_add_test(s, "client fields redacted", test_audit_redact);
+	CU_add_test(s, "would_deny, traceparent, request ids",
+	    test_audit_would_trace);
 }

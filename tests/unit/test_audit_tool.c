@@ -106,6 +106,20 @@ test_scan_strict(void)
 	CU_ASSERT_EQUAL(scan1("[1]", &l), -1);
 	CU_ASSERT_EQUAL(scan1("", &l), -1);
 	CU_ASSERT_EQUAL(scan1("{}", &l), 0);
+	/* moatd's request ids: a flat object of strings, skipped */
+	CU_ASSERT_EQUAL(scan1("{\"host\":\"a\",\"request_id\":{\"X-Request-"
+	    "Id\":\"r-1\",\"X-B\":\"\\u00e9\"},\"moat_request_id\":\"f-1-1\","
+	    "\"detail\":\"d\"}", &l), 0);
+	CU_ASSERT_STRING_EQUAL(l.host, "a");
+	CU_ASSERT_STRING_EQUAL(l.detail, "d");
+	CU_ASSERT_EQUAL(scan1("{\"request_id\":{},\"host\":\"b\"}", &l), 0);
+	CU_ASSERT_STRING_EQUAL(l.host, "b");
+	CU_ASSERT_EQUAL(scan1("{\"request_id\":{\"a\":1},\"host\":\"c\"}", &l),
+	    0);
+	CU_ASSERT_STRING_EQUAL(l.host, "c");
+	CU_ASSERT_EQUAL(scan1("{\"request_id\":{\"a\" \"b\"}}", &l), -1);
+	CU_ASSERT_EQUAL(scan1("{\"request_id\":{\"a\":\"b\",}}", &l), -1);
+	CU_ASSERT_EQUAL(scan1("{\"request_id\":{\"a\":\"b\"", &l), -1);
 }
 
 static char *

@@ -115,6 +115,41 @@ static const struct cfg_vec	cfg_vectors[] = {
 	    { 6, 11, "5", "user: expected a user name (string), got an "
 	      "integer" },
 	    { 7, 12, "\"-\"", "audit: expected an object, got a string" } } },
+	{ "audit_only: a boolean, at the top level and on a listener",
+	  "{\n  \"listen\": [{\"proto\": \"http\", \"address\": "
+	  "\"127.0.0.1:3128\", \"audit_only\": \"yes\"}],\n  " POLICY ",\n"
+	  "  \"audit_only\": 1\n}", 2, 0, {
+	    { 2, 75, "\"yes\"", "listen[0].audit_only: expected a boolean "
+	      "(true: the rules' refusals go through and are audited as "
+	      "\"would_deny\"; the built-in deny sets, secret leaks and DNS "
+	      "limits stay enforced), got a string" },
+	    { 4, 17, "1", "audit_only: expected a boolean (true: the rules' "
+	      "refusals go through and are audited as \"would_deny\"; the "
+	      "built-in deny sets, secret leaks and DNS limits stay "
+	      "enforced), got an integer" } } },
+	{ "audit.request_id_headers: tokens, no credentials, no repeats",
+	  "{\n  " LISTEN ",\n  " POLICY ",\n  \"audit\": {\"request_id_headers\": "
+	  "[\"X-Request-Id\", \"Bad Name\", \"Cookie\", \"x-request-id\", "
+	  "\"traceparent\", 5]}\n}", 5, 0, {
+	    { 4, 52, "\"Bad Name\"", "audit.request_id_headers[1]: \"Bad "
+	      "Name\" is not a header field name (1-64 bytes of an RFC 9110 "
+	      "token)" },
+	    { 4, 64, "\"Cookie\"", "audit.request_id_headers[2]: \"Cookie\" "
+	      "is never copied into audit lines: it holds credentials" },
+	    { 4, 74, "\"x-request-id\"", "audit.request_id_headers[3]: "
+	      "\"x-request-id\" is listed twice (field names are compared "
+	      "without case)" },
+	    { 4, 90, "\"traceparent\"", "audit.request_id_headers[4]: "
+	      "\"traceparent\" is never copied into audit lines: a valid "
+	      "traceparent is recorded always" },
+	    { 4, 105, "5", "audit.request_id_headers[5]: expected a string, "
+	      "got an integer" } } },
+	{ "audit.request_id_headers: at most 8",
+	  "{\n  " LISTEN ",\n  " POLICY ",\n  \"audit\": {\"request_id_headers\": "
+	  "[\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\", \"i\"]}\n}",
+	  1, 0, {
+	    { 4, 35, "[", "audit.request_id_headers: 9 fields: at most 8 are "
+	      "copied into audit lines" } } },
 	{ "audit.on_failure: deny or drop",
 	  "{\n  " LISTEN ",\n  " POLICY ",\n"
 	  "  \"audit\": {\"on_failure\": \"ignore\"}\n}", 1, 0, {
@@ -816,6 +851,7 @@ static const struct cfg_vec	cfg_vectors[] = {
 static void	test_config_vectors(void);
 static void	test_config_good(void);
 static void	test_config_defaults(void);
+static void	test_config_audit_only(void);
 static void	test_config_default_embedded(void);
 static void	test_config_examples(void);
 static void	test_config_format(void);
@@ -1180,6 +1216,53 @@ test_config_defaults(void)
 	CU_ASSERT_EQUAL(c->limits.partial_heads_bytes, 33554432);
 	CU_ASSERT_EQUAL(c->workers, 0);
 	CU_ASSERT_PTR_NULL(c->user);
+	CU_ASSERT_EQUAL(c->audit_only, -1);	/* not given: enforce */
+	CU_ASSERT_EQUAL(c->listen[0].audit_only, -1);
+	CU_ASSERT_EQUAL(c->naudit_request_ids, 1);
+	CU_ASSERT_STRING_EQUAL(c->audit_request_ids[0], "X-Request-Id");
+	CU_ASSERT_PTR_NULL(c->audit_request_ids[1]);
+	policy_config_unref(c);
+	policy_diags_clear(&d);
+}
+
+/*
+ * "audit_only" at the top level and per listener, as given;
+ * audit.request_id_headers replaces the default, [] turns it off.
+ */
+static void
+test_config_audit_only(void)
+{
+	static const char	 json[] = "{\"listen\": ["
+	    "{\"proto\": \"http\", \"address\": \"127.0.0.1:1\"},"
+	    "{\"proto\": \"http\", \"address\": \"127.0.0.1:2\", "
+	    "\"audit_only\": false},"
+	    "{\"proto\": \"dns\", \"address\": \"127.0.0.1:3\", "
+	    "\"audit_only\": true}], \"audit_only\": true, "
+	    "\"audit\": {\"request_id_headers\": [\"X-Amzn-Trace-Id\", "
+	    "\"X-Request-Id\"]}}";
+	static const char	 none[] = "{\"listen\": [], \"audit\": "
+	    "{\"request_id_headers\": []}}";
+	struct policy_diags	 d;
+	struct moat_config	*c;
+
+	policy_diags_init(&d);
+	c = policy_config_load("a.json", json, sizeof(json) - 1, &d);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(c->audit_only, 1);
+	CU_ASSERT_EQUAL(c->listen[0].audit_only, -1);
+	CU_ASSERT_EQUAL(c->listen[1].audit_only, 0);
+	CU_ASSERT_EQUAL(c->listen[2].audit_only, 1);
+	CU_ASSERT_EQUAL(c->naudit_request_ids, 2);
+	CU_ASSERT_STRING_EQUAL(c->audit_request_ids[0], "X-Amzn-Trace-Id");
+	CU_ASSERT_STRING_EQUAL(c->audit_request_ids[1], "X-Request-Id");
+	CU_ASSERT_PTR_NULL(c->audit_request_ids[2]);
+	policy_config_unref(c);
+	policy_diags_clear(&d);
+	policy_diags_init(&d);
+	c = policy_config_load("n.json", none, sizeof(none) - 1, &d);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(c->naudit_request_ids, 0);
+	CU_ASSERT_EQUAL(c->audit_only, -1);
 	policy_config_unref(c);
 	policy_diags_clear(&d);
 }
@@ -1553,6 +1636,8 @@ test_config_register(void)
 	    test_config_vectors);
 	CU_add_test(s, "a full config: values", test_config_good);
 	CU_add_test(s, "a minimal config: defaults", test_config_defaults);
+	CU_add_test(s, "audit_only and audit.request_id_headers",
+	    test_config_audit_only);
 	CU_add_test(s, "connection limits per sandbox and listener",
 	    test_config_sandbox_connections);
 	CU_add_test(s, "the embedded default config", test_config_default_embedded);

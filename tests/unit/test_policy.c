@@ -62,6 +62,7 @@ static void	test_policy_git(void);
 static void	test_policy_explain_decide(void);
 static void	test_policy_million(void);
 static void	test_policy_wildcard_flag(void);
+static void	test_policy_waive(void);
 static bool	pol_bound(const struct moat_config *c, const char *secret,
 		    const char *name, const char *addr, uint16_t port);
 static const struct policy_rule	*pol_rule(const struct moat_config *c,
@@ -1863,6 +1864,102 @@ test_policy_wildcard_flag(void)
 	policy_config_unref(c);
 }
 
+/*
+ * Audit mode: the rules' refusals become would-denies (verdict allow,
+ * the reason kept, the rule that would refuse named, a budgeted name);
+ * the built-in deny sets and the refusals that are not the rules' stay.
+ */
+static void
+test_policy_waive(void)
+{
+	static const enum policy_reason	 stay[] = {
+		POLICY_R_PRIVATE_ADDRESS, POLICY_R_METADATA,
+		POLICY_R_SECRET_LEAK, POLICY_R_SECRET_UNSAFE,
+		POLICY_R_NEEDS_TLS, POLICY_R_DNS_BUDGET, POLICY_R_SNI_MISMATCH,
+		POLICY_R_BAD_REQUEST, POLICY_R_LIMIT, POLICY_R_AUTH,
+		POLICY_R_AUDIT_UNAVAILABLE, POLICY_R_SANDBOX_REFUSED,
+		POLICY_R_INTERNAL, POLICY_R_TLS, POLICY_R_TIMEOUT,
+		POLICY_R_DNS_FAILURE, POLICY_R_UPSTREAM_UNREACHABLE,
+		POLICY_R_SHUTDOWN, POLICY_R_ALLOWED
+	};
+	static const enum policy_reason	 pass[] = {
+		POLICY_R_NO_RULE, POLICY_R_DENIED_BY_RULE, POLICY_R_PORT,
+		POLICY_R_METHOD, POLICY_R_PATH, POLICY_R_METHOD_OVERRIDE,
+		POLICY_R_BODY_ON_GET, POLICY_R_NEEDS_INSPECTION,
+		POLICY_R_PROTOCOL, POLICY_R_RATE, POLICY_R_DNS_DENIED
+	};
+	struct moat_config	*c;
+	struct policy_decision	 d, keep;
+	size_t			 i;
+
+	c = pol_load("{" LISTEN ", \"policy\": {\"rules\": ["
+	    "{\"name\": \"api\", \"action\": \"allow\", \"hosts\": "
+	    "[\"api.example.com\"], \"ports\": [443], \"methods\": "
+	    "[\"GET\"]},"
+	    "{\"name\": \"paste\", \"action\": \"deny\", \"hosts\": "
+	    "[\"*.paste.example\"]}]}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (i = 0; i < sizeof(stay) / sizeof(stay[0]); i++)
+		CU_ASSERT_FALSE(policy_reason_waivable(stay[i]));
+	for (i = 0; i < sizeof(pass) / sizeof(pass[0]); i++)
+		CU_ASSERT_TRUE(policy_reason_waivable(pass[i]));
+	CU_ASSERT_FALSE(policy_reason_waivable(POLICY_R__COUNT));
+	CU_ASSERT_FALSE(policy_waive(NULL));
+
+	/* no rule: allowed, no rule named, the name budgeted */
+	unit_policy_decide(c, "other.example", NULL, 443, NULL, NULL, &d);
+	CU_ASSERT_EQUAL(d.reason, POLICY_R_NO_RULE);
+	CU_ASSERT_TRUE(policy_waive(&d));
+	CU_ASSERT_EQUAL(d.verdict, POLICY_ALLOW);
+	CU_ASSERT_EQUAL(d.reason, POLICY_R_ALLOWED);
+	CU_ASSERT_EQUAL(d.would_deny, POLICY_R_NO_RULE);
+	CU_ASSERT_PTR_NULL(d.rule_name);
+	CU_ASSERT_EQUAL(d.flags, POLICY_F_WILDCARD);
+	/* a second waive keeps the first reason */
+	keep = d;
+	CU_ASSERT_TRUE(policy_waive(&d));
+	CU_ASSERT_EQUAL(memcmp(&d, &keep, sizeof(d)), 0);
+	/* a deny rule and a port: the rule that would refuse is named */
+	unit_policy_decide(c, "x.paste.example", NULL, 443, NULL, NULL, &d);
+	CU_ASSERT_EQUAL(d.flags, 0);	/* under a wildcard: not named */
+	CU_ASSERT_TRUE(policy_waive(&d));
+	CU_ASSERT_EQUAL(d.would_deny, POLICY_R_DENIED_BY_RULE);
+	CU_ASSERT_STRING_EQUAL(d.rule_name, "paste");
+	CU_ASSERT_EQUAL(d.flags, POLICY_F_WILDCARD);
+	/* a name a rule spells out is not the client's choice: no budget */
+	unit_policy_decide(c, "api.example.com", NULL, 8443, NULL, NULL, &d);
+	CU_ASSERT_EQUAL(d.flags, POLICY_F_NAMED);
+	CU_ASSERT_TRUE(policy_waive(&d));
+	CU_ASSERT_EQUAL(d.would_deny, POLICY_R_PORT);
+	CU_ASSERT_STRING_EQUAL(d.rule_name, "api");
+	CU_ASSERT_EQUAL(d.flags, 0);
+	unit_policy_decide(c, "api.example.com", NULL, 443, "POST", "/", &d);
+	CU_ASSERT_TRUE(policy_waive(&d));
+	CU_ASSERT_EQUAL(d.would_deny, POLICY_R_METHOD);
+	/* an allow is left alone */
+	unit_policy_decide(c, "api.example.com", NULL, 443, "GET", "/", &d);
+	keep = d;
+	CU_ASSERT_FALSE(policy_waive(&d));
+	CU_ASSERT_EQUAL(memcmp(&d, &keep, sizeof(d)), 0);
+	CU_ASSERT_EQUAL(d.would_deny, POLICY_R_ALLOWED);
+	/* the built-in deny sets stay, whatever the rules say */
+	unit_policy_decide(c, "metadata.google.internal", NULL, 80, NULL,
+	    NULL, &d);
+	CU_ASSERT_EQUAL(d.reason, POLICY_R_METADATA);
+	CU_ASSERT_FALSE(policy_waive(&d));
+	CU_ASSERT_EQUAL(d.verdict, POLICY_DENY);
+	unit_policy_decide(c, "other.example", "169.254.169.254", 80, NULL,
+	    NULL, &d);
+	CU_ASSERT_FALSE(policy_waive(&d));
+	CU_ASSERT_EQUAL(d.reason, POLICY_R_METADATA);
+	unit_policy_decide(c, "other.example", "10.1.2.3", 443, NULL, NULL,
+	    &d);
+	CU_ASSERT_FALSE(policy_waive(&d));
+	CU_ASSERT_EQUAL(d.reason, POLICY_R_PRIVATE_ADDRESS);
+	CU_ASSERT_EQUAL(d.verdict, POLICY_DENY);
+	policy_config_unref(c);
+}
+
 void
 test_policy_register(void)
 {
@@ -1893,6 +1990,7 @@ test_policy_register(void)
 		    test_policy_explain_decide);
 		CU_add_test(s, "names a wildcard lets the client choose",
 		    test_policy_wildcard_flag);
+		CU_add_test(s, "audit mode: would-denies", test_policy_waive);
 	}
 	/* Its own suite, so a slow run (valgrind) can leave it out. */
 	if ((s = CU_add_suite("policy_scale", NULL, NULL)) != NULL)

@@ -379,6 +379,81 @@ test_drop(void)
 	close(p[1]);
 }
 
+/* An allowed request that audit mode let through: a would-deny. */
+static json_t *
+would_msg(const char *reason)
+{
+	return json_pack("{s:{s:s, s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:s, "
+	    "s:s, s:s}}", "audit", "ts", "2026-11-29T13:42:38.789Z", "event",
+	    "request", "proto", "http", "host", "w.test", "port", 80,
+	    "verdict", "allow", "reason", "allowed", "would_deny", reason,
+	    "rule", "r", "method", "GET", "path", "/");
+}
+
+/*
+ * Audit mode: a would-deny is shown without -v, as "would refuse", with
+ * its would-be reason and the hint; it is counted apart from the
+ * refusals, in the rate's "more" line and in the summary.
+ */
+static void
+test_would_deny(void)
+{
+	struct refusals_opts	 o = { .hint = true };
+	struct refusals		*rf;
+	json_t			*m;
+	char			*out;
+	int			 p[2];
+	uint64_t		 t = 100000;
+	size_t			 i;
+
+	utc();
+	CU_ASSERT_STRING_EQUAL(fmt("{" TS ",\"event\":\"request\","
+	    "\"proto\":\"http\",\"host\":\"w.test\",\"port\":80,"
+	    "\"verdict\":\"allow\",\"reason\":\"allowed\","
+	    "\"would_deny\":\"method\",\"rule\":\"api\","
+	    "\"method\":\"POST\",\"path\":\"/x\"}", &o),
+	    "moat: 13:42:38 would refuse POST http://w.test/x (audit-only: "
+	    "method, rule api) -> moat explain -m POST http://w.test/x");
+	CU_ASSERT_STRING_EQUAL(fmt("{" TS ",\"event\":\"dns\","
+	    "\"proto\":\"dns\",\"host\":\"x.test\",\"qtype\":\"A\","
+	    "\"verdict\":\"allow\",\"reason\":\"allowed\","
+	    "\"would_deny\":\"dns-denied\",\"rule\":null,"
+	    "\"detail\":\"no-rule\"}", &o),
+	    "moat: 13:42:38 would refuse DNS x.test A (audit-only: dns-denied: "
+	    "no-rule) -> moat explain x.test:443");
+	/* a plain allow stays quiet without -v */
+	CU_ASSERT_STRING_EQUAL(fmt("{" TS ",\"event\":\"request\","
+	    "\"proto\":\"http\",\"host\":\"w.test\",\"port\":80,"
+	    "\"verdict\":\"allow\",\"reason\":\"allowed\",\"rule\":\"r\","
+	    "\"method\":\"GET\",\"path\":\"/\"}", &o), "");
+
+	CU_ASSERT_FATAL(pipe2(p, O_NONBLOCK) == 0);
+	o.fd = p[1];
+	rf = refusals_new(&o);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rf);
+	for (i = 0; i < 15; i++) {
+		m = i < 3 ? msg("metadata") : would_msg(i % 4 == 0 ? "port" :
+		    "no-rule");
+		refusals_message(rf, m, t + i);
+		json_decref(m);
+	}
+	out = drain(p[0]);
+	CU_ASSERT_EQUAL(count(out, "\n"), REFUSALS_RATE);
+	CU_ASSERT_EQUAL(count(out, " would refuse GET http://w.test/ "),
+	    REFUSALS_RATE - 3);
+	CU_ASSERT_EQUAL(refusals_count(rf), 3);
+	CU_ASSERT_EQUAL(refusals_would_count(rf), 12);
+	refusals_tick(rf, t + REFUSALS_WINDOW_MS);
+	CU_ASSERT_STRING_EQUAL(drain(p[0]),
+	    "moat: 5 more would-denies (audit-only) not shown\n");
+	refusals_finish(rf);
+	CU_ASSERT_STRING_EQUAL(drain(p[0]), "moat: 3 refusals (metadata 3), "
+	    "12 would-denies (audit-only: no-rule 9, port 3)\n");
+	refusals_free(rf);
+	close(p[0]);
+	close(p[1]);
+}
+
 /* The terminal of the test below: raw, and the workload mid-line once. */
 static int	term_calls;
 
@@ -436,6 +511,8 @@ test_refusals_register(void)
 	CU_add_test(s, "dropped packets and their count", test_drop);
 	CU_add_test(s, "10 lines a second, one \"more\" line, the summary",
 	    test_rate_summary);
+	CU_add_test(s, "audit mode: would-denies shown and counted",
+	    test_would_deny);
 	CU_add_test(s, "a raw terminal, a workload's half line",
 	    test_terminal);
 }
