@@ -52,7 +52,7 @@ static const char *const metrics_bucket_txt[METRICS_NBUCKETS] = {
 #define METRICS_KINDS		5	/* enum moat_listen_proto */
 #define METRICS_RCODES		7	/* NOERROR..REFUSED, then other */
 #define METRICS_DNS_STRIDE	(METRICS_RCODES + 1)	/* + addresses */
-#define METRICS_VERDICTS	2
+#define METRICS_VERDICTS	3	/* allow, deny, would-deny */
 #define METRICS_DEC_OVF		(METRICS_VERDICTS * POLICY_R__COUNT)
 
 /* Per-thread caches (entries; powers of two). */
@@ -681,9 +681,13 @@ metrics_audit(const struct audit_rec *r)
 		cadd(&t->c[M.o_misc + MISC_FOLD_RULE], 1);
 	if (dec) {
 		cnt = r->refused > 0 ? (uint64_t)r->refused : 1;
-		v = r->verdict == POLICY_ALLOW ? 0 : 1;
-		reason = (unsigned)r->reason < POLICY_R__COUNT ?
-		    (unsigned)r->reason : POLICY_R_INTERNAL;
+		/* Audit mode: a refusal let through counts under verdict
+		 * would-deny with the reason it would have had. */
+		v = r->verdict != POLICY_ALLOW ? 1 :
+		    r->would_deny != POLICY_R_ALLOWED ? 2 : 0;
+		reason = v == 2 ? (unsigned)r->would_deny : (unsigned)r->reason;
+		if (reason >= POLICY_R__COUNT)
+			reason = POLICY_R_INTERNAL;
 		key = KEY(KEY_DEC, n->kgen, n->slot, n->ridx, v, reason);
 		idx = thr_series(t, &M.dec, key,
 		    (uint32_t)M.cap + v * POLICY_R__COUNT + reason);
@@ -977,7 +981,7 @@ render_decisions(struct mbuf *b, const uint64_t *sum)
 		}
 		mb_printf(b, "moat_decisions_total{sandbox=\"%s\",verdict=\"%s\","
 		    "reason=\"%s\",rule=\"%s\"} %llu\n", e1,
-		    v == 0 ? "allow" : "deny",
+		    v == 0 ? "allow" : v == 1 ? "deny" : "would-deny",
 		    policy_reason_str((enum policy_reason)reason), e2,
 		    (unsigned long long)sum[M.o_dec + idx]);
 	}

@@ -60,6 +60,7 @@ mt_conf_set "$conf" listen.+ '{"proto": "transparent", "address": "10.200.0.1:15
 mt_conf_set "$conf" listen.+ '{"proto": "http", "address": "10.200.0.1:3130", "sandbox": "it-budget", "audit_only": true}'
 mt_conf_set "$conf" listen.+ '{"proto": "dns", "address": "10.200.0.1:5353", "sandbox": "it-budget", "audit_only": true}'
 mt_conf_set "$conf" admin "{\"address\": \"unix:$ADM\"}"
+mt_conf_set "$conf" metrics "{\"address\": \"unix:$MT_T/adm/metrics.sock\"}"
 mt_conf_set "$conf" secrets "{\"K\": {\"file\": \"$MT_T/keys/k.key\"}}"
 # In front of "origin", so that they decide for their hosts.
 mt_conf_set "$conf" policy.rules.^ '{"name": "insp", "action": "allow", "hosts": ["insp.wild.test"], "ports": [443], "methods": ["GET"], "intercept": false}'
@@ -99,6 +100,19 @@ mt_log_eq "audit: would_deny no-rule" no-rule "$A" get would_deny \
 mt_log_eq "audit: verdict allow" allow "$A" get verdict path=/w1
 mt_eq "audit: ...reason allowed" allowed "$(mt_jl "$A" get reason path=/w1)"
 mt_eq "audit: ...no rule named" null "$(mt_jl "$A" get rule path=/w1)"
+# metric_wd: moatd's would-deny decisions of it-audit by no-rule.
+metric_wd()
+{
+	ip netns exec "$(mt_ns moat)" curl -s --max-time 5 --unix-socket \
+	    "$MT_T/adm/metrics.sock" http://moatd/metrics 2>/dev/null |
+	    sed -n 's/^moat_decisions_total{sandbox="it-audit",verdict="would-deny",reason="no-rule",rule=""} //p'
+}
+metric_wd_ge1() { [ "$(metric_wd)" -ge 1 ] 2>/dev/null; }
+if mt_wait_for 3 metric_wd_ge1; then
+	mt_pass "metrics: the would-deny counted as verdict would-deny ($(metric_wd))"
+else
+	mt_fail "metrics: no would-deny no-rule series for it-audit ('$(metric_wd)')"
+fi
 mt_curl w2 "${AU[@]}" http://bad.origin.test/w2
 mt_allowed "a deny rule: it goes through" w2
 mt_log_eq "audit: would_deny denied-by-rule, the deny rule" \
