@@ -177,55 +177,10 @@ static char	*A_entry;	/* our entry in MOAT_ADMIN_REGISTRY */
 int
 admin_bind(const char *path, int mode, char *err, size_t errlen)
 {
-	struct sockaddr_un	sun;
-	struct stat		st;
-	mode_t			old;
-	int			fd, probe;
+	int	fd;
 
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		snprintf(err, errlen, "admin: %s: path too long", path);
+	if ((fd = util_bind_unix(path, mode, 64, "admin", err, errlen)) == -1)
 		return -1;
-	}
-	memcpy(sun.sun_path, path, strlen(path));
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			snprintf(err, errlen, "admin: %s exists and is not a "
-			    "socket", path);
-			return -1;
-		}
-		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (probe != -1 && connect(probe, (struct sockaddr *)&sun,
-		    sizeof(sun)) == 0) {
-			close(probe);
-			snprintf(err, errlen, "admin: another process listens "
-			    "on %s", path);
-			return -1;
-		}
-		util_close(probe);
-		(void)unlink(path);
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1) {
-		snprintf(err, errlen, "admin: socket: %s", strerror(errno));
-		return -1;
-	}
-	old = umask(0177);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		umask(old);
-		snprintf(err, errlen, "admin: cannot bind %s: %s", path,
-		    strerror(errno));
-		close(fd);
-		return -1;
-	}
-	umask(old);
-	if (chmod(path, (mode_t)mode) == -1 || listen(fd, 64) == -1) {
-		snprintf(err, errlen, "admin: %s: %s", path, strerror(errno));
-		unlink(path);
-		close(fd);
-		return -1;
-	}
 	admin_publish(path);
 	return fd;
 }

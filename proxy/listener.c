@@ -166,73 +166,12 @@ listener_claim(const struct moat_listen *ml, int udp, char *err,
 	return lock;
 }
 
-/*
- * Binds a Unix socket.  A socket file left by a dead moatd is replaced;
- * one that someone still listens on, or a file that is not a socket, is
- * an error.  The socket is created with a private umask and then given
- * its configured mode, so it is never reachable with looser permissions.
- */
+/* Binds a Unix socket listener (util_bind_unix says how). */
 static int
 listener_bind_unix(const struct moat_listen *ml, char *err, size_t errlen)
 {
-	struct sockaddr_un	sun;
-	struct stat		st;
-	mode_t			old;
-	int			fd, probe;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(ml->path) >= sizeof(sun.sun_path)) {
-		snprintf(err, errlen, "%s: path too long", ml->address);
-		return -1;
-	}
-	memcpy(sun.sun_path, ml->path, strlen(ml->path));
-	if (lstat(ml->path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			snprintf(err, errlen, "%s: %s exists and is not a "
-			    "socket; remove it or choose another path",
-			    ml->address, ml->path);
-			return -1;
-		}
-		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (probe != -1 && connect(probe, (struct sockaddr *)&sun,
-		    sizeof(sun)) == 0) {
-			close(probe);
-			snprintf(err, errlen, "%s: another process listens on "
-			    "%s", ml->address, ml->path);
-			return -1;
-		}
-		util_close(probe);
-		if (unlink(ml->path) == -1) {
-			snprintf(err, errlen, "%s: cannot remove the stale "
-			    "socket %s: %s", ml->address, ml->path,
-			    strerror(errno));
-			return -1;
-		}
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1) {
-		snprintf(err, errlen, "%s: socket: %s", ml->address,
-		    strerror(errno));
-		return -1;
-	}
-	old = umask(0177);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		umask(old);
-		snprintf(err, errlen, "%s: cannot bind: %s", ml->address,
-		    strerror(errno));
-		close(fd);
-		return -1;
-	}
-	umask(old);
-	if (chmod(ml->path, (mode_t)ml->mode) == -1 ||
-	    listen(fd, LISTEN_BACKLOG) == -1) {
-		snprintf(err, errlen, "%s: %s", ml->address, strerror(errno));
-		unlink(ml->path);
-		close(fd);
-		return -1;
-	}
-	return fd;
+	return util_bind_unix(ml->path, ml->mode, LISTEN_BACKLOG, ml->address,
+	    err, errlen);
 }
 
 /* The sandbox named name of an earlier listener, or a new one. */

@@ -77,57 +77,7 @@ static void	mh_linger_end(evutil_socket_t fd, short what, void *arg);
 static int
 mh_bind_unix(const struct moat_metrics *m, char *err, size_t errlen)
 {
-	struct sockaddr_un	sun;
-	struct stat		st;
-	mode_t			old;
-	int			fd, probe;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(m->path) >= sizeof(sun.sun_path)) {
-		snprintf(err, errlen, "metrics: %s: path too long", m->path);
-		return -1;
-	}
-	memcpy(sun.sun_path, m->path, strlen(m->path));
-	if (lstat(m->path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			snprintf(err, errlen, "metrics: %s exists and is not "
-			    "a socket", m->path);
-			return -1;
-		}
-		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (probe != -1 && connect(probe, (struct sockaddr *)&sun,
-		    sizeof(sun)) == 0) {
-			close(probe);
-			snprintf(err, errlen, "metrics: another process "
-			    "listens on %s", m->path);
-			return -1;
-		}
-		util_close(probe);
-		(void)unlink(m->path);
-	}
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    0)) == -1) {
-		snprintf(err, errlen, "metrics: socket: %s", strerror(errno));
-		return -1;
-	}
-	old = umask(0177);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		umask(old);
-		snprintf(err, errlen, "metrics: cannot bind %s: %s", m->path,
-		    strerror(errno));
-		close(fd);
-		return -1;
-	}
-	umask(old);
-	if (chmod(m->path, (mode_t)m->mode) == -1 || listen(fd, 16) == -1) {
-		snprintf(err, errlen, "metrics: %s: %s", m->path,
-		    strerror(errno));
-		(void)unlink(m->path);
-		close(fd);
-		return -1;
-	}
-	return fd;
+	return util_bind_unix(m->path, m->mode, 16, "metrics", err, errlen);
 }
 
 int

@@ -4,6 +4,8 @@
 #include "config.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
@@ -199,4 +201,74 @@ util_pct_encode(const uint8_t *in, size_t len, char *out)
 		out[n++] = hex[b & 0x0f];
 	}
 	return n;
+}
+
+/*
+ * Binds and listens on the Unix socket path for what ("admin",
+ * "metrics", a listener's address: the first word of every message).  A
+ * socket file left by a dead moatd is replaced; one that someone still
+ * listens on, or a file that is not a socket, is an error.  The socket is
+ * created with a private umask and then given mode, so it is never
+ * reachable with looser permissions.  The descriptor, or -1 with err set.
+ */
+int
+util_bind_unix(const char *path, int mode, int backlog, const char *what,
+    char *err, size_t errlen)
+{
+	struct sockaddr_un	sun;
+	struct stat		st;
+	mode_t			old;
+	int			fd, probe;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		snprintf(err, errlen, "%s: %s: path too long", what, path);
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path));
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "%s: %s exists and is not a "
+			    "socket; remove it or choose another path", what,
+			    path);
+			return -1;
+		}
+		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (probe != -1 && connect(probe, (struct sockaddr *)&sun,
+		    sizeof(sun)) == 0) {
+			close(probe);
+			snprintf(err, errlen, "%s: another process listens on "
+			    "%s", what, path);
+			return -1;
+		}
+		util_close(probe);
+		if (unlink(path) == -1) {
+			snprintf(err, errlen, "%s: cannot remove the stale "
+			    "socket %s: %s", what, path, strerror(errno));
+			return -1;
+		}
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		snprintf(err, errlen, "%s: socket: %s", what, strerror(errno));
+		return -1;
+	}
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		umask(old);
+		snprintf(err, errlen, "%s: cannot bind %s: %s", what, path,
+		    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	if (chmod(path, (mode_t)mode) == -1 || listen(fd, backlog) == -1) {
+		snprintf(err, errlen, "%s: %s: %s", what, path,
+		    strerror(errno));
+		(void)unlink(path);
+		close(fd);
+		return -1;
+	}
+	return fd;
 }

@@ -94,4 +94,8 @@ int		util_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
  */
 struct event_base *util_base_new(int flags);
 
+/* Binds and listens on a Unix socket path, replacing a stale one. */
+int	util_bind_unix(const char *path, int mode, int backlog,
+	    const char *what, char *err, size_t errlen);
+
 #endif /* MOAT_UTIL_H */
