@@ -40,6 +40,7 @@
 int	run_main(int argc, char *argv[]);
 int	attach_main(int argc, char *argv[]);
 int	status_main(int argc, char *argv[]);
+int	podinit_main(int argc, char *argv[]);
 
 /* --- runconf.c: options shared by run and attach ------------------- */
 
@@ -386,6 +387,16 @@ int	nsh_client_open(struct nsh_client *c, int userns, int netns,
 	    const struct runconf *rc, const struct runconf_listener *ls,
 	    size_t n, int *fds, int *drops, bool release, unsigned *index,
 	    char *ifname, char *err, size_t errlen);
+
+/*
+ * `moat pod-init`: JOIN netns (self: the namespace moat runs in, a pod's),
+ * HELD of an existing namespace whose moatd runs inside it as exempt_uid
+ * (its traffic passes; TCP goes to transparent_port, DNS to dns_port),
+ * then RELEASE: the table stays.  0, or -1 with err (then TEARDOWN).
+ */
+int	nsh_client_pod(struct nsh_client *c, int netns, bool self,
+	    uint16_t dns_port, uint16_t transparent_port, uint32_t exempt_uid,
+	    char *err, size_t errlen);
 
 /*
  * Ends the helper with TEARDOWN (remove everything it added; a held

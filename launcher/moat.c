@@ -8,7 +8,8 @@
  * `moat run` runs a command with moatd as its only network exit (run.c)
  * and `moat attach` puts an existing network namespace behind moatd
  * (attach.c); `moat status` shows what a running moatd is doing
- * (status.c).
+ * (status.c); `moat pod-init` puts a pod's namespace behind the moatd
+ * sidecar inside it (podinit.c).
  *
  * What it is not: a proxy.  explain opens no socket; the policy library
  * does no I/O, so reading the config file is done here.
@@ -82,6 +83,7 @@ moat_usage(FILE *f)
 	    "       moat attach --netns PATH [OPTIONS]\n"
 	    "       moat attach --listen ADDR [OPTIONS]\n"
 	    "       moat status [--moatd ADDR] [--json]\n"
+	    "       moat pod-init --exempt-uid UID [OPTIONS]\n"
 	    "       moat --help | --version\n"
 	    "\n"
 	    "Commands:\n"
@@ -97,6 +99,8 @@ moat_usage(FILE *f)
 	    "            serve sockets of its own (a relay such as srt)\n"
 	    "  status    what a running moatd is doing: its sandboxes, their\n"
 	    "            listeners and counters\n"
+	    "  pod-init  put a namespace whose moatd runs inside it (a pod's)\n"
+	    "            behind that moatd, and exit\n"
 	    "\n"
 	    "Run `moat COMMAND --help` for a command's options.\n");
 }
@@ -773,6 +777,10 @@ main(int argc, char *argv[])
 	if (strcmp(argv[optind], "status") == 0) {
 		argv[optind] = (char *)"moat status";
 		return status_main(argc - optind, argv + optind);
+	}
+	if (strcmp(argv[optind], "pod-init") == 0) {
+		argv[optind] = (char *)"moat pod-init";
+		return podinit_main(argc - optind, argv + optind);
 	}
 	fprintf(stderr, "moat: unknown command %s\n", argv[optind]);
 	moat_usage(stderr);
