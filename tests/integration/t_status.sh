@@ -202,12 +202,17 @@ mt_eq "... and no longer once it closed" 0 "$open" "$MT_T/st3.out"
 
 # --- reloads ----------------------------------------------------------------
 reloads() { status st4 --json; r=$(jv "$MT_T/st4.out" '"%d %d" % (j["stats"]["reloads"]["done"], j["stats"]["reloads"]["refused"])'); [ "$r" = "$1" ]; }
-kill -HUP "$MT_MOATD_PID"
+# The pid stats gives is moatd's (the one to signal, whatever wraps it).
+mpid=$(jv "$MT_T/st1.out" 'j["stats"]["moatd"]["pid"]')
+mt_eq "stats: moatd's pid" yes "$([ -r "/proc/$mpid/exe" ] &&
+    [ "$(readlink "/proc/$mpid/exe")" = "$(readlink -f "$MOATD")" ] ||
+    [ "$(cat "/proc/$mpid/comm" 2>/dev/null)" = moatd ] && echo yes)"
+kill -HUP "$mpid"
 mt_wait_for 5 reloads "1 0"
 mt_eq "a reload is counted as done" "1 0" "$r" "$MT_T/moatd.err"
 cp "$conf" "$conf.good"
 echo '{ "listen": [' > "$conf"
-kill -HUP "$MT_MOATD_PID"
+kill -HUP "$mpid"
 mt_wait_for 5 reloads "1 1"
 mt_eq "a reload of a broken config is counted as refused" "1 1" "$r" "$MT_T/moatd.err"
 cp "$conf.good" "$conf"
