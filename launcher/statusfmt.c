@@ -191,7 +191,8 @@ static void
 status_detail(FILE *f, json_t *sb)
 {
 	char	pol[STATUS_FIELD_MAX], lim[STATUS_FIELD_MAX],
-		ref[STATUS_FIELD_MAX], pid[STATUS_FIELD_MAX];
+		ref[STATUS_FIELD_MAX], pid[STATUS_FIELD_MAX],
+		drp[STATUS_FIELD_MAX];
 
 	fprintf(f, "    policy %s, limit %s connections (%s refused at it)",
 	    status_esc(json_string_value(json_object_get(sb, "policy")), pol,
@@ -200,6 +201,10 @@ status_detail(FILE *f, json_t *sb)
 	if (json_is_integer(json_object_get(sb, "client_pid")))
 		fprintf(f, ", registered by pid %s", status_num(sb,
 		    "client_pid", NULL, pid, sizeof(pid)));
+	if (status_u64(sb, "dropped_packets", NULL) > 0)
+		fprintf(f, ", %s packet%s dropped", status_num(sb,
+		    "dropped_packets", NULL, drp, sizeof(drp)),
+		    status_u64(sb, "dropped_packets", NULL) == 1 ? "" : "s");
 	fputc('\n', f);
 	status_list(f, "listeners", json_object_get(sb, "listeners"));
 	status_list(f, "secrets", json_object_get(sb, "secrets"));

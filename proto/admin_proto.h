@@ -120,7 +120,7 @@
  *        "address": ADDR}, ...], "secrets": [SECRET_NAME, ...],
  *        "client_pid": PID, "age_s": S, "limit": N, "connections": N,
  *        "allowed": N, "denied": N, "refused_at_limit": N,
- *        "bytes_up": N, "bytes_down": N}
+ *        "bytes_up": N, "bytes_down": N, "dropped_packets": N}
  *     "client_pid": the pid (SO_PEERCRED) of the client that
  *       registered it; absent for a configured listener's sandbox.
  *     "age_s": seconds since it was registered (or since moatd made
@@ -134,7 +134,8 @@
  *       each connection refused at its limit ("refused_at_limit" also
  *       counts those); "bytes_up" and "bytes_down": of its requests and
  *       of its opaque tunnels once closed (an open tunnel's bytes count
- *       when it closes).
+ *       when it closes); "dropped_packets": what its table dropped that
+ *       moatd heard of (its drop log, every kind).
  *   {"op": "stats"}
  *     -> {"ok": true, "moatd": {"version": V, "pid": PID, "config":
  *         FILE, "uptime_s": S, "workers": N}, "sandboxes":

@@ -495,6 +495,8 @@ sandbox_count(struct sandbox *sb, const struct audit_rec *r)
 void
 sandbox_counters(const struct sandbox *sb, struct sandbox_counters *out)
 {
+	size_t	k;
+
 	out->age_ms = util_now_ms() - sb->born_ms;
 	out->conns_open = atomic_load_explicit(&sb->conns,
 	    memory_order_relaxed);
@@ -508,4 +510,8 @@ sandbox_counters(const struct sandbox *sb, struct sandbox_counters *out)
 	    memory_order_relaxed);
 	out->limit_refused = atomic_load_explicit(&sb->n_limit_refused,
 	    memory_order_relaxed);
+	out->dropped = 0;
+	for (k = 0; k < DROPS_KIND__COUNT; k++)
+		out->dropped += atomic_load_explicit(&sb->drops[k],
+		    memory_order_relaxed);
 }

@@ -105,6 +105,8 @@ struct sandbox_counters {
 					   tunnels */
 	uint64_t	bytes_down;
 	uint64_t	limit_refused;	/* connections refused at its limit */
+	uint64_t	dropped;	/* packets its table dropped that moatd
+					   heard of (drops[], every kind) */
 };
 
 /*

@@ -169,11 +169,21 @@ if [ "${down:-0}" -gt 0 ] 2>/dev/null && [ "${up:-0}" -gt 0 ] 2>/dev/null; then
 else
 	mt_fail "s1's bytes: up '$up' down '$down'" "$MT_T/st2.out"
 fi
+# A packet its table drops (UDP elsewhere) counts once moatd reads its
+# drop log.
+timeout -k 2 30 ip netns exec "$MT_TAG-s1" $MT_PROBE --tag u udp \
+    203.0.113.10 9999 >"$MT_T/s1-udp.out" 2>&1
+dropped() { status st2d --json; drp=$(jv "$MT_T/st2d.out" 'sb("s1")["dropped_packets"]'); [ "${drp:-0}" -ge 1 ] 2>/dev/null; }
+if mt_wait_for 5 dropped; then
+	mt_pass "s1's dropped packets are counted ($drp)"
+else
+	mt_fail "s1's dropped packets: '$drp'" "$MT_T/st2d.out" "$MT_T/s1-udp.out"
+fi
 status st2t
 if grep -q '^s1  *registered  *[0-9a-z]*  *0  *3  *2  ' "$MT_T/st2t.out" &&
     grep -qx '    secrets: API_KEY' "$MT_T/st2t.out" &&
-    grep -q "registered by pid $MT_RPID_s1\$" "$MT_T/st2t.out"; then
-	mt_pass "moat status: s1's row, its secrets and who registered it"
+    grep -q "registered by pid $MT_RPID_s1, $drp packets\{0,1\} dropped\$" "$MT_T/st2t.out"; then
+	mt_pass "moat status: s1's row, its secrets, who registered it, its drops"
 else
 	mt_fail "moat status: s1's row" "$MT_T/st2t.out"
 fi
