@@ -232,14 +232,16 @@ inpod env MOAT_NETNS="$MOAT_NETNS" setpriv --bounding-set "-all,$INIT_CAPS" \
     --inh-caps -all --no-new-privs $INIT_RUN >"$MT_T/init2.out" 2>&1
 mt_eq "the init step may run again (an init container that restarts)" 0 "$?" \
     "$MT_T/init2.out"
-out=$(timeout -k 2 30 env MOAT_NETNS="$MOAT_NETNS" "$MOAT" attach -q \
-    --netns "/run/netns/$POD" --moatd "$MT_T/pod/run/admin.sock" \
-    --allow origin.test 2>&1)
-case $out in
-*"a pod's, behind the moatd inside it"*)
-	mt_pass "moat attach refuses the pod's namespace" ;;
-*)	mt_fail "moat attach on the pod: $out" ;;
-esac
+for mode in held veth; do
+	out=$(timeout -k 2 30 env MOAT_NETNS="$MOAT_NETNS" "$MOAT" attach -q \
+	    --mode "$mode" --netns "/run/netns/$POD" \
+	    --moatd "$MT_T/pod/run/admin.sock" --allow origin.test 2>&1)
+	case $out in
+	*"a pod's, behind the moatd inside it"*)
+		mt_pass "moat attach --mode $mode refuses the pod's namespace" ;;
+	*)	mt_fail "moat attach --mode $mode on the pod: $out" ;;
+	esac
+done
 out=$(inpod "$MOAT_NETNS" cleanup --netns "/run/netns/$POD" 2>&1)
 case $out in
 *"kept    table inet moat: a pod's"*)
