@@ -192,7 +192,7 @@ status_detail(FILE *f, json_t *sb)
 {
 	char	pol[STATUS_FIELD_MAX], lim[STATUS_FIELD_MAX],
 		ref[STATUS_FIELD_MAX], pid[STATUS_FIELD_MAX],
-		drp[STATUS_FIELD_MAX];
+		drp[STATUS_FIELD_MAX], wd[STATUS_FIELD_MAX];
 
 	fprintf(f, "    policy %s, limit %s connections (%s refused at it)",
 	    status_esc(json_string_value(json_object_get(sb, "policy")), pol,
@@ -201,6 +201,10 @@ status_detail(FILE *f, json_t *sb)
 	if (json_is_integer(json_object_get(sb, "client_pid")))
 		fprintf(f, ", registered by pid %s", status_num(sb,
 		    "client_pid", NULL, pid, sizeof(pid)));
+	if (status_u64(sb, "would_deny", NULL) > 0)
+		fprintf(f, ", %s would-den%s (audit mode)", status_num(sb,
+		    "would_deny", NULL, wd, sizeof(wd)),
+		    status_u64(sb, "would_deny", NULL) == 1 ? "y" : "ies");
 	if (status_u64(sb, "dropped_packets", NULL) > 0)
 		fprintf(f, ", %s packet%s dropped", status_num(sb,
 		    "dropped_packets", NULL, drp, sizeof(drp)),

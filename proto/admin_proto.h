@@ -120,7 +120,8 @@
  *        "address": ADDR}, ...], "secrets": [SECRET_NAME, ...],
  *        "client_pid": PID, "age_s": S, "limit": N, "connections": N,
  *        "allowed": N, "denied": N, "refused_at_limit": N,
- *        "bytes_up": N, "bytes_down": N, "dropped_packets": N}
+ *        "bytes_up": N, "bytes_down": N, "would_deny": N,
+ *        "dropped_packets": N}
  *     "client_pid": the pid (SO_PEERCRED) of the client that
  *       registered it; absent for a configured listener's sandbox.
  *     "age_s": seconds since it was registered (or since moatd made
@@ -134,7 +135,9 @@
  *       each connection refused at its limit ("refused_at_limit" also
  *       counts those); "bytes_up" and "bytes_down": of its requests and
  *       of its opaque tunnels once closed (an open tunnel's bytes count
- *       when it closes); "dropped_packets": what its table dropped that
+ *       when it closes); "would_deny": allowed decisions that audit mode
+ *       let through (counted in "allowed" too); "dropped_packets": what
+ *       its table dropped that
  *       moatd heard of (its drop log, every kind).
  *   {"op": "stats"}
  *     -> {"ok": true, "moatd": {"version": V, "pid": PID, "config":

@@ -89,6 +89,7 @@ adminrep_sandbox(const struct adminrep_sandbox *s)
 	    adminrep_set_int(o, "refused_at_limit", c->limit_refused) == -1 ||
 	    adminrep_set_int(o, "bytes_up", c->bytes_up) == -1 ||
 	    adminrep_set_int(o, "bytes_down", c->bytes_down) == -1 ||
+	    adminrep_set_int(o, "would_deny", c->would_deny) == -1 ||
 	    adminrep_set_int(o, "dropped_packets", c->dropped) == -1) {
 		json_decref(o);
 		return NULL;

@@ -125,6 +125,7 @@ sandbox_new(const char *name, struct moat_config *cfg)
 	atomic_init(&sb->n_bytes_up, 0);
 	atomic_init(&sb->n_bytes_down, 0);
 	atomic_init(&sb->n_limit_refused, 0);
+	atomic_init(&sb->n_would_deny, 0);
 	return sb;
 }
 
@@ -481,9 +482,13 @@ sandbox_count(struct sandbox *sb, const struct audit_rec *r)
 	if (sb == NULL || ev == NULL)
 		return;
 	if (strcmp(ev, "request") == 0 || strcmp(ev, "open") == 0 ||
-	    strcmp(ev, "dns") == 0)
+	    strcmp(ev, "dns") == 0) {
 		sandbox_add(r->verdict == POLICY_ALLOW ? &sb->n_allowed :
 		    &sb->n_denied, 1);
+		if (r->verdict == POLICY_ALLOW &&
+		    r->would_deny != POLICY_R_ALLOWED)
+			sandbox_add(&sb->n_would_deny, 1);
+	}
 	else if (strcmp(ev, "connection") == 0)
 		sandbox_add(&sb->n_denied, r->refused);
 	if (strcmp(ev, "request") == 0 || strcmp(ev, "close") == 0) {
@@ -509,6 +514,8 @@ sandbox_counters(const struct sandbox *sb, struct sandbox_counters *out)
 	out->bytes_down = atomic_load_explicit(&sb->n_bytes_down,
 	    memory_order_relaxed);
 	out->limit_refused = atomic_load_explicit(&sb->n_limit_refused,
+	    memory_order_relaxed);
+	out->would_deny = atomic_load_explicit(&sb->n_would_deny,
 	    memory_order_relaxed);
 	out->dropped = 0;
 	for (k = 0; k < DROPS_KIND__COUNT; k++)

@@ -92,6 +92,7 @@ struct sandbox {
 	atomic_uint_fast64_t	 n_bytes_up;
 	atomic_uint_fast64_t	 n_bytes_down;
 	atomic_uint_fast64_t	 n_limit_refused;	/* at its limit, in all */
+	atomic_uint_fast64_t	 n_would_deny;	/* allowed in audit mode */
 };
 
 /* A sandbox's counters at one moment (sandbox_counters()). */
@@ -105,6 +106,8 @@ struct sandbox_counters {
 					   tunnels */
 	uint64_t	bytes_down;
 	uint64_t	limit_refused;	/* connections refused at its limit */
+	uint64_t	would_deny;	/* allowed decisions that audit mode let
+					   through (counted in allowed too) */
 	uint64_t	dropped;	/* packets its table dropped that moatd
 					   heard of (drops[], every kind) */
 };
@@ -197,7 +200,8 @@ struct audit_rec;
 /*
  * Counts audit line r for sb (NULL: nothing), where it is emitted: a
  * "request", "open" or "dns" line is one decision (allowed or denied by
- * its verdict); a "connection" line stands for r->refused connections
+ * its verdict; an allowed one with would_deny also a would-deny); a
+ * "connection" line stands for r->refused connections
  * refused at the limit (denied); "request" and "close" lines add their
  * bytes.  An inspected tunnel's "close" line is not counted (its bytes
  * are its requests'): its caller does not call this.  Other events count

@@ -6,7 +6,7 @@
 #   +------------------------------------------------------------------+
 #   | moatd (mt_conf's listeners, "admin": unix:$MT_T/adm/admin.sock)   |
 #   | moat attach --netns s1 (policy: origin.test, secret API_KEY)      |
-#   | moat attach --netns s2 (policy: origin.test)                      |
+#   | moat attach --netns s2 (policy: origin.test, --audit-only)        |
 #   | moat status --moatd ... (root; nobody; from inside s1: refused)   |
 #   +------------------------------------------------------------------+
 #   s1, s2: bare namespaces (lo), held sockets; net: origin.py, dns.py
@@ -15,7 +15,8 @@
 # configured listeners' and the registered ones) with its listeners and
 # the names of its secrets, never a placeholder or a value; the counters
 # move by exactly the decisions the traffic made (allowed and denied
-# tunnels, and their bytes once closed), and the open connections count
+# tunnels, a would-deny of audit mode, and their bytes once closed, a
+# dropped packet), and the open connections count
 # a tunnel while it is open; reloads done and refused are counted; a
 # detached sandbox leaves the list; a moatd that cannot be reached is
 # exit 1 with what to check, a user moatd does not accept too, usage is
@@ -106,7 +107,8 @@ attach()
 }
 attach s1 "$MT_T/p1.json" --env-file "$MT_T/s1.env" ||
     mt_error "moat attach s1 did not start"
-attach s2 "$MT_T/p2.json" || mt_error "moat attach s2 did not start"
+# s2 in audit mode: what its policy refuses goes through, as a would-deny.
+attach s2 "$MT_T/p2.json" --audit-only || mt_error "moat attach s2 did not start"
 ph=$(sed -n 's/^API_KEY=//p' "$MT_T/s1.env")
 [ -n "$ph" ] || mt_error "no placeholder for API_KEY in s1.env"
 
@@ -137,7 +139,8 @@ mt_eq "s1 and s2 start at zero" "0 0 0 0 0 0" \
     "$MT_T/st1.out"
 
 # --- traffic: exactly these decisions -------------------------------------
-# s1: three allowed transparent connections, two refused; s2: one refused.
+# s1: three allowed transparent connections, two refused; s2: one its
+# policy refuses, let through by audit mode.
 for i in 1 2 3; do
 	timeout -k 2 30 ip netns exec "$MT_TAG-s1" $MT_PROBE --tag a$i raw \
 	    203.0.113.10 80 origin.test
@@ -156,14 +159,14 @@ mt_eq "s1's traffic: three allowed, two refused" "200 200 200 none none" \
 counted()
 {
 	status st2 --json
-	got=$(jv "$MT_T/st2.out" '"%d %d %d %d %d" % (sb("s1")["allowed"], sb("s1")["denied"], sb("s2")["allowed"], sb("s2")["denied"], sb("s1")["connections"])')
+	got=$(jv "$MT_T/st2.out" '"%d %d %d %d %d %d %d" % (sb("s1")["allowed"], sb("s1")["denied"], sb("s1")["would_deny"], sb("s2")["allowed"], sb("s2")["denied"], sb("s2")["would_deny"], sb("s1")["connections"])')
 	down=$(jv "$MT_T/st2.out" 'sb("s1")["bytes_down"]')
 	up=$(jv "$MT_T/st2.out" 'sb("s1")["bytes_up"]')
-	[ "$got" = "3 2 0 1 0" ] && [ "${down:-0}" -gt 0 ] 2>/dev/null
+	[ "$got" = "3 2 0 1 0 1 0" ] && [ "${down:-0}" -gt 0 ] 2>/dev/null
 }
 mt_wait_for 5 counted
-mt_eq "the counters moved by the decisions made (s1 allowed denied, s2 allowed denied, s1 open)" \
-    "3 2 0 1 0" "$got" "$MT_T/st2.out"
+mt_eq "the counters moved by the decisions made (s1 allowed denied would-deny, s2 the same, s1 open)" \
+    "3 2 0 1 0 1 0" "$got" "$MT_T/st2.out"
 if [ "${down:-0}" -gt 0 ] 2>/dev/null && [ "${up:-0}" -gt 0 ] 2>/dev/null; then
 	mt_pass "s1's bytes up ($up) and down ($down) after its tunnels closed"
 else

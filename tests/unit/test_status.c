@@ -45,7 +45,9 @@ test_counts(void)
 	sandbox_count(sb, &r);
 	r.event = "open";
 	r.verdict = POLICY_ALLOW;
+	r.would_deny = POLICY_R_NO_RULE;	/* audit mode let it through */
 	sandbox_count(sb, &r);
+	r.would_deny = POLICY_R_ALLOWED;
 	r.event = "dns";
 	r.verdict = POLICY_DENY;
 	sandbox_count(sb, &r);
@@ -76,6 +78,7 @@ test_counts(void)
 	CU_ASSERT_EQUAL(c.bytes_down, 2011);
 	CU_ASSERT_EQUAL(c.conns_open, 1);
 	CU_ASSERT_EQUAL(c.limit_refused, 1);
+	CU_ASSERT_EQUAL(c.would_deny, 1);
 	sandbox_conn_put(sb);
 	sandbox_unref(sb);
 }
@@ -107,6 +110,7 @@ rep_init(struct adminrep_sandbox *s, const char *name)
 	s->c.bytes_down = 30u << 20;
 	s->c.limit_refused = 2;
 	s->c.dropped = 9;
+	s->c.would_deny = 5;
 }
 
 static void
@@ -141,8 +145,9 @@ test_sandbox_json(void)
 	CU_ASSERT_STRING_EQUAL(json_string_value(json_array_get(
 	    json_object_get(o, "secrets"), 0)), "OPENAI_API_KEY");
 	CU_ASSERT_EQUAL(geti(o, "dropped_packets"), 9);
+	CU_ASSERT_EQUAL(geti(o, "would_deny"), 5);
 	/* Exactly these fields: there is none a secret could go in. */
-	CU_ASSERT_EQUAL(json_object_size(o), 15);
+	CU_ASSERT_EQUAL(json_object_size(o), 16);
 	json_decref(o);
 
 	/* A configured listener's sandbox: no pid, the daemon's policy;
@@ -347,7 +352,8 @@ test_text(void)
 	    "\"client_pid\": 4242, \"age_s\": 312, \"limit\": 2500, "
 	    "\"connections\": 3, \"allowed\": 120, \"denied\": 4, "
 	    "\"refused_at_limit\": 0, \"bytes_up\": 1048576, "
-	    "\"bytes_down\": 31457280, \"dropped_packets\": 2}]");
+	    "\"bytes_down\": 31457280, \"would_deny\": 1, "
+	    "\"dropped_packets\": 2}]");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(strstr(t, "moatd 0.1.0 (pid 77), up "
 	    "2h03m, 1 worker, config /etc/moat/p.json\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(t, "connections: 3 open (limit "
@@ -359,8 +365,8 @@ test_text(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(t, "\njob-42   registered   5m12s      "
 	    "3      120       4     1.0 MiB    30.0 MiB\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(t, "    policy own, limit 2500 "
-	    "connections (0 refused at it), registered by pid 4242, 2 packets "
-	    "dropped\n"));
+	    "connections (0 refused at it), registered by pid 4242, 1 "
+	    "would-deny (audit mode), 2 packets dropped\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(t, "    listeners: http+socks5 "
 	    "127.0.0.1:3128, dns-udp 127.0.0.1:53\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(t, "    secrets: API_KEY\n"));
