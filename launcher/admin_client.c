@@ -3,7 +3,8 @@
  * (proto/admin_proto.h): framing, descriptors by SCM_RIGHTS, JSON with
  * jansson.
  *
- * What it is: hello, register, unregister, watch, unwatch, each a request
+ * What it is: hello, register, unregister, watch, unwatch, list, stats,
+ * each a request
  * and its answer, each bounded in time (MOAT_STEP_TIMEOUT_MS) and size
  * (ADMIN_MSG_MAX); and the messages of a watch, which arrive unasked,
  * before an answer or between requests (admin_client_pump()), and go to
@@ -46,6 +47,8 @@ struct admin_client {
 	size_t	  inlen, incap;
 	bool	  can_watch;	/* hello said moatd streams a watch */
 	bool	  can_drops;	/* ... and reads a sandbox's drop log */
+	bool	  can_status;	/* ... knows the ops list and stats */
+	char	  version[32];	/* hello's "moatd" */
 	bool	  eof;		/* moatd closed the connection */
 	int	  wait_ms;	/* how long the answer awaited may take */
 	void	(*on_watch)(void *, json_t *);
@@ -82,7 +85,7 @@ admin_client_connect(const char *path, char *err, size_t errlen)
 {
 	struct sockaddr_un	 sun;
 	struct admin_client	*ac;
-	int			 fd;
+	int			 fd, saved;
 
 	/* runconf checked it; this is the copy's bound. */
 	if (path[0] == '\0' || strlen(path) >= sizeof(sun.sun_path)) {
@@ -98,9 +101,11 @@ admin_client_connect(const char *path, char *err, size_t errlen)
 		return NULL;
 	}
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		saved = errno;
 		snprintf(err, errlen, "cannot reach moatd's admin socket %s: "
-		    "%s", path, strerror(errno));
+		    "%s", path, strerror(saved));
 		close(fd);
+		errno = saved;	/* the caller may say what to check */
 		return NULL;
 	}
 	if ((ac = admin_client_from_fd(fd)) == NULL)
@@ -452,6 +457,11 @@ admin_client_hello_recv(struct admin_client *ac, char *err, size_t errlen)
 		return -1;
 	ac->can_watch = json_is_true(json_object_get(ans, "watch"));
 	ac->can_drops = json_is_true(json_object_get(ans, "drops"));
+	ac->can_status = json_is_true(json_object_get(ans, "list")) &&
+	    json_is_true(json_object_get(ans, "stats"));
+	snprintf(ac->version, sizeof(ac->version), "%s",
+	    json_is_string(json_object_get(ans, "moatd")) ?
+	    json_string_value(json_object_get(ans, "moatd")) : "?");
 	v = json_object_get(ans, "version");
 	if (!json_is_integer(v) || json_integer_value(v) !=
 	    ADMIN_PROTO_VERSION) {
@@ -641,4 +651,23 @@ admin_client_close(struct admin_client *ac)
 		close(ac->fd);
 	free(ac->in);
 	free(ac);
+}
+
+bool
+admin_client_can_status(const struct admin_client *ac)
+{
+	return ac->can_status;
+}
+
+const char *
+admin_client_version(const struct admin_client *ac)
+{
+	return ac->version[0] != '\0' ? ac->version : "?";
+}
+
+int
+admin_client_request(struct admin_client *ac, json_t *req, json_t **answer,
+    char *err, size_t errlen)
+{
+	return admin_client_call(ac, req, NULL, 0, answer, err, errlen);
 }

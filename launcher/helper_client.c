@@ -518,6 +518,35 @@ nsh_client_open(struct nsh_client *c, int userns, int netns,
 }
 
 int
+nsh_client_pod(struct nsh_client *c, int netns, bool self,
+    uint16_t dns_port, uint16_t transparent_port, uint32_t exempt_uid,
+    char *err, size_t errlen)
+{
+	struct nsh_msg	req, reply;
+	int		fds[2];
+
+	nsh_client_join_req(&req, fds, -1, netns);
+	if (self)
+		req.u.join.flags = NSH_JOIN_SELF;
+	if (nsh_client_call(c, &req, fds, &reply, NULL, err, errlen) == -1)
+		return -1;
+	memset(&req, 0, sizeof(req));
+	req.op = NSH_OP_HELD;
+	req.u.setup.dns_port = dns_port;
+	req.u.setup.transparent_port = transparent_port;
+	req.u.setup.flags = NSH_SETUP_ATTACH | NSH_SETUP_EXEMPT;
+	req.u.setup.exempt_uid = exempt_uid;
+	if (nsh_client_call(c, &req, NULL, &reply, NULL, err, errlen) == -1)
+		return -1;
+	memset(&req, 0, sizeof(req));
+	req.op = NSH_OP_RELEASE;
+	if (nsh_client_call(c, &req, NULL, &reply, NULL, err, errlen) == -1)
+		return -1;
+	nsh_client_done(c);
+	return 0;
+}
+
+int
 nsh_client_teardown(struct nsh_client *c, char *err, size_t errlen)
 {
 	struct nsh_msg	req, reply;

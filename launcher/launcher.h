@@ -39,6 +39,8 @@
 /* The entry points of the subcommands (argv[0] is the subcommand). */
 int	run_main(int argc, char *argv[]);
 int	attach_main(int argc, char *argv[]);
+int	status_main(int argc, char *argv[]);
+int	podinit_main(int argc, char *argv[]);
 
 /* --- runconf.c: options shared by run and attach ------------------- */
 
@@ -387,6 +389,16 @@ int	nsh_client_open(struct nsh_client *c, int userns, int netns,
 	    char *ifname, char *err, size_t errlen);
 
 /*
+ * `moat pod-init`: JOIN netns (self: the namespace moat runs in, a pod's),
+ * HELD of an existing namespace whose moatd runs inside it as exempt_uid
+ * (its traffic passes; TCP goes to transparent_port, DNS to dns_port),
+ * then RELEASE: the table stays.  0, or -1 with err (then TEARDOWN).
+ */
+int	nsh_client_pod(struct nsh_client *c, int netns, bool self,
+	    uint16_t dns_port, uint16_t transparent_port, uint32_t exempt_uid,
+	    char *err, size_t errlen);
+
+/*
  * Ends the helper with TEARDOWN (remove everything it added; a held
  * `moat run` releases it in nsh_client_open() instead).  The answer
  * comes once the work is done; the helper's own exit is not waited for
@@ -417,7 +429,8 @@ struct admin_client;
 
 /*
  * Connects to moatd's admin socket at path (runconf's moatd_path).
- * Returns the client (free with admin_client_close) or NULL, err set.
+ * Returns the client (free with admin_client_close) or NULL, err set
+ * (and errno, connect(2)'s when it failed).
  */
 struct admin_client *admin_client_connect(const char *path, char *err,
 	    size_t errlen);
@@ -484,6 +497,21 @@ int	admin_client_unwatch(struct admin_client *ac, const char *name,
  * closed the connection or broke the protocol.
  */
 int	admin_client_pump(struct admin_client *ac, char *err, size_t errlen);
+
+/*
+ * Whether the hello said moatd knows the ops list and stats (an older
+ * moatd closes the connection on an op it does not know), and the version
+ * it gave ("?" if none).
+ */
+bool	admin_client_can_status(const struct admin_client *ac);
+const char *admin_client_version(const struct admin_client *ac);
+/*
+ * Sends req (consumed; NULL: out of memory), a request without
+ * descriptors, and reads its answer: 0 with *answer (json_decref() it),
+ * or -1 with err (moatd's "error" when it refused).
+ */
+int	admin_client_request(struct admin_client *ac, json_t *req,
+	    json_t **answer, char *err, size_t errlen);
 
 /* The socket, to poll for moatd closing it (or sending a watch's lines). */
 int	admin_client_fd(const struct admin_client *ac);

@@ -7,7 +7,9 @@
  * `moat ca` creates the CA for TLS interception (moat-ca, certs/ca_cmd.c);
  * `moat run` runs a command with moatd as its only network exit (run.c)
  * and `moat attach` puts an existing network namespace behind moatd
- * (attach.c).
+ * (attach.c); `moat status` shows what a running moatd is doing
+ * (status.c); `moat pod-init` puts a pod's namespace behind the moatd
+ * sidecar inside it (podinit.c).
  *
  * What it is not: a proxy.  explain opens no socket; the policy library
  * does no I/O, so reading the config file is done here.
@@ -80,6 +82,8 @@ moat_usage(FILE *f)
 	    "       moat run [OPTIONS] -- COMMAND [ARG...]\n"
 	    "       moat attach --netns PATH [OPTIONS]\n"
 	    "       moat attach --listen ADDR [OPTIONS]\n"
+	    "       moat status [--moatd ADDR] [--json]\n"
+	    "       moat pod-init --exempt-uid UID [OPTIONS]\n"
 	    "       moat --help | --version\n"
 	    "\n"
 	    "Commands:\n"
@@ -93,6 +97,10 @@ moat_usage(FILE *f)
 	    "  run       run COMMAND with moatd as its only network exit\n"
 	    "  attach    put an existing network namespace behind moatd, or\n"
 	    "            serve sockets of its own (a relay such as srt)\n"
+	    "  status    what a running moatd is doing: its sandboxes, their\n"
+	    "            listeners and counters\n"
+	    "  pod-init  put a namespace whose moatd runs inside it (a pod's)\n"
+	    "            behind that moatd, and exit\n"
 	    "\n"
 	    "Run `moat COMMAND --help` for a command's options.\n");
 }
@@ -765,6 +773,14 @@ main(int argc, char *argv[])
 	if (strcmp(argv[optind], "attach") == 0) {
 		argv[optind] = (char *)"moat attach";
 		return attach_main(argc - optind, argv + optind);
+	}
+	if (strcmp(argv[optind], "status") == 0) {
+		argv[optind] = (char *)"moat status";
+		return status_main(argc - optind, argv + optind);
+	}
+	if (strcmp(argv[optind], "pod-init") == 0) {
+		argv[optind] = (char *)"moat pod-init";
+		return podinit_main(argc - optind, argv + optind);
 	}
 	fprintf(stderr, "moat: unknown command %s\n", argv[optind]);
 	moat_usage(stderr);

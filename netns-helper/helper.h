@@ -24,6 +24,12 @@ struct mnl_socket;
 #define NSH_LISTEN_BACKLOG	1024	/* listen(2) backlog of held sockets */
 #define NSH_RTPROT_MOAT		0x6d	/* rtm_protocol of routes moat adds */
 #define NSH_OWNER_MAX		64	/* "moat owner=PID start=TICKS" */
+/*
+ * The owner of a pod's table (`moat pod-init`): no process, the table
+ * lives as long as the pod's namespace.  cleanup keeps it, attach
+ * refuses the namespace, another pod-init may replace it.
+ */
+#define NSH_OWNER_POD		"moat pod exempt-uid="
 
 /* The addresses of one veth gateway: 10.203.X.0/30, fd00:203:X::/64. */
 struct nsh_veth_addrs {
@@ -112,10 +118,14 @@ struct mnl_socket	*nsh_nft_open(void);
  * What is dropped is counted by kind in the counters "drop-KIND" and,
  * with log_group >= 0, logged to that NFLOG group within the limit
  * "drop-log" (proto/drops_proto.h).  owner goes into the table's
- * comment.  On failure nothing changed.
+ * comment.  With exempt_uid (not NULL), what sockets of that uid send
+ * (moatd inside the namespace: its upstream connections and DNS
+ * queries) is neither redirected nor dropped: each chain's first rule
+ * is "meta skuid UID return|accept".  On failure nothing changed.
  */
 int	nsh_nft_held(struct mnl_socket *nl, const char *owner,
-	    uint16_t dns_port, uint16_t transparent_port, int log_group);
+	    uint16_t dns_port, uint16_t transparent_port, int log_group,
+	    const uint32_t *exempt_uid);
 
 /*
  * Replaces table inet NSH_TABLE of a veth sandbox: DNS to any server is
@@ -145,11 +155,13 @@ int	nsh_nft_veth_host(struct mnl_socket *nl, const char *table,
  * send never meets the inet hooks).  It passes lo, and with sbx_if (veth
  * mode) ARP, TCP, DNS to a's host addresses and neighbour discovery out
  * of sbx_if; it drops the rest (counter "drop-egress", logged to
- * log_group if >= 0).  EINVAL or EOPNOTSUPP: the kernel cannot hook
- * every interface's egress.
+ * log_group if >= 0).  With exempt_uid (not NULL), frames of that uid's
+ * sockets pass too (meta skuid), as in nsh_nft_held().  EINVAL or
+ * EOPNOTSUPP: the kernel cannot hook every interface's egress.
  */
 int	nsh_nft_egress(struct mnl_socket *nl, const char *owner,
-	    const char *sbx_if, const struct nsh_veth_addrs *a, int log_group);
+	    const char *sbx_if, const struct nsh_veth_addrs *a, int log_group,
+	    const uint32_t *exempt_uid);
 
 /*
  * Deletes table inet `name` (and, for NSH_TABLE, table netdev NSH_TABLE

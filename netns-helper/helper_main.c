@@ -114,6 +114,10 @@ struct nsh_state {
 	struct mnl_socket	*rtnl_sbx, *nft_sbx;	/* bound to sbx_ns */
 	enum nsh_mode		 mode;
 	bool			 attach;
+	bool			 self;		/* JOIN of the namespace we began
+						   in (a pod's: NSH_JOIN_SELF) */
+	bool			 exempt;	/* NSH_SETUP_EXEMPT */
+	uint32_t		 exempt_uid;
 	struct nsh_setup	 setup;
 	char			 owner[NSH_OWNER_MAX];
 	/* What we added, so teardown removes exactly that. */
@@ -172,12 +176,16 @@ static int	nsh_starttime(pid_t pid, unsigned long long *start);
 static int	nsh_owner_self(char *buf, size_t len);
 static int	nsh_owner_alive(const char *s);
 static int	nsh_same_file(int a, int b);
+static int	nsh_join_self(struct nsh_state *st, const struct nsh_msg *m,
+		    int *fds, int same, struct nsh_msg *reply);
 static int	nsh_check_ns(int fd, int type, const char *what,
 		    struct nsh_msg *reply);
 static int	nsh_op_hello(struct nsh_state *, const struct nsh_msg *, int *,
 		    struct nsh_msg *, int *);
 static int	nsh_op_join(struct nsh_state *, const struct nsh_msg *, int *,
 		    struct nsh_msg *, int *);
+static int	nsh_held_exempt(struct nsh_state *st, const struct nsh_msg *m,
+		    struct nsh_msg *reply);
 static int	nsh_op_held(struct nsh_state *, const struct nsh_msg *, int *,
 		    struct nsh_msg *, int *);
 static int	nsh_op_veth(struct nsh_state *, const struct nsh_msg *, int *,
@@ -307,9 +315,31 @@ nsh_bounding(uint64_t keep)
 }
 
 /*
- * Started as root: keep NSH_CAPS_SETUP, become nobody.  Order as relayd's
- * proc_run: bounding set first (needs CAP_SETPCAP, which then goes), then
- * groups, gid, uid; each change verified.
+ * The capabilities of NSH_CAPS_SETUP we were started with: root in a
+ * container may lack some (a pod's init container has CAP_NET_ADMIN but
+ * no CAP_SYS_ADMIN), and an op that needs a missing one fails with EPERM
+ * when it gets there.  0 if they cannot be read.
+ */
+static uint64_t
+nsh_caps_had(void)
+{
+	struct __user_cap_header_struct	h;
+	struct __user_cap_data_struct	d[2];
+
+	memset(&h, 0, sizeof(h));
+	memset(d, 0, sizeof(d));
+	h.version = _LINUX_CAPABILITY_VERSION_3;
+	if (syscall(SYS_capget, &h, d) == -1)
+		return 0;
+	return (d[0].permitted | (uint64_t)d[1].permitted << 32) &
+	    NSH_CAPS_SETUP;
+}
+
+/*
+ * Started as root: keep NSH_CAPS_SETUP (those of them we had), become
+ * nobody.  Order as relayd's proc_run: bounding set first (needs
+ * CAP_SETPCAP, which then goes), then groups, gid, uid; each change
+ * verified.
  */
 static int
 nsh_drop_root(void)
@@ -317,6 +347,7 @@ nsh_drop_root(void)
 	struct passwd	*pw;
 	uid_t		 uid = NSH_NOBODY_ID, r, e, s;
 	gid_t		 gid = NSH_NOBODY_ID, rg, eg, sg;
+	uint64_t	 keep = nsh_caps_had();
 
 	if ((pw = getpwnam("nobody")) != NULL) {
 		uid = pw->pw_uid;
@@ -326,7 +357,7 @@ nsh_drop_root(void)
 		nsh_log("user nobody has uid or gid 0; refusing to run");
 		return -1;
 	}
-	if (nsh_bounding(NSH_CAPS_SETUP) == -1) {
+	if (nsh_bounding(keep) == -1) {
 		nsh_log("cannot clear the capability bounding set: %s",
 		    strerror(errno));
 		return -1;
@@ -349,7 +380,7 @@ nsh_drop_root(void)
 		nsh_log("identity change did not take");
 		return -1;
 	}
-	if (nsh_capset(NSH_CAPS_SETUP) == -1 ||
+	if (nsh_capset(keep) == -1 ||
 	    prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) == -1) {
 		nsh_log("cannot keep the needed capabilities: %s",
 		    strerror(errno));
@@ -489,7 +520,10 @@ nsh_op_hello(struct nsh_state *st, const struct nsh_msg *m, int *fds,
  * one we started in (so held mode can never turn the host's own network
  * into a sandbox), and, unprivileged, only a user namespace our own user
  * created that owns that network namespace: our capabilities there reach
- * nothing the user could not already change.
+ * nothing the user could not already change.  The one exception is
+ * asked for by name (NSH_JOIN_SELF, root only): a pod's init container
+ * programs the pod's namespace, which it runs in, and HELD then must
+ * exempt the uid of the moatd that runs there too.
  */
 static int
 nsh_op_join(struct nsh_state *st, const struct nsh_msg *m, int *fds,
@@ -515,7 +549,10 @@ nsh_op_join(struct nsh_state *st, const struct nsh_msg *m, int *fds,
 	}
 	if (nsh_check_ns(netns, CLONE_NEWNET, "network", reply) == -1)
 		return -1;
-	if ((same = nsh_same_file(netns, st->self_ns)) != 0) {
+	same = nsh_same_file(netns, st->self_ns);
+	if ((m->u.join.flags & NSH_JOIN_SELF) != 0)
+		return nsh_join_self(st, m, fds, same, reply);
+	if (same != 0) {
 		nsh_proto_reply(reply, m->op, EPERM, "refusing to program "
 		    "the network namespace moat runs in");
 		return -1;
@@ -578,14 +615,58 @@ nsh_op_join(struct nsh_state *st, const struct nsh_msg *m, int *fds,
 	return 0;
 }
 
-/* An attached namespace must not already be behind a live moat. */
+/*
+ * JOIN of the namespace we run in (NSH_JOIN_SELF): root only, and it
+ * must be that namespace; no setns.
+ */
+static int
+nsh_join_self(struct nsh_state *st, const struct nsh_msg *m, int *fds,
+    int same, struct nsh_msg *reply)
+{
+	if (!st->root) {
+		nsh_proto_reply(reply, m->op, EPERM, "only root may program "
+		    "the namespace it runs in");
+		return -1;
+	}
+	if (same != 1) {
+		nsh_proto_reply(reply, m->op, EINVAL, "the namespace to program "
+		    "as its own is not the one moat-netns runs in");
+		return -1;
+	}
+	if ((st->rtnl_sbx = nsh_rtnl_open()) == NULL ||
+	    (st->nft_sbx = nsh_nft_open()) == NULL) {
+		nsh_proto_reply(reply, m->op, errno, "netlink: %s",
+		    strerror(errno));
+		return -1;
+	}
+	st->sbx_ns = fds[0];
+	fds[0] = -1;
+	st->self = true;
+	st->phase = NSH_PH_JOINED;
+	return 0;
+}
+
+/*
+ * An attached namespace must not already be behind a live moat, nor be a
+ * pod's (behind the moatd inside it); a pod's table may be replaced by
+ * the same set-up (an init container that runs again).
+ */
+struct nsh_busy {
+	bool	exempt;		/* this set-up is a pod's */
+	int	busy;		/* 1: a live owner; 2: a pod's table */
+};
+
 static void
 nsh_attached_check(const char *name, const char *comment, void *arg)
 {
-	int	*busy = arg;
+	struct nsh_busy	*b = arg;
 
-	if (strcmp(name, NSH_TABLE) == 0 && nsh_owner_alive(comment) == 1)
-		*busy = 1;
+	if (strcmp(name, NSH_TABLE) != 0)
+		return;
+	if (nsh_owner_alive(comment) == 1)
+		b->busy = 1;
+	else if (!b->exempt && STRNCMP_LIT(comment, NSH_OWNER_POD) == 0)
+		b->busy = 2;
 }
 
 /*
@@ -602,7 +683,7 @@ nsh_egress(struct nsh_state *st, const char *sbx_if, unsigned op,
     struct nsh_msg *reply)
 {
 	if (nsh_nft_egress(st->nft_sbx, st->owner, sbx_if, &st->addrs,
-	    st->log_group) == 0)
+	    st->log_group, st->exempt ? &st->exempt_uid : NULL) == 0)
 		return 0;
 	if (!st->attach && (errno == EINVAL || errno == EOPNOTSUPP ||
 	    errno == ENOENT))
@@ -618,31 +699,68 @@ nsh_egress(struct nsh_state *st, const char *sbx_if, unsigned op,
 }
 
 /*
+ * A pod's set-up (NSH_SETUP_EXEMPT): moatd runs inside the namespace as
+ * exempt_uid.  Its table says so instead of naming a process (it lives
+ * as long as the namespace: cleanup keeps it), and the namespace keeps
+ * its own routes, which moatd's traffic takes.  Only a pod's namespace
+ * (JOIN_SELF) or an attached one, and never uid 0 (every process of a
+ * container that is root would be exempt).
+ */
+static int
+nsh_held_exempt(struct nsh_state *st, const struct nsh_msg *m,
+    struct nsh_msg *reply)
+{
+	st->exempt = (m->u.setup.flags & NSH_SETUP_EXEMPT) != 0;
+	if (st->self && !st->exempt) {
+		nsh_proto_reply(reply, m->op, EPERM, "the namespace moat-netns "
+		    "runs in is programmed only for a moatd inside it, whose "
+		    "uid is exempt");
+		return -1;
+	}
+	if (!st->exempt)
+		return 0;
+	st->exempt_uid = m->u.setup.exempt_uid;
+	snprintf(st->owner, sizeof(st->owner), "%s%u", NSH_OWNER_POD,
+	    (unsigned)st->exempt_uid);
+	return 0;
+}
+
+/*
  * Why HELD is safe: it changes only the sandbox's namespace (we are in
- * it, and JOIN refused our own): loopback up, `local default` routes so
- * nothing can leave, and the table moat owns, replaced in one batch.
+ * it, and JOIN refused our own unless asked for a pod's): loopback up,
+ * `local default` routes so nothing can leave (but in a pod, whose moatd
+ * needs the namespace's own), and the table moat owns, replaced in one
+ * batch.
  */
 static int
 nsh_op_held(struct nsh_state *st, const struct nsh_msg *m, int *fds,
     struct nsh_msg *reply, int *outfd)
 {
 	static const int	fam[2] = { AF_INET, AF_INET6 };
+	struct nsh_busy		b;
 	unsigned		lo;
-	int			i, busy = 0;
+	int			i;
 
 	st->setup = m->u.setup;
 	st->attach = (m->u.setup.flags & NSH_SETUP_ATTACH) != 0;
+	if (nsh_held_exempt(st, m, reply) == -1)
+		return -1;
+	b.exempt = st->exempt;
+	b.busy = 0;
 	if (st->attach && (nsh_nft_tables(st->nft_sbx, NSH_TABLE,
-	    nsh_attached_check, &busy) == -1 || busy)) {
-		nsh_proto_reply(reply, m->op, busy ? EBUSY : errno, "%s",
-		    busy ? "the namespace is already attached to a running "
-		    "moat" : "cannot list nftables tables");
+	    nsh_attached_check, &b) == -1 || b.busy)) {
+		nsh_proto_reply(reply, m->op, b.busy ? EBUSY : errno, "%s",
+		    b.busy == 1 ? "the namespace is already attached to a "
+		    "running moat" : b.busy == 2 ? "the namespace is a pod's, "
+		    "behind the moatd inside it (moat pod-init)" :
+		    "cannot list nftables tables");
 		return -1;
 	}
 	if (nsh_drop_log(st, m->op, reply) == -1)
 		return -1;
 	if (nsh_nft_held(st->nft_sbx, st->owner, m->u.setup.dns_port,
-	    m->u.setup.transparent_port, st->log_group) == -1) {
+	    m->u.setup.transparent_port, st->log_group, st->exempt ?
+	    &st->exempt_uid : NULL) == -1) {
 		nsh_proto_reply(reply, m->op, errno, "nftables table inet %s: "
 		    "%s", NSH_TABLE, strerror(errno));
 		return -1;
@@ -656,7 +774,7 @@ nsh_op_held(struct nsh_state *st, const struct nsh_msg *m, int *fds,
 		    strerror(errno));
 		return -1;
 	}
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 2 && !st->exempt; i++) {
 		if (nsh_rtnl_route(st->rtnl_sbx, true, fam[i], NULL, 0, NULL,
 		    lo, RT_TABLE_LOCAL, RTN_LOCAL) == 0)
 			st->route_local[i] = true;
@@ -803,7 +921,7 @@ static int
 nsh_op_veth(struct nsh_state *st, const struct nsh_msg *m, int *fds,
     struct nsh_msg *reply, int *outfd)
 {
-	int	busy = 0;
+	struct nsh_busy	b = { .exempt = false, .busy = 0 };
 
 	st->setup = m->u.setup;
 	st->attach = (m->u.setup.flags & NSH_SETUP_ATTACH) != 0;
@@ -811,11 +929,19 @@ nsh_op_veth(struct nsh_state *st, const struct nsh_msg *m, int *fds,
 		nsh_proto_reply(reply, m->op, EPERM, "veth mode needs root");
 		return -1;
 	}
+	if (st->self) {
+		nsh_proto_reply(reply, m->op, EPERM, "the namespace moat-netns "
+		    "runs in is programmed only in held mode, for a moatd "
+		    "inside it");
+		return -1;
+	}
 	if (st->attach && (nsh_nft_tables(st->nft_sbx, NSH_TABLE,
-	    nsh_attached_check, &busy) == -1 || busy)) {
-		nsh_proto_reply(reply, m->op, busy ? EBUSY : errno, "%s",
-		    busy ? "the namespace is already attached to a running "
-		    "moat" : "cannot list nftables tables");
+	    nsh_attached_check, &b) == -1 || b.busy)) {
+		nsh_proto_reply(reply, m->op, b.busy ? EBUSY : errno, "%s",
+		    b.busy == 1 ? "the namespace is already attached to a "
+		    "running moat" : b.busy == 2 ? "the namespace is a pod's, "
+		    "behind the moatd inside it (moat pod-init)" :
+		    "cannot list nftables tables");
 		return -1;
 	}
 	/* The drop log is bound in the sandbox's namespace, from here. */
@@ -957,12 +1083,15 @@ nsh_op_drops(struct nsh_state *st, const struct nsh_msg *m, int *fds,
 	return 0;
 }
 
-/* Held `moat run`: the namespace dies with the sandbox; nothing to undo. */
+/*
+ * Held `moat run`: the namespace dies with the sandbox; nothing to undo.
+ * A pod's (`moat pod-init`): the table stays for the pod's lifetime.
+ */
 static int
 nsh_op_release(struct nsh_state *st, const struct nsh_msg *m, int *fds,
     struct nsh_msg *reply, int *outfd)
 {
-	if (st->mode != NSH_MODE_HELD || st->attach) {
+	if (st->mode != NSH_MODE_HELD || (st->attach && !st->exempt)) {
 		nsh_proto_reply(reply, m->op, EPERM, "only a held-mode run may "
 		    "release its helper; tear down instead");
 		return -1;
@@ -1214,7 +1343,8 @@ nsh_serve(void)
 		 * binding a port below 1024 only if the setup has one.
 		 */
 		if (st.phase == NSH_PH_READY && m.op != NSH_OP_SOCKET &&
-		    nsh_capset(nsh_serve_caps(&st.setup)) == -1) {
+		    nsh_capset(nsh_serve_caps(&st.setup) &
+		    (st.root ? nsh_caps_had() : NSH_CAPS_SETUP)) == -1) {
 			nsh_log("cannot drop capabilities: %s",
 			    strerror(errno));
 			break;
@@ -1280,6 +1410,11 @@ nsh_cleanup_act(struct nsh_cleanup *c, const char *what, bool table)
 	for (i = 0; i < c->nfound; i++) {
 		f = &c->found[i];
 		alive = f->has_owner ? nsh_owner_alive(f->owner) : -1;
+		if (f->has_owner && STRNCMP_LIT(f->owner, NSH_OWNER_POD) == 0) {
+			printf("kept    %s %s: a pod's, for the namespace's "
+			    "life (%s)\n", what, f->name, f->owner);
+			continue;
+		}
 		if (alive == -1) {
 			printf("kept    %s %s: no moat owner recorded\n", what,
 			    f->name);

@@ -150,7 +150,7 @@ static void	nsh_nft_egress_chain(struct nsh_nft_tx *tx, const char *table,
 		    const char *name);
 static void	nsh_nft_ether_type(struct nsh_nft_rule *rb, uint16_t type);
 static void	nsh_nft_post_filter(struct nsh_nft_tx *tx, const char *sbx_if,
-		    int log_group);
+		    int log_group, const uint32_t *exempt_uid);
 static void	nsh_nft_gateway_rules(struct nsh_nft_tx *tx, const char *chain,
 		    const char *dns_oif, const char *sbx_if,
 		    const struct nsh_veth_addrs *a);
@@ -175,6 +175,8 @@ static void	nsh_nft_match_l4(struct nsh_nft_rule *rb, unsigned proto);
 static void	nsh_nft_match_lo_syn(struct nsh_nft_rule *rb, unsigned unused);
 static void	nsh_nft_drops_out(struct nsh_nft_tx *tx, int log_group);
 static void	nsh_nft_filter_in(struct nsh_nft_tx *tx, int log_group);
+static void	nsh_nft_exempt(struct nsh_nft_tx *tx, const char *chain,
+		    const uint32_t *uid, int verdict);
 static int	nsh_nft_list_cb(const struct nlmsghdr *nlh, void *arg);
 static int	nsh_nft_comment_cb(const struct nftnl_udata *attr, void *data);
 
@@ -772,6 +774,53 @@ nsh_nft_loopback_rules(struct nsh_nft_tx *tx, const char *table,
 }
 
 /*
+ * meta skuid UID VERDICT, first in chain (nothing if uid is NULL): the
+ * packets of the sockets of moatd's uid, inside a pod's namespace.  The
+ * kernel judges each packet by the socket it comes from (skb->sk, a full
+ * socket): a socket of another uid never matches, and only a process of
+ * that uid, or one with CAP_SETUID, makes one.  Packets of no full socket
+ * (a TIME_WAIT ACK, a reset the kernel sends for no socket) do not match:
+ * they meet the rules after.
+ *
+ * What moatd's packets need of the kernel's own goes with them: neighbour
+ * resolution on the pod's interface (ARP, which only the netdev chain
+ * sees; IPv6 neighbour solicitations and advertisements, verdict
+ * accept).  Nothing of the application's reaches an interface to ask for
+ * a neighbour (its packets are redirected to lo or dropped before), and
+ * without CAP_NET_RAW it cannot write such a packet itself.
+ */
+static void
+nsh_nft_exempt(struct nsh_nft_tx *tx, const char *chain, const uint32_t *uid,
+    int verdict)
+{
+	static const uint8_t	nd[] = { NSH_ND_SOLICIT, NSH_ND_ADVERT };
+	struct nsh_nft_rule	rb;
+	size_t			i;
+
+	if (uid == NULL)
+		return;
+	nsh_nft_rule_start(&rb, tx, NSH_TABLE, chain);
+	nsh_nft_meta(&rb, NFT_META_SKUID);
+	nsh_nft_cmp(&rb, NFT_CMP_EQ, uid, sizeof(*uid));
+	nsh_nft_verdict(&rb, verdict);
+	nsh_nft_rule_end(&rb);
+	if (verdict != NF_ACCEPT)
+		return;
+	if (tx->family == NFPROTO_NETDEV) {
+		nsh_nft_rule_start(&rb, tx, NSH_TABLE, chain);
+		nsh_nft_ether_type(&rb, ETH_P_ARP);
+		nsh_nft_verdict(&rb, NF_ACCEPT);
+		nsh_nft_rule_end(&rb);
+	}
+	for (i = 0; i < sizeof(nd); i++) {
+		nsh_nft_rule_start(&rb, tx, NSH_TABLE, chain);
+		nsh_nft_icmp6_type(&rb, nd[i]);
+		nsh_nft_verdict(&rb, NF_ACCEPT);
+		nsh_nft_rule_end(&rb);
+	}
+}
+
+/*
  * filter postrouting, policy drop: oifname lo accept [; oifname SBX_IF
  * accept]; the rest counted and logged as "interface", dropped.  The
  * output chain sees the interface routed to before NAT; this one sees the
@@ -779,12 +828,14 @@ nsh_nft_loopback_rules(struct nsh_nft_tx *tx, const char *table,
  * whatever the socket was bound to.
  */
 static void
-nsh_nft_post_filter(struct nsh_nft_tx *tx, const char *sbx_if, int log_group)
+nsh_nft_post_filter(struct nsh_nft_tx *tx, const char *sbx_if, int log_group,
+    const uint32_t *exempt_uid)
 {
 	struct nsh_nft_rule	rb;
 
 	nsh_nft_chain(tx, NSH_TABLE, "filter_post", "filter",
 	    NF_INET_POST_ROUTING, NSH_NFT_PRIO_FILTER, NF_DROP);
+	nsh_nft_exempt(tx, "filter_post", exempt_uid, NF_ACCEPT);
 	nsh_nft_rule_start(&rb, tx, NSH_TABLE, "filter_post");
 	nsh_nft_ifname(&rb, NFT_META_OIFNAME, "lo");
 	nsh_nft_verdict(&rb, NF_ACCEPT);
@@ -1072,7 +1123,7 @@ nsh_nft_filter_in(struct nsh_nft_tx *tx, int log_group)
 
 int
 nsh_nft_held(struct mnl_socket *nl, const char *owner, uint16_t dns_port,
-    uint16_t transparent_port, int log_group)
+    uint16_t transparent_port, int log_group, const uint32_t *exempt_uid)
 {
 	static const uint8_t	 l4[] = { IPPROTO_UDP, IPPROTO_TCP };
 	struct nsh_nft_tx	 tx;
@@ -1093,6 +1144,10 @@ nsh_nft_held(struct mnl_socket *nl, const char *owner, uint16_t dns_port,
 	nsh_nft_drop(&tx, "filter_fwd", DROPS_FORWARD, NULL, 0, log_group,
 	    true);
 	nsh_nft_filter_in(&tx, log_group);
+
+	/* moatd's own traffic, in a pod: before anything else. */
+	nsh_nft_exempt(&tx, "nat_out", exempt_uid, NFT_RETURN);
+	nsh_nft_exempt(&tx, "filter_out", exempt_uid, NF_ACCEPT);
 
 	/*
 	 * DNS first, whatever the destination, loopback included: a query
@@ -1137,7 +1192,7 @@ nsh_nft_held(struct mnl_socket *nl, const char *owner, uint16_t dns_port,
 	nsh_nft_verdict(&rb, NF_ACCEPT);
 	nsh_nft_rule_end(&rb);
 	nsh_nft_drops_out(&tx, log_group);
-	nsh_nft_post_filter(&tx, NULL, log_group);
+	nsh_nft_post_filter(&tx, NULL, log_group, exempt_uid);
 
 	rc = nsh_nft_tx_commit(nl, &tx);
 	saved = errno;
@@ -1230,7 +1285,7 @@ nsh_nft_veth_sandbox(struct mnl_socket *nl, const char *owner,
 	 */
 	nsh_nft_gateway_rules(&tx, "filter_out", NULL, sbx_if, a);
 	nsh_nft_drops_out(&tx, log_group);
-	nsh_nft_post_filter(&tx, sbx_if, log_group);
+	nsh_nft_post_filter(&tx, sbx_if, log_group, NULL);
 
 	rc = nsh_nft_tx_commit(nl, &tx);
 	saved = errno;
@@ -1384,7 +1439,7 @@ nsh_nft_veth_host(struct mnl_socket *nl, const char *table, const char *owner,
  */
 int
 nsh_nft_egress(struct mnl_socket *nl, const char *owner, const char *sbx_if,
-    const struct nsh_veth_addrs *a, int log_group)
+    const struct nsh_veth_addrs *a, int log_group, const uint32_t *exempt_uid)
 {
 	struct nsh_nft_tx	 tx;
 	struct nsh_nft_rule	 rb;
@@ -1397,6 +1452,7 @@ nsh_nft_egress(struct mnl_socket *nl, const char *owner, const char *sbx_if,
 	nsh_nft_replace(&tx, NSH_TABLE, owner);
 	nsh_nft_egress_chain(&tx, NSH_TABLE, "egress");
 	nsh_nft_drop_objs(&tx, log_group);
+	nsh_nft_exempt(&tx, "egress", exempt_uid, NF_ACCEPT);
 	nsh_nft_rule_start(&rb, &tx, NSH_TABLE, "egress");
 	nsh_nft_ifname(&rb, NFT_META_OIFNAME, "lo");
 	nsh_nft_verdict(&rb, NF_ACCEPT);

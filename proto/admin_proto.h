@@ -1,7 +1,7 @@
 /*
  * admin_proto.h - the admin protocol between moatd and the programs that
  * register sandboxes with it (`moat run`, `moat attach`, a sandbox
- * platform).  Shared by proxy/admin.c (the server) and launcher/
+ * platform) or ask what it is doing (`moat status`).  Shared by proxy/admin.c (the server) and launcher/
  * (the clients).
  *
  * Transport: a Unix stream socket: the path of "admin.address" in moatd's
@@ -23,7 +23,7 @@
  *
  *   {"op": "hello", "version": 1}
  *     -> {"ok": true, "version": 1, "moatd": "0.1.0", "watch": true,
- *         "drops": true}
+ *         "drops": true, "list": true, "stats": true}
  *   {"op": "register", "sandbox": NAME, "config": CONFIG,
  *    "listeners": [{"proto": PROTO, "fd": I}, ...],
  *    "trust_extra": [{"name": TEXT, "pem": PEM}, ...],
@@ -108,6 +108,50 @@
  *   {"op": "unwatch", "sandbox": NAME}
  *     -> every line the watch holds, then {"ok": true}: a client that
  *     unwatches has the lines of every decision made before.
+ *   {"op": "list", "after": NAME}
+ *     -> {"ok": true, "sandboxes": [SANDBOX, ...], "more": K}
+ *     every live sandbox, registered ones and those of moatd's
+ *     configured listeners, sorted by name; "after" (optional) starts
+ *     after NAME.  An answer holds as many as fit in ADMIN_MSG_MAX;
+ *     "more" (present when K > 0) says K were left: ask again with
+ *     "after" the last NAME given.  SANDBOX:
+ *       {"sandbox": NAME, "kind": "registered" | "configured",
+ *        "policy": "own" | "moatd", "listeners": [{"proto": PROTO,
+ *        "address": ADDR}, ...], "secrets": [SECRET_NAME, ...],
+ *        "client_pid": PID, "age_s": S, "limit": N, "connections": N,
+ *        "allowed": N, "denied": N, "refused_at_limit": N,
+ *        "bytes_up": N, "bytes_down": N, "would_deny": N,
+ *        "dropped_packets": N}
+ *     "client_pid": the pid (SO_PEERCRED) of the client that
+ *       registered it; absent for a configured listener's sandbox.
+ *     "age_s": seconds since it was registered (or since moatd made
+ *       its configured listener's).  "limit": its open connections at
+ *       most (limits.sandbox_connections, its own or moatd's).
+ *     "secrets": the names of its secrets (moatd's for a configured
+ *       listener's sandbox); never a value nor a placeholder.
+ *     Counters since it was made: "connections" open now (tunnels
+ *       included); "allowed" and "denied": its decisions, one per
+ *       request, open (tunnel) and dns audit line, by verdict, plus
+ *       each connection refused at its limit ("refused_at_limit" also
+ *       counts those); "bytes_up" and "bytes_down": of its requests and
+ *       of its opaque tunnels once closed (an open tunnel's bytes count
+ *       when it closes); "would_deny": allowed decisions that audit mode
+ *       let through (counted in "allowed" too); "dropped_packets": what
+ *       its table dropped that
+ *       moatd heard of (its drop log, every kind).
+ *   {"op": "stats"}
+ *     -> {"ok": true, "moatd": {"version": V, "pid": PID, "config":
+ *         FILE, "uptime_s": S, "workers": N}, "sandboxes":
+ *         {"registered": N, "configured": N}, "admin": {"clients": N,
+ *         "watches": N}, "connections": {"open": N, "limit": N},
+ *         "audit": {"queued_bytes": N, "dropped": N, "ok": BOOL},
+ *         "reloads": {"done": N, "refused": N}}
+ *     "uptime_s": since moatd began serving; "connections": client
+ *     connections and tunnels open in all workers, and
+ *     limits.connections; "audit": bytes of lines waiting for the
+ *     writer, lines lost since start, false while lines wait or are
+ *     lost; "reloads": SIGHUPs that applied a config and those refused.
+ *   Neither op takes other keys.
  *
  * The guard: a register is refused (reason "sandbox-refused" in the
  * audit log, the error in the answer) when the client's socket was made
@@ -122,7 +166,8 @@
  * guarded one (a platform binding them where it runs).  A watch is
  * guarded alike: a client inside a live sandbox's namespace, or one whose
  * namespace moatd cannot tell, reads no one's lines (refused, audited as
- * "sandbox-refused").
+ * "sandbox-refused"), and list and stats are refused alike (audited
+ * under the name of the sandbox the client is in).
  *
  * A sandbox lives as long as the admin connection that registered it:
  * when that connection closes, moatd unregisters it, closes its

@@ -30,7 +30,7 @@
 _Static_assert(sizeof(struct nsh_hdr) == 8, "nsh_hdr layout");
 _Static_assert(sizeof(struct nsh_hello) == 8, "nsh_hello layout");
 _Static_assert(sizeof(struct nsh_join) == 8, "nsh_join layout");
-_Static_assert(sizeof(struct nsh_setup) == 28, "nsh_setup layout");
+_Static_assert(sizeof(struct nsh_setup) == 32, "nsh_setup layout");
 _Static_assert(offsetof(struct nsh_setup, flags) == 24, "nsh_setup layout");
 _Static_assert(sizeof(struct nsh_socket) == 8, "nsh_socket layout");
 _Static_assert(sizeof(struct nsh_reply) == 28 + NSH_TEXT_MAX,
@@ -128,6 +128,10 @@ nsh_check_setup(const struct nsh_setup *s)
 		return "non-zero padding";
 	if ((s->flags & ~(uint32_t)NSH_SETUP_FLAGS) != 0)
 		return "unknown setup flags";
+	if ((s->flags & NSH_SETUP_EXEMPT) == 0 ? s->exempt_uid != 0 :
+	    (s->flags & NSH_SETUP_ATTACH) == 0 || s->exempt_uid == 0 ||
+	    s->exempt_uid == UINT32_MAX)
+		return "exempt uid without an attached namespace, or 0";
 	if (s->nports > NSH_PORTS_MAX)
 		return "too many ports";
 	for (i = s->nports; i < NSH_PORTS_MAX; i++)
@@ -190,11 +194,18 @@ nsh_check(const struct nsh_msg *m)
 	case NSH_OP_JOIN:
 		if ((m->u.join.flags & ~(uint32_t)NSH_JOIN_FLAGS) != 0)
 			return "unknown join flags";
+		if ((m->u.join.flags & NSH_JOIN_SELF) != 0 &&
+		    (m->u.join.flags & NSH_JOIN_USERNS) != 0)
+			return "a join of its own namespace takes no user "
+			    "namespace";
 		if (m->u.join.pad != 0)
 			return "non-zero padding";
 		break;
 	case NSH_OP_HELD:
+		return nsh_check_setup(&m->u.setup);
 	case NSH_OP_VETH:
+		if ((m->u.setup.flags & NSH_SETUP_EXEMPT) != 0)
+			return "an exempt uid in veth mode";
 		return nsh_check_setup(&m->u.setup);
 	case NSH_OP_SOCKET:
 		if (m->u.socket.family > NSH_AF_INET6)

@@ -88,7 +88,11 @@ struct nsh_hello {
 
 /* JOIN flags. */
 #define NSH_JOIN_USERNS	0x1	/* fds are {userns, netns}, else {netns} */
-#define NSH_JOIN_FLAGS	NSH_JOIN_USERNS
+#define NSH_JOIN_SELF	0x2	/* netns is the one moat-netns runs in (a
+				   pod's, whose moatd runs inside it: `moat
+				   pod-init`); root only, and only for a HELD
+				   with NSH_SETUP_EXEMPT */
+#define NSH_JOIN_FLAGS	(NSH_JOIN_USERNS | NSH_JOIN_SELF)
 
 struct nsh_join {
 	uint32_t	flags;	/* NSH_JOIN_* */
@@ -102,7 +106,14 @@ struct nsh_join {
 #define NSH_SETUP_DROPS	0x2	/* log drops (proto/drops_proto.h) and
 				   bind their NFLOG group in the sandbox's
 				   namespace, for DROPS to hand over */
-#define NSH_SETUP_FLAGS	(NSH_SETUP_ATTACH | NSH_SETUP_DROPS)
+#define NSH_SETUP_EXEMPT 0x4	/* HELD with NSH_SETUP_ATTACH only: moatd
+				   runs inside the namespace as exempt_uid,
+				   whose sockets' traffic the table lets
+				   through unredirected; no local default
+				   routes (moatd's traffic takes the
+				   namespace's own) */
+#define NSH_SETUP_FLAGS	(NSH_SETUP_ATTACH | NSH_SETUP_DROPS | \
+			    NSH_SETUP_EXEMPT)
 
 /*
  * The network of a sandbox.  dns_port and transparent_port are where
@@ -118,6 +129,8 @@ struct nsh_setup {
 	uint16_t	ports[NSH_PORTS_MAX];
 	uint16_t	pad;		/* 0 */
 	uint32_t	flags;		/* NSH_SETUP_* */
+	uint32_t	exempt_uid;	/* NSH_SETUP_EXEMPT: moatd's uid, neither
+					   0 nor (uint32_t)-1; else 0 */
 };
 
 enum nsh_family {

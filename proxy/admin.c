@@ -45,6 +45,7 @@
 #include "policy/jsonload.h"
 #include "policyio/policyio.h"
 #include "proxy/admin.h"
+#include "proxy/adminrep.h"
 #include "proto/admin_proto.h"
 #include "proxy/audit.h"
 #include "proxy/drops.h"
@@ -87,6 +88,9 @@ struct admin_sb {
 	/* The network namespaces its held sockets live in (cookies). */
 	uint64_t		 netns[ADMIN_FDS_MAX];
 	size_t			 nnetns;
+	/* Its listeners (references), for the op list. */
+	struct listener		*ls[ADMIN_FDS_MAX];
+	size_t			 nls;
 	LIST_ENTRY(admin_sb)	 link;
 };
 
@@ -102,6 +106,7 @@ struct admin_conn {
 	int			 trusted_fd;	/* --admin-fd: the parent */
 	uint64_t		 peer_netns;	/* the client's socket's network
 						   namespace (cookie), 0 unknown */
+	long			 peer_pid;	/* SO_PEERCRED, or -1 */
 	void			(*gone)(void *);
 	void			*gone_arg;
 	struct watch		*watches[ADMIN_WATCH_MAX];
@@ -129,6 +134,8 @@ struct admin_trust_text {
 };
 static struct admin_trust_text	 A_trust[2];	/* [with the store] */
 static LIST_HEAD(, admin_conn)	 A_conns = LIST_HEAD_INITIALIZER(A_conns);
+static uint64_t			 A_start_ms;	/* first served, for stats */
+static uint64_t			 A_reloads;	/* done (admin_reload) */
 
 static void	admin_accept_cb(evutil_socket_t fd, short what, void *arg);
 static struct admin_conn *admin_conn_new(int fd);
@@ -149,6 +156,9 @@ static void	admin_trust_forget(void);
 static int	admin_unregister(struct admin_conn *ac, json_t *req);
 static int	admin_watch(struct admin_conn *ac, json_t *req);
 static int	admin_unwatch(struct admin_conn *ac, json_t *req);
+static int	admin_list(struct admin_conn *ac, json_t *req);
+static int	admin_stats(struct admin_conn *ac, json_t *req);
+static int	admin_op_guard(struct admin_conn *ac, const char *op);
 static void	admin_watch_ready(void *arg);
 static void	admin_drops_drain(const char *name);
 static void	admin_watch_pump(struct admin_conn *ac, struct watch *only);
@@ -284,6 +294,8 @@ int
 admin_serve(struct admin_ctx *ctx, int lfd, const char *path)
 {
 	A_ctx = ctx;
+	if (A_start_ms == 0)
+		A_start_ms = util_now_ms();
 	A_lfd = lfd;
 	A_path = path ? strdup(path) : NULL;
 	A_lev = event_new(ctx->base, lfd, EV_READ | EV_PERSIST,
@@ -299,6 +311,8 @@ admin_adopt(struct admin_ctx *ctx, int fd, void (*gone)(void *), void *arg)
 	struct admin_conn	*ac;
 
 	A_ctx = ctx;
+	if (A_start_ms == 0)
+		A_start_ms = util_now_ms();
 	if (util_set_nonblock(fd) == -1 || util_set_cloexec(fd) == -1 ||
 	    (ac = admin_conn_new(fd)) == NULL)
 		return -1;
@@ -336,6 +350,18 @@ admin_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	}
 }
 
+/* Who is at the other end (the op list names it): a pid, or -1. */
+static void
+admin_peer_pid(struct admin_conn *ac)
+{
+	struct ucred	cred;
+	socklen_t	len = sizeof(cred);
+
+	ac->peer_pid = getsockopt(ac->fd, SOL_SOCKET, SO_PEERCRED, &cred,
+	    &len) == 0 && len == sizeof(cred) && cred.pid > 0 ?
+	    (long)cred.pid : -1;
+}
+
 static struct admin_conn *
 admin_conn_new(int fd)
 {
@@ -351,6 +377,7 @@ admin_conn_new(int fd)
 	 */
 	if (admin_netns(fd, &ac->peer_netns) == -1)
 		ac->peer_netns = 0;
+	admin_peer_pid(ac);
 	LIST_INIT(&ac->sbs);
 	ac->in = evbuffer_new();
 	ac->out = evbuffer_new();
@@ -512,9 +539,10 @@ admin_message(struct admin_conn *ac, const char *buf, size_t len)
 			    "supported (this moatd speaks %d)", (long long)v,
 			    ADMIN_PROTO_VERSION);
 		else {
-			ans = json_pack("{s:b, s:i, s:s, s:b, s:b}", "ok", 1,
-			    "version", ADMIN_PROTO_VERSION, "moatd",
-			    PACKAGE_VERSION, "watch", 1, "drops", 1);
+			ans = json_pack("{s:b, s:i, s:s, s:b, s:b, s:b, s:b}",
+			    "ok", 1, "version", ADMIN_PROTO_VERSION, "moatd",
+			    PACKAGE_VERSION, "watch", 1, "drops", 1, "list", 1,
+			    "stats", 1);
 			rc = admin_answer(ac, ans);
 		}
 	} else if (strcmp(op, "register") == 0)
@@ -525,6 +553,10 @@ admin_message(struct admin_conn *ac, const char *buf, size_t len)
 		rc = admin_watch(ac, req);
 	else if (strcmp(op, "unwatch") == 0)
 		rc = admin_unwatch(ac, req);
+	else if (strcmp(op, "list") == 0)
+		rc = admin_list(ac, req);
+	else if (strcmp(op, "stats") == 0)
+		rc = admin_stats(ac, req);
 	else
 		rc = admin_fail(ac, "unknown op \"%.32s\"", op);
 	/* Descriptors no message asked for are a protocol error. */
@@ -620,8 +652,8 @@ admin_vrefuse(struct admin_conn *ac, const char *op, const char *name,
 	char			msg[512], detail[600];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	snprintf(detail, sizeof(detail), "%s%s", strcmp(op, "register") == 0 ?
-	    "" : "watch: ", msg);
+	snprintf(detail, sizeof(detail), "%s%s%s", strcmp(op, "register") == 0 ?
+	    "" : op, strcmp(op, "register") == 0 ? "" : ": ", msg);
 	audit_rec_init(&r);
 	r.event = "sandbox";
 	r.sandbox = name;
@@ -1270,6 +1302,8 @@ admin_register(struct admin_conn *ac, json_t *req)
 			goto closefds;
 		}
 	}
+	for (i = 0; i < nl; i++)
+		s->ls[s->nls++] = listener_ref(ls[i]);
 	/*
 	 * Guarded from now: the namespaces of its sockets, but for the
 	 * registering client's own and moatd's (a platform that binds a
@@ -1424,6 +1458,249 @@ admin_drops_drain(const char *name)
 				drops_drain(s->drops);
 }
 
+/*
+ * list and stats are guarded as watch is: a client inside a live
+ * sandbox's network namespace, or one whose namespace moatd cannot tell,
+ * learns nothing of the others (refused, audited as sandbox-refused,
+ * under the name of the sandbox it is in).
+ */
+static int
+admin_refuse_op(struct admin_conn *ac, const char *op, const char *name,
+    const char *fmt, ...)
+{
+	va_list	ap;
+	int	rc;
+
+	va_start(ap, fmt);
+	rc = admin_vrefuse(ac, op, name, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int
+admin_op_guard(struct admin_conn *ac, const char *op)
+{
+	const char	*other;
+
+	if (!ac->trusted_fd && ac->peer_netns == 0)
+		return admin_refuse_op(ac, op, NULL, "cannot tell the "
+		    "client's network namespace (SO_NETNS_COOKIE)");
+	if (ac->peer_netns != 0 && (other = admin_guarded(ac->peer_netns)) !=
+	    NULL)
+		return admin_refuse_op(ac, op, other, "the client is inside "
+		    "the network namespace of sandbox %s", other);
+	return 0;
+}
+
+/* A request that may hold "op" and the keys in keys[] only. */
+static int
+admin_keys_ok(struct admin_conn *ac, json_t *req, const char *const *keys)
+{
+	const char	*key;
+	json_t		*v;
+	size_t		 i;
+
+	json_object_foreach(req, key, v) {
+		for (i = 0; keys[i] != NULL && strcmp(keys[i], key) != 0; i++)
+			;
+		if (strcmp(key, "op") != 0 && keys[i] == NULL)
+			return admin_fail(ac, "unknown key \"%.32s\" in %s", key,
+			    json_string_value(json_object_get(req, "op")));
+	}
+	return 0;
+}
+
+/* Its open connections at most: as worker_sandbox_limit() counts. */
+static size_t
+admin_sb_limit(const struct sandbox *sb, size_t listener_limit)
+{
+	const struct moat_limits	*own;
+	size_t				 n = (*A_ctx->cfg)->limits.sandbox_connections;
+
+	if (listener_limit != 0)
+		return listener_limit;
+	if (sb->cfg != NULL) {
+		own = &sb->cfg->limits;
+		if (own->sandbox_connections_set && own->sandbox_connections < n)
+			n = own->sandbox_connections;
+	}
+	return n;
+}
+
+/* The admin-protocol name of a listener's kind ("dns-udp", ...). */
+static const char *
+admin_listener_proto(const struct listener *l)
+{
+	if (l->proto == MOAT_PROTO_DNS)
+		return l->udp ? "dns-udp" : "dns-tcp";
+	return policy_proto_str(l->proto);
+}
+
+/* What list shows of sb, its listeners at ls (n), its secrets' names. */
+static void
+admin_rep_fill(struct adminrep_sandbox *r, struct sandbox *sb,
+    struct adminrep_listener *ls, size_t nls, const char **names)
+{
+	const struct moat_config	*cfg = sb->cfg != NULL ? sb->cfg :
+					    *A_ctx->cfg;
+	size_t				 i;
+
+	r->name = sb->name;
+	r->own_policy = sb->cfg != NULL;
+	r->ls = ls;
+	r->nls = nls;
+	r->nsecrets = cfg->nsecrets < ADMINREP_SECRETS_MAX ? cfg->nsecrets :
+	    ADMINREP_SECRETS_MAX;
+	for (i = 0; i < r->nsecrets; i++)
+		names[i] = cfg->secrets[i].name;
+	r->secrets = names;
+	sandbox_counters(sb, &r->c);
+}
+
+/*
+ * Whether l is the first of moatd's configured listeners to serve its
+ * sandbox (listeners naming one sandbox share its struct): each
+ * configured sandbox is counted at its first listener.
+ */
+static bool
+admin_configured_first(const struct listener *l)
+{
+	const struct listener	*p;
+
+	if (l->sb == NULL)
+		return false;
+	for (p = A_ctx->listeners; p != l; p = p->next)
+		if (p->sb == l->sb)
+			return false;
+	return true;
+}
+
+/*
+ * list: every live sandbox (registered ones and those of moatd's
+ * configured listeners) with its listeners, the names of its secrets and
+ * its counters; paged by name ("after") so that an answer stays below
+ * ADMIN_MSG_MAX.  Never a secret's value nor a placeholder.
+ */
+static int
+admin_list(struct admin_conn *ac, json_t *req)
+{
+	static const char *const	 keys[] = { "after", NULL };
+	struct adminrep_sandbox		*reps = NULL;
+	struct adminrep_listener	*lsv = NULL;
+	const char			**names = NULL;
+	struct admin_conn		*c;
+	struct admin_sb			*s;
+	const struct listener		*l, *k;
+	json_t				*ja = json_object_get(req, "after"), *ans;
+	const char			*after = json_string_value(ja);
+	size_t				 nreg = 0, nl = 0, n = 0, li = 0, i,
+					 first, limit;
+	int				 rc;
+
+	if (admin_keys_ok(ac, req, keys) == -1)
+		return -1;
+	if (ja != NULL && (after == NULL || json_string_length(ja) >
+	    ADMIN_WATCH_NAME_MAX))
+		return admin_fail(ac, "\"after\" must be a sandbox name");
+	if (admin_op_guard(ac, "list") == -1)
+		return -1;
+	LIST_FOREACH(c, &A_conns, link)
+		LIST_FOREACH(s, &c->sbs, link)
+			nreg++;
+	for (l = A_ctx->listeners; l != NULL; l = l->next)
+		nl++;
+	if ((reps = calloc(nreg + nl + 1, sizeof(*reps))) == NULL ||
+	    (lsv = calloc(nreg * ADMIN_FDS_MAX + nl + 1,
+	    sizeof(*lsv))) == NULL || (names = calloc((nreg + nl + 1) *
+	    ADMINREP_SECRETS_MAX, sizeof(*names))) == NULL) {
+		rc = admin_fail(ac, "out of memory");
+		goto out;
+	}
+	LIST_FOREACH(c, &A_conns, link)
+		LIST_FOREACH(s, &c->sbs, link) {
+			first = li;
+			for (i = 0; i < s->nls; i++) {
+				lsv[li].proto = admin_listener_proto(s->ls[i]);
+				lsv[li++].address = s->ls[i]->address;
+			}
+			admin_rep_fill(&reps[n], s->sb, lsv + first, li - first,
+			    names + n * ADMINREP_SECRETS_MAX);
+			reps[n].registered = true;
+			reps[n].client_pid = c->peer_pid;
+			reps[n++].limit = admin_sb_limit(s->sb, 0);
+		}
+	for (l = A_ctx->listeners; l != NULL; l = l->next) {
+		if (!admin_configured_first(l))
+			continue;
+		first = li;
+		limit = SIZE_MAX;
+		for (k = l; k != NULL; k = k->next) {
+			if (k->sb != l->sb)
+				continue;
+			lsv[li].proto = admin_listener_proto(k);
+			lsv[li++].address = k->address;
+			if (admin_sb_limit(k->sb, k->connections) < limit)
+				limit = admin_sb_limit(k->sb, k->connections);
+		}
+		admin_rep_fill(&reps[n], l->sb, lsv + first, li - first,
+		    names + n * ADMINREP_SECRETS_MAX);
+		reps[n].registered = false;
+		reps[n].client_pid = -1;
+		reps[n++].limit = limit;
+	}
+	if ((ans = adminrep_list(reps, n, after, ADMIN_MSG_MAX - 1024)) ==
+	    NULL)
+		rc = admin_fail(ac, "out of memory");
+	else
+		rc = admin_answer(ac, ans);
+ out:
+	free(names);
+	free(lsv);
+	free(reps);
+	return rc;
+}
+
+/* stats: what moatd as a whole is doing, from what it counts anyway. */
+static int
+admin_stats(struct admin_conn *ac, json_t *req)
+{
+	static const char *const	 keys[] = { NULL };
+	struct adminrep_stats		 st;
+	struct admin_conn		*c;
+	struct admin_sb			*s;
+	const struct listener		*l;
+	json_t				*ans;
+
+	if (admin_keys_ok(ac, req, keys) == -1 ||
+	    admin_op_guard(ac, "stats") == -1)
+		return -1;
+	memset(&st, 0, sizeof(st));
+	st.version = PACKAGE_VERSION;
+	st.pid = (long)getpid();
+	st.config = (*A_ctx->cfg)->file;
+	st.uptime_ms = util_now_ms() - A_start_ms;
+	st.workers = A_ctx->nworkers;
+	LIST_FOREACH(c, &A_conns, link) {
+		st.admin_clients++;
+		st.watches += c->nwatches;
+		LIST_FOREACH(s, &c->sbs, link)
+			st.registered++;
+	}
+	for (l = A_ctx->listeners; l != NULL; l = l->next)
+		if (admin_configured_first(l))
+			st.configured++;
+	st.conns_open = atomic_load(&worker_conns_open);
+	st.conns_limit = (*A_ctx->cfg)->limits.connections;
+	audit_stats(&st.audit_queued_bytes, &st.audit_dropped);
+	st.audit_ok = audit_ok() != 0;
+	st.reloads = A_reloads;
+	st.reloads_refused = A_ctx->reloads_tried > A_reloads ?
+	    A_ctx->reloads_tried - A_reloads : 0;
+	if ((ans = adminrep_stats(&st)) == NULL)
+		return admin_fail(ac, "out of memory");
+	return admin_answer(ac, ans);
+}
+
 static void
 admin_watch_ready(void *arg)
 {
@@ -1538,6 +1815,8 @@ admin_sandbox_gone(struct admin_conn *ac, struct admin_sb *s)
 	log_info("sandbox %s: unregistered", s->sb->name);
 	admin_audit(s->sb, "unregistered");
 	LIST_REMOVE(s, link);
+	for (i = 0; i < s->nls; i++)
+		listener_unref(s->ls[i]);
 	sandbox_unref(s->sb);
 	free(s);
 	admin_trim_later();
@@ -1665,6 +1944,7 @@ admin_reload(void)
 	/* The old context's trust text goes (the new one's is made when
 	 * the next sandbox registers). */
 	admin_trust_forget();
+	A_reloads++;
 	LIST_FOREACH(ac, &A_conns, link)
 		LIST_FOREACH(s, &ac->sbs, link)
 			if (secrets_sandbox_reload(s->sb, err,

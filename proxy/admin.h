@@ -7,8 +7,10 @@
 #define MOAT_ADMIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct event_base;
+struct listener;
 struct worker;
 
 struct tls;
@@ -21,6 +23,10 @@ struct admin_ctx {
 	/* moatd's current config and interception contexts (main thread). */
 	struct moat_config	**cfg;
 	struct tls		**tls;
+	/* For the ops list and stats: the configured listeners, and the
+	 * reloads asked for (SIGHUP; admin_reload() counts those done). */
+	struct listener		*listeners;
+	uint64_t		 reloads_tried;
 };
 
 /*

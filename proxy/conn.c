@@ -208,6 +208,7 @@ conn_refuse_accepted(struct worker *w, struct listener *l, int fd,
 	r.verdict = POLICY_DENY;
 	r.reason = POLICY_R_INTERNAL;
 	r.detail = detail;
+	sandbox_count(l->sb, &r);
 	audit_emit(&r);
 }
 
@@ -448,6 +449,7 @@ conn_audit(struct conn *c, const char *event, enum policy_verdict v,
 	}
 	if (c->http.moat_id[0] != '\0')
 		r.moat_request_id = c->http.moat_id;
+	sandbox_count(c->sb, &r);
 	secrets_audit_redact(c->sb, c->w->secrets, &sv, &r);
 	audit_emit(&r);
 	secrets_view_done(&sv);

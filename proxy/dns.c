@@ -550,6 +550,7 @@ dns_audit(struct dns_pending *p, enum policy_verdict v,
 		if (detail == NULL)
 			r.detail = policy_reason_str(p->would);
 	}
+	sandbox_count(p->sb, &r);
 	secrets_audit_redact(p->sb, p->w->secrets, &sv, &r);
 	audit_emit(&r);
 	secrets_view_done(&sv);

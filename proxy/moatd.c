@@ -452,6 +452,7 @@ on_sighup(evutil_socket_t fd, short what, void *arg)
 
 	if (m->draining)
 		return;
+	m->admin.reloads_tried++;
 	log_info("SIGHUP: reloading %s", m->config_path ? m->config_path :
 	    "the embedded default config");
 	if ((cfg = load_config(m, 1, "reload refused: ")) == NULL) {
@@ -854,6 +855,7 @@ moatd_serve(struct moatd *m)
 	m->admin.nworkers = m->nworkers;
 	m->admin.cfg = &m->cfg;
 	m->admin.tls = &m->tls;
+	m->admin.listeners = m->listeners;
 	if (m->admin_lfd >= 0 && admin_serve(&m->admin, m->admin_lfd,
 	    m->cfg->admin_path) == -1)
 		fatalx("cannot serve the admin socket");

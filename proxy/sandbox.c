@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proxy/audit.h"
 #include "proxy/dnsbudget.h"
 #include "proxy/sandbox.h"
 #include "proxy/secrets.h"
@@ -118,6 +119,13 @@ sandbox_new(const char *name, struct moat_config *cfg)
 	for (k = 0; k < DROPS_KIND__COUNT; k++)
 		atomic_init(&sb->drops[k], 0);
 	atomic_init(&sb->drops_lost, 0);
+	sb->born_ms = util_now_ms();
+	atomic_init(&sb->n_allowed, 0);
+	atomic_init(&sb->n_denied, 0);
+	atomic_init(&sb->n_bytes_up, 0);
+	atomic_init(&sb->n_bytes_down, 0);
+	atomic_init(&sb->n_limit_refused, 0);
+	atomic_init(&sb->n_would_deny, 0);
 	return sb;
 }
 
@@ -442,6 +450,8 @@ uint64_t
 sandbox_conn_refused(struct sandbox *sb, uint64_t now_ms)
 {
 	atomic_fetch_add(&sb->conns_refused, 1);
+	atomic_fetch_add_explicit(&sb->n_limit_refused, 1,
+	    memory_order_relaxed);
 	if (!sandbox_refusals_claim(sb, now_ms))
 		return 0;
 	return atomic_exchange(&sb->conns_refused, 0);
@@ -454,4 +464,61 @@ sandbox_conn_refusals_due(struct sandbox *sb, uint64_t now_ms)
 	    !sandbox_refusals_claim(sb, now_ms))
 		return 0;
 	return atomic_exchange(&sb->conns_refused, 0);
+}
+
+static void
+sandbox_add(atomic_uint_fast64_t *c, int64_t n)
+{
+	if (n > 0)
+		atomic_fetch_add_explicit(c, (uint_fast64_t)n,
+		    memory_order_relaxed);
+}
+
+void
+sandbox_count(struct sandbox *sb, const struct audit_rec *r)
+{
+	const char	*ev = r->event;
+
+	if (sb == NULL || ev == NULL)
+		return;
+	if (strcmp(ev, "request") == 0 || strcmp(ev, "open") == 0 ||
+	    strcmp(ev, "dns") == 0) {
+		sandbox_add(r->verdict == POLICY_ALLOW ? &sb->n_allowed :
+		    &sb->n_denied, 1);
+		if (r->verdict == POLICY_ALLOW &&
+		    r->would_deny != POLICY_R_ALLOWED)
+			sandbox_add(&sb->n_would_deny, 1);
+	}
+	else if (strcmp(ev, "connection") == 0)
+		sandbox_add(&sb->n_denied, r->refused);
+	if (strcmp(ev, "request") == 0 || strcmp(ev, "close") == 0) {
+		sandbox_add(&sb->n_bytes_up, r->bytes_up);
+		sandbox_add(&sb->n_bytes_down, r->bytes_down);
+	}
+}
+
+void
+sandbox_counters(const struct sandbox *sb, struct sandbox_counters *out)
+{
+	size_t	k;
+
+	out->age_ms = util_now_ms() - sb->born_ms;
+	out->conns_open = atomic_load_explicit(&sb->conns,
+	    memory_order_relaxed);
+	out->allowed = atomic_load_explicit(&sb->n_allowed,
+	    memory_order_relaxed);
+	out->denied = atomic_load_explicit(&sb->n_denied,
+	    memory_order_relaxed);
+	out->bytes_up = atomic_load_explicit(&sb->n_bytes_up,
+	    memory_order_relaxed);
+	out->bytes_down = atomic_load_explicit(&sb->n_bytes_down,
+	    memory_order_relaxed);
+	out->limit_refused = atomic_load_explicit(&sb->n_limit_refused,
+	    memory_order_relaxed);
+	out->would_deny = atomic_load_explicit(&sb->n_would_deny,
+	    memory_order_relaxed);
+	out->dropped = 0;
+	for (k = 0; k < DROPS_KIND__COUNT; k++)
+		out->dropped += atomic_load_explicit(&sb->drops[k],
+		    memory_order_relaxed);
 }

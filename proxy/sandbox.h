@@ -84,6 +84,32 @@ struct sandbox {
 	 * kind, and records lost (drops.c, drops_count()): atomics. */
 	atomic_uint_fast64_t	 drops[DROPS_KIND__COUNT];
 	atomic_uint_fast64_t	 drops_lost;
+	/* What it did since it was made (sandbox_count()), for the admin
+	 * op list: relaxed atomics, one add per audit line. */
+	uint64_t		 born_ms;	/* util_now_ms() at sandbox_new */
+	atomic_uint_fast64_t	 n_allowed;
+	atomic_uint_fast64_t	 n_denied;
+	atomic_uint_fast64_t	 n_bytes_up;
+	atomic_uint_fast64_t	 n_bytes_down;
+	atomic_uint_fast64_t	 n_limit_refused;	/* at its limit, in all */
+	atomic_uint_fast64_t	 n_would_deny;	/* allowed in audit mode */
+};
+
+/* A sandbox's counters at one moment (sandbox_counters()). */
+struct sandbox_counters {
+	uint64_t	age_ms;		/* since it was made */
+	uint64_t	conns_open;	/* connections and tunnels now */
+	uint64_t	allowed;	/* decisions: request, open, dns lines */
+	uint64_t	denied;		/* ... refused, and connections refused
+					   at its limit */
+	uint64_t	bytes_up;	/* finished requests, closed opaque
+					   tunnels */
+	uint64_t	bytes_down;
+	uint64_t	limit_refused;	/* connections refused at its limit */
+	uint64_t	would_deny;	/* allowed decisions that audit mode let
+					   through (counted in allowed too) */
+	uint64_t	dropped;	/* packets its table dropped that moatd
+					   heard of (drops[], every kind) */
 };
 
 /*
@@ -168,6 +194,23 @@ int	sandbox_names_take(struct sandbox *sb, const struct policy *p,
 int	sandbox_conn_take(struct sandbox *sb, size_t limit);
 void	sandbox_conn_hold(struct sandbox *sb);
 void	sandbox_conn_put(struct sandbox *sb);
+
+struct audit_rec;
+
+/*
+ * Counts audit line r for sb (NULL: nothing), where it is emitted: a
+ * "request", "open" or "dns" line is one decision (allowed or denied by
+ * its verdict; an allowed one with would_deny also a would-deny); a
+ * "connection" line stands for r->refused connections
+ * refused at the limit (denied); "request" and "close" lines add their
+ * bytes.  An inspected tunnel's "close" line is not counted (its bytes
+ * are its requests'): its caller does not call this.  Other events count
+ * nothing.  Thread-safe, lock-free.
+ */
+void	sandbox_count(struct sandbox *sb, const struct audit_rec *r);
+/* sb's counters now (each read on its own: a snapshot, not a cut). */
+void	sandbox_counters(const struct sandbox *sb,
+	    struct sandbox_counters *out);
 
 #define SANDBOX_REFUSED_AUDIT_MS 1000	/* at most one line of refusals at
 					   the limit per sandbox this often */

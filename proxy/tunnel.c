@@ -685,6 +685,7 @@ tunnel_close(struct tunnel *t, enum tunnel_end end)
 	r.bytes_down = (int64_t)t->down.bytes;
 	r.duration_ms = (int64_t)(util_now_ms() - t->t_start);
 	r.end = tunnel_end_name(end);
+	sandbox_count(t->sb, &r);
 	secrets_audit_redact(t->sb, w->secrets, &sv, &r);
 	audit_emit(&r);
 	secrets_view_done(&sv);

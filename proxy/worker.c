@@ -657,6 +657,7 @@ worker_audit_refused(struct worker *w, struct listener *l, struct sandbox *sb,
 	r.reason = POLICY_R_LIMIT;
 	r.refused = n > INT64_MAX ? INT64_MAX : (int64_t)n;
 	r.detail = d;
+	sandbox_count(sb, &r);
 	audit_emit(&r);
 }
 

@@ -23,16 +23,21 @@ BUILD="build-essential autoconf automake pkg-config
 # matrix tests run (t_run_trust, t_sidecar_trust, t_clients: each
 # skipped where it is missing): Python's httpx, requests, aiohttp and
 # pip, Java, git, Go (node and npm below); a real scraper of moatd's
-# metrics and its promtool (prometheus).
+# metrics and its promtool (prometheus); the deployment files' checks:
+# systemd (systemd-analyze), logrotate, yamllint, python3-yaml (node and
+# npm below fetch and run the npm package kubernetes-models for the
+# Kubernetes schemas).
 TEST="iproute2 nftables curl socat openssl python3 procps util-linux
     coreutils gzip python3-httpx python3-requests python3-aiohttp
-    python3-pip default-jdk-headless git golang-go prometheus"
+    python3-pip default-jdk-headless git golang-go prometheus systemd
+    logrotate yamllint python3-yaml"
 # Benchmarks: the origin of scripts/bench-inspect.sh (nginx-light);
 # scripts/scale.sh's /usr/bin/time (time) and, for --callgrind, valgrind.
 BENCH="nginx-light time valgrind"
 # srt (t_srt.sh: sandbox-runtime from npm runs bubblewrap, socat and
 # ripgrep; npm fetches it, and Node 22 where Debian's node is too old);
-# node and npm are t_run_trust's, t_sidecar_trust's and t_clients' too.
+# node and npm are t_run_trust's, t_sidecar_trust's, t_clients' and
+# k8s.test's too.
 # A nodejs that has its own npm (NodeSource's) conflicts with Debian's.
 SRT="bubblewrap ripgrep nodejs"
 command -v npm >/dev/null 2>&1 || SRT="$SRT npm"

@@ -19,7 +19,9 @@
 # inside a registered sandbox's network namespace is refused, and so is
 # one passing a socket that lives there, each with an audit line (reason
 # sandbox-refused); a register that takes a configured listener's sandbox
-# name is refused; a plain register from the moat namespace is taken (the
+# name is refused; list and stats from inside a registered sandbox's
+# namespace are refused (and audited), from the moat namespace answered;
+# a plain register from the moat namespace is taken (the
 # checks can pass), and a second one on the same connection too (sockets
 # in the registering client's own namespace do not guard it).
 
@@ -40,6 +42,15 @@ refused_twice()
 	    grep '"reason":"sandbox-refused"' |
 	    grep -c '"sandbox":"\(inner\|fdinside\)"')
 	[ "$got" = 2 ]
+}
+
+# refused_ops: sets got to the sandbox-refused lines of list and stats
+# asked from inside the guarded sandbox; 0 once there are all three.
+refused_ops()
+{
+	got=$(grep '"reason":"sandbox-refused"' "$MT_T/audit.log" |
+	    grep '"sandbox":"guarded"' | grep -c '"detail":"\(list\|stats\): ')
+	[ "$got" = 3 ]
 }
 
 mkdir -p "$MT_T/padm"
@@ -130,6 +141,33 @@ else
 	mt_wait_for 3 refused_twice
 	mt_eq "both refusals are audited (sandbox-refused)" 2 "$got" \
 	    "$MT_T/audit.log"
+	# Nor may it learn of the other sandboxes: list and stats are
+	# refused there (and audited), and moat status says so.
+	for op in list stats; do
+		out=$(timeout -k 2 30 nsenter -t "$wl" -n $ADMCLI "$adm" --op $op)
+		case $out in
+		*"admin_result=refused"*"$op refused: the client is inside the network namespace of sandbox guarded"*)
+			mt_pass "$op from inside a sandbox's namespace is refused" ;;
+		*)	mt_fail "$op from inside the sandbox: $out" "$MT_T/moatd.err" ;;
+		esac
+	done
+	out=$(timeout -k 2 30 nsenter -t "$wl" -n "$MOAT" status --moatd "$adm" 2>&1)
+	mt_eq "moat status from inside it: exit 1" 1 "$?"
+	case $out in
+	*"refused: the client is inside the network namespace of sandbox guarded"*)
+		mt_pass "moat status from inside it says why" ;;
+	*)	mt_fail "moat status from inside the sandbox: $out" ;;
+	esac
+	mt_wait_for 3 refused_ops
+	mt_eq "the refused list and stats are audited (sandbox-refused)" 3 \
+	    "$got" "$MT_T/audit.log"
+	# From moatd's side of the boundary, the list has the sandbox.
+	out=$(mt_in moat $ADMCLI "$adm" --op list)
+	case $out in
+	*admin_result=ok*'"sandbox":"guarded","kind":"registered"'*)
+		mt_pass "list from the moat namespace names the guarded sandbox" ;;
+	*)	mt_fail "list from the moat namespace: $out" "$MT_T/moatd.err" ;;
+	esac
 fi
 : > "$MT_T/g.goon"
 mt_wait_exit "$grun" 300

@@ -525,7 +525,11 @@ for c in \
     "hello,join,held:53:53|step2=error:71:protocol error: a port appears twice" \
     "hello,join,drops|step2=error:71:DROPS not allowed now" \
     "hello,join,held,drops|step3=error:1:the setup did not ask for the drop log" \
-    "hello,join,helddrops,drops,drops|step4=error:71:DROPS not allowed now"; do
+    "hello,join,helddrops,drops,drops|step4=error:71:DROPS not allowed now" \
+    "hello,joinself|step1=error:22:the namespace to program as its own is not the one moat-netns runs in" \
+    "hello,joinown,held|step2=error:1:the namespace moat-netns runs in is programmed only for a moatd inside it, whose uid is exempt" \
+    "hello,joinown,veth|step2=error:1:the namespace moat-netns runs in is programmed only in held mode, for a moatd inside it" \
+    "hello,join,heldpod:0|step2=error:71:protocol error: exempt uid without an attached namespace, or 0"; do
 	script=${c%%|*}
 	want=${c#*|}
 	nsh "$script"

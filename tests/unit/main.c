@@ -101,6 +101,7 @@ main(int argc, char *argv[])
 	test_metrics_register();
 	test_drops_register();
 	test_trace_register();
+	test_status_register();
 	if (CU_get_error() != CUE_SUCCESS) {
 		fprintf(stderr, "unit: cannot register suites: %s\n",
 		    CU_get_error_msg());

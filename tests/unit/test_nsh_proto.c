@@ -4,7 +4,7 @@
  *
  * Every well-formed message of every op survives encode -> decode intact;
  * every malformed one (length, op, descriptor count, flags, padding,
- * enums, ports, strings) is refused by the decoder AND by the encoder;
+ * enums, ports, a pod's exempt uid, strings) is refused by the decoder AND by the encoder;
  * over a real SOCK_SEQPACKET pair, descriptors arrive close-on-exec and
  * a truncated record, too many descriptors, a stray control message, a
  * silent peer and a closed peer each give their own result with no
@@ -41,6 +41,7 @@ static void	test_lengths(void);
 static void	test_ops_and_fds(void);
 static void	test_flags_and_padding(void);
 static void	test_setup_ports(void);
+static void	test_pod(void);
 static void	test_socket_fields(void);
 static void	test_reply_fields(void);
 static void	test_encode_buffer(void);
@@ -351,7 +352,7 @@ test_flags_and_padding(void)
 	memset(&m, 0, sizeof(m));
 	m.op = NSH_OP_JOIN;
 	m.nfds = 1;
-	m.u.join.flags = 0x2;
+	m.u.join.flags = 0x4;
 	CU_ASSERT(refused(&m));
 	m.u.join.flags = 0x80000000u;
 	CU_ASSERT(refused(&m));
@@ -359,10 +360,45 @@ test_flags_and_padding(void)
 	m.u.join.pad = 1;
 	CU_ASSERT(refused(&m));
 	msg_setup(&m, NSH_OP_VETH);
-	m.u.setup.flags = 0x4;
+	m.u.setup.flags = 0x8;
 	CU_ASSERT(refused(&m));
 	msg_setup(&m, NSH_OP_HELD);
 	m.u.setup.pad = 0x100;
+	CU_ASSERT(refused(&m));
+}
+
+/* JOIN of its own namespace and a pod's exempt uid (moat pod-init). */
+static void
+test_pod(void)
+{
+	struct nsh_msg	m;
+
+	memset(&m, 0, sizeof(m));
+	m.op = NSH_OP_JOIN;
+	m.nfds = 1;
+	m.u.join.flags = NSH_JOIN_SELF;
+	CU_ASSERT_EQUAL(roundtrip(&m), 0);
+	m.u.join.flags = NSH_JOIN_SELF | NSH_JOIN_USERNS;
+	m.nfds = 2;
+	CU_ASSERT(refused(&m));
+	msg_setup(&m, NSH_OP_HELD);
+	m.u.setup.flags = NSH_SETUP_ATTACH | NSH_SETUP_EXEMPT;
+	m.u.setup.exempt_uid = 1337;
+	CU_ASSERT_EQUAL(roundtrip(&m), 0);
+	m.u.setup.exempt_uid = 0;		/* root: every root process */
+	CU_ASSERT(refused(&m));
+	m.u.setup.exempt_uid = UINT32_MAX;	/* (uid_t)-1: no uid */
+	CU_ASSERT(refused(&m));
+	m.u.setup.exempt_uid = 1337;
+	m.u.setup.flags = NSH_SETUP_EXEMPT;	/* only an attached namespace */
+	CU_ASSERT(refused(&m));
+	m.u.setup.flags = NSH_SETUP_ATTACH;	/* a uid without the flag */
+	CU_ASSERT(refused(&m));
+	m.u.setup.flags = 0;
+	CU_ASSERT(refused(&m));
+	msg_setup(&m, NSH_OP_VETH);		/* never in veth mode */
+	m.u.setup.flags = NSH_SETUP_ATTACH | NSH_SETUP_EXEMPT;
+	m.u.setup.exempt_uid = 1337;
 	CU_ASSERT(refused(&m));
 }
 
@@ -683,6 +719,7 @@ test_nsh_proto_register(void)
 	CU_add_test(s, "ops and descriptor counts", test_ops_and_fds);
 	CU_add_test(s, "flags, versions and padding", test_flags_and_padding);
 	CU_add_test(s, "setup ports", test_setup_ports);
+	CU_add_test(s, "a pod's own namespace and exempt uid", test_pod);
 	CU_add_test(s, "socket fields", test_socket_fields);
 	CU_add_test(s, "reply fields and strings", test_reply_fields);
 	CU_add_test(s, "encode buffer size", test_encode_buffer);

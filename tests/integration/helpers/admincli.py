@@ -6,12 +6,15 @@ listening TCP socket made here (in this process's network namespace),
 passed with SCM_RIGHTS.
 
     admincli.py ADMIN_SOCKET_PATH NAME [PID]
+    admincli.py ADMIN_SOCKET_PATH --op OP
+
 
 With PID, the listening socket is made in PID's network namespace
 (setns there and back) while the admin connection is made here.  With
 PID "twice", a second sandbox NAME-2 is registered on the same connection
 after the first (sockets made here both times), and "admin_result2=..."
-says how that went.
+says how that went.  With --op, hello and then {"op": OP} alone (list,
+stats): "admin_result=ok" and "admin_answer=JSON" (compact, one line).
 
 Prints one line: "admin_result=ok" (moatd took the sandbox),
 "admin_result=refused admin_error=TEXT", or "admin_result=ERRNAME" when
@@ -71,6 +74,23 @@ def socket_in(pid):
     return lst
 
 
+def op_only(s, op):
+    try:
+        send(s, {"op": "hello", "version": 1})
+        recv(s)
+        send(s, {"op": op})
+        a = recv(s)
+    except (OSError, EOFError, ValueError) as e:
+        print("admin_result=refused admin_error=%s" % e)
+        return 0
+    if a.get("ok"):
+        print("admin_result=ok")
+        print("admin_answer=%s" % json.dumps(a, separators=(",", ":")))
+    else:
+        print("admin_result=refused admin_error=%s" % a.get("error"))
+    return 0
+
+
 def main():
     path, name = sys.argv[1], sys.argv[2]
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -80,6 +100,8 @@ def main():
     except OSError as e:
         print("admin_result=%s" % errno.errorcode.get(e.errno, str(e.errno)))
         return 0
+    if name == "--op":
+        return op_only(s, sys.argv[3])
     twice = len(sys.argv) > 3 and sys.argv[3] == "twice"
     if len(sys.argv) > 3 and not twice:
         lst = socket_in(sys.argv[3])

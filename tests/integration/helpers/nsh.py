@@ -8,6 +8,9 @@ usage: nsh.py HELPER SCRIPT [--netns PATH] [--userns PATH] [--hold FIFO]
 SCRIPT is a comma-separated list of steps:
   hello              HELLO version 2
   join               JOIN with --netns (and --userns if given)
+  joinself           JOIN of --netns, flagged as moat-netns's own namespace
+  joinown            JOIN of the namespace this runs in, flagged so
+  heldpod:UID        HELD of an attached namespace with UID exempt
   held[:DNS:TP[:P..]]  HELD (defaults 53, 15001, ports 3128 1080)
   heldattach         HELD with the attach flag
   helddrops          HELD with the drop log's flag
@@ -34,7 +37,8 @@ REPLY = struct.Struct("=HHiI16s160s")
 OP = {"hello": 0, "join": 1, "held": 2, "veth": 3, "socket": 4,
       "release": 5, "teardown": 6, "reply": 7, "drops": 8}
 VERSION = 2
-SETUP_ATTACH, SETUP_DROPS = 1, 2
+SETUP_ATTACH, SETUP_DROPS, SETUP_EXEMPT = 1, 2, 4
+JOIN_SELF = 2
 TIMEOUT = 15
 
 
@@ -42,11 +46,13 @@ def msg(op, body=b"", nfds=0):
     return HDR.pack(op, nfds, len(body)) + body
 
 
-def setup_body(args, flags=0):
+def setup_body(args, flags=0, uid=0):
     nums = [int(x) for x in args] if args else [53, 15001, 3128, 1080]
     dns, tp, ports = nums[0], nums[1], nums[2:]
     slots = ports + [0] * (8 - len(ports))
-    return struct.pack("=HHH8HHI", dns, tp, len(ports), *slots, 0, flags)
+    # struct nsh_setup, exempt_uid last.
+    return struct.pack("=HHH8HHII", dns, tp, len(ports), *slots, 0, flags,
+                       uid)
 
 
 def recv_reply(sock):
@@ -107,6 +113,13 @@ def main():
                 fds.insert(0, os.open(opts["--userns"], os.O_RDONLY))
                 flags = 1
             data = msg(1, struct.pack("=II", flags, 0), len(fds))
+        elif name in ("joinself", "joinown"):
+            fds = [os.open(opts["--netns"] if name == "joinself" else
+                           "/proc/self/ns/net", os.O_RDONLY)]
+            data = msg(1, struct.pack("=II", JOIN_SELF, 0), 1)
+        elif name == "heldpod":
+            data = msg(OP["held"], setup_body(None, SETUP_ATTACH |
+                                              SETUP_EXEMPT, int(args[0])))
         elif name in ("held", "heldattach", "helddrops", "veth",
                       "vethattach", "vethdrops"):
             flags = SETUP_ATTACH if name.endswith("attach") else \
