@@ -1086,7 +1086,7 @@ test_policy_reason_strings(void)
 		"rate", "shutdown", "internal", "needs-tls", "dns-budget",
 		"method-override", "body-on-get", "secret-unsafe",
 		"sandbox-refused", "audit-unavailable", "sni-mismatch",
-		"protocol", "dropped-packet",
+		"protocol", "dropped-packet", "quota-bytes", "quota-secret",
 	};
 	const struct policy_reason_info	*ri;
 	struct policy_target		t;
