@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "proxy/dnsbudget.h"
+#include "proxy/quota.h"
 #include "proxy/sandbox.h"
 #include "proxy/secrets.h"
 #include "proxy/util.h"
@@ -118,6 +119,7 @@ sandbox_new(const char *name, struct moat_config *cfg)
 	for (k = 0; k < DROPS_KIND__COUNT; k++)
 		atomic_init(&sb->drops[k], 0);
 	atomic_init(&sb->drops_lost, 0);
+	atomic_init(&sb->quota, NULL);
 	return sb;
 }
 
@@ -141,6 +143,7 @@ sandbox_unref(struct sandbox *sb)
 	}
 	rate_free(sb->rates);
 	dnsbudget_free(sb->names);
+	quota_set_free(atomic_load(&sb->quota));
 	secrets_set_unref(sb->sset);
 	secrets_unref(sb->own_secrets);
 	pthread_mutex_destroy(&sb->attrs->mu);

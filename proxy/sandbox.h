@@ -40,6 +40,7 @@
 					   the last one's) */
 
 struct dnsbudget;
+struct quota_set;
 struct sandbox_attrs;
 struct sandbox_rate;
 struct secrets;
@@ -84,6 +85,9 @@ struct sandbox {
 	 * kind, and records lost (drops.c, drops_count()): atomics. */
 	atomic_uint_fast64_t	 drops[DROPS_KIND__COUNT];
 	atomic_uint_fast64_t	 drops_lost;
+	/* Its quotas' counts (quota.h), by kind and name: made by the
+	 * first quota it meets, kept across reloads. */
+	_Atomic(struct quota_set *) quota;
 };
 
 /*
