@@ -18,6 +18,8 @@
 #    quota, bytes_up at most the quota), the next CONNECT gets
 #    429 and a SOCKS5 CONNECT 0x02, another sandbox's tunnels under the
 #    same rule are not limited, and after the window it works again;
+#  requests inside an inspected tunnel (rule insp): the one that crosses
+#    the quota is cut, the next CONNECT refused;
 #  one "quota" audit line per crossing per window, not per refusal;
 #  a secret's quota (K, 3 requests): 3 requests carrying it pass with the
 #    value, the 4th is refused 429 quota-secret and never reaches the
@@ -32,8 +34,10 @@
 
 mt_init
 mt_need_moatd
+[ -x "$MOAT" ] || mt_error "moat (the CLI) not built at $MOAT"
 mt_world
 command -v curl >/dev/null 2>&1 || mt_skip "needs curl"
+"$MOAT" ca init "$MT_T/ca" >/dev/null || mt_error "moat ca init failed"
 
 K_REAL=sk-REAL-quota-3e9a71c05d2b48f6
 mkdir -p "$MT_T/keys" && chmod 700 "$MT_T/keys"
@@ -52,8 +56,10 @@ mt_conf_set "$conf" policy.rules.^ '{"name": "keyed", "action": "allow", "hosts"
 mt_conf_set "$conf" policy.rules.^ '{"name": "free", "action": "allow", "hosts": ["free.w2.test"], "ports": [80]}'
 mt_conf_set "$conf" policy.rules.^ '{"name": "hold", "action": "allow", "hosts": ["hold.w2.test"], "ports": [80], "quota": {"bytes_up": 50000, "per_seconds": 600}}'
 mt_conf_set "$conf" policy.rules.^ '{"name": "tun", "action": "allow", "hosts": ["tun.w2.test"], "ports": [80], "quota": {"bytes_up": 1000000, "per_seconds": 3}}'
+mt_conf_set "$conf" policy.rules.^ '{"name": "insp", "action": "allow", "hosts": ["up.wild.test"], "ports": [443], "intercept": true, "quota": {"bytes_up": 100000, "per_seconds": 600}}'
 mt_conf_set "$conf" policy.rules.^ '{"name": "fwd", "action": "allow", "hosts": ["fwd.w2.test"], "ports": [80], "quota": {"bytes_up": 100000, "per_seconds": 3}}'
 mt_conf_set "$conf" secrets "{\"K\": {\"file\": \"$MT_T/keys/k.key\", \"quota\": {\"requests\": 3, \"per_seconds\": 600}}}"
+mt_conf_set "$conf" tls "{\"ca_cert\": \"$MT_T/ca/ca.crt\", \"ca_key\": \"$MT_T/ca/ca.key\", \"upstream_ca_files\": [\"$MT_T/origin.crt\"]}"
 mt_conf_set "$conf" metrics "{\"address\": \"unix:$MT_T/metrics.sock\"}"
 mt_moatd_start "$conf"
 A=$MT_T/audit.log
@@ -144,6 +150,21 @@ mt_log_eq "one quota line for the tunnel's crossing" 1 "$A" count \
 mt_wait_until 8 "after the window a CONNECT works again" \
     connect_again t5 "$MT_MIXED" http://tun.w2.test/t5
 mt_pass "after the window a CONNECT works again"
+
+# --- an inspected tunnel, rule insp: 100000 bytes per 600 s ------------------
+C=(-x "http://$MT_HTTP" --cacert "$MT_T/ca/ca.crt" -H 'Expect:')
+mt_curl i1 "${C[@]}" --data-binary "@$MT_T/20k" https://up.wild.test/i1
+mt_allowed "inspected: a POST inside the tunnel within the quota" i1
+mt_curl i2 "${C[@]}" --data-binary "@$MT_T/1m" https://up.wild.test/i2
+mt_log_eq "inspected: the request that crosses the quota was cut" 1 "$A" \
+    count event=request proto=https path=/i2 reason=quota-bytes rule=insp
+mt_eq "inspected: it does not reach the origin whole" 0 \
+    "$(origin_got /i2 1048576)" "$MT_T/origin.log"
+mt_mark
+mt_curl i3 "${C[@]}" https://up.wild.test/i3
+mt_denied "inspected: the next CONNECT under the rule" i3 429 up.wild.test \
+    quota-bytes insp
+mt_untouched "inspected: nothing dialled past the quota" origin
 
 # --- a secret's quota: K, 3 requests per 600 s ------------------------------
 for i in 1 2 3; do
