@@ -174,7 +174,7 @@ tunnel_copy_meta(struct tunnel *t, const struct tunnel_meta *m)
 static int
 tdir_charge(struct tunnel *t, struct tunnel_dir *d, size_t n)
 {
-	if (d != &t->up || !quota_charge(&t->quota, n))
+	if (t->quota.n == 0 || d != &t->up || !quota_charge(&t->quota, n))
 		return 0;
 	t->quota_over = true;
 	errno = EDQUOT;
