@@ -687,7 +687,7 @@ conn_inspection_refused(struct conn *c)
 static void
 conn_connect(struct conn *c)
 {
-	char	why[256];
+	char	why[256] UTIL_NOINIT;
 
 	if (conn_inspection_refused(c))
 		return;

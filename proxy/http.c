@@ -313,7 +313,7 @@ http_handle_request(struct conn *c)
 	if (c->kind == CONN_KIND_HTTP && c->uio != NULL) {
 		struct policy_target	t;
 		struct policy_decision	named = c->dec;	/* http_tunnel_name's */
-		char			why[256];
+		char			why[256] UTIL_NOINIT;
 
 		memset(&t, 0, sizeof(t));
 		t.name = c->target.kind == POLICY_HOST_NAME ?
@@ -853,7 +853,8 @@ http_send_request(struct conn *c)
 		evbuffer_add_buffer(out, body);
 		evbuffer_free(body);
 	}
-	if (http_quota(c, out, out0) == -1)
+	if ((c->quota.n > 0 || c->http.inj != NULL) &&
+	    http_quota(c, out, out0) == -1)
 		return;
 	inject_sent(c->http.inj);	/* what it carries counts from here */
 
@@ -1122,10 +1123,12 @@ http_move_body(struct conn *c, struct conn_body *b, struct evbuffer *in,
 static int
 http_quota(struct conn *c, struct evbuffer *out, size_t from)
 {
-	char		why[256];
+	char		why[256] UTIL_NOINIT;
 	enum policy_reason r = POLICY_R_QUOTA_SECRET;
 
 	if (inject_quota_take(c->http.inj, why, sizeof(why)) == NULL) {
+		if (c->quota.n == 0)
+			return 0;	/* no byte quota */
 		if (!quota_charge(&c->quota, evbuffer_get_length(out) - from))
 			return 0;
 		quota_why(&c->quota, why, sizeof(why));
@@ -1140,7 +1143,9 @@ static void
 http_pump_request(struct conn *c)
 {
 	const char	*err = NULL;
-	size_t		 out0 = evbuffer_get_length(io_out(c->uio));
+	/* What this call queues, for the quotas (none: not measured). */
+	size_t		 out0 = c->quota.n > 0 ?
+			    evbuffer_get_length(io_out(c->uio)) : 0;
 
 	if (!c->http.reqb.done && http_move_body(c, &c->http.reqb, io_in(c->cio),
 	    io_out(c->uio), &c->http.bytes_up, &err) == -1) {
@@ -1157,7 +1162,8 @@ http_pump_request(struct conn *c)
 		http_abort(c, POLICY_R_BAD_REQUEST, err);
 		return;
 	}
-	if (http_quota(c, io_out(c->uio), out0) == -1)
+	if ((c->quota.n > 0 || c->http.inj != NULL) &&
+	    http_quota(c, io_out(c->uio), out0) == -1)
 		return;
 	if (io_flush(c->uio) == -1) {
 		http_upstream_lost(c, "writing the request failed");
@@ -1598,7 +1604,7 @@ http_judged(struct conn *c)
 	const char		*detail;
 	struct inject_req	 rq;
 	unsigned		 protos = policy_rule_protocols(c->dec.rule);
-	char			 qwhy[256];
+	char			 qwhy[256] UTIL_NOINIT;
 
 	if (c->kind != CONN_KIND_HTTP)
 		return 0;

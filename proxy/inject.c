@@ -31,6 +31,7 @@
 #include "policy/policy.h"
 #include "proxy/inject.h"
 #include "proxy/quota.h"
+#include "proxy/sandbox.h"
 #include "proxy/secrets.h"
 #include "proxy/secretscan.h"
 #include "proxy/util.h"
@@ -1138,8 +1139,11 @@ inject_quota_room(const struct inject_req *rq, char *why, size_t len)
 	size_t				 n = 0, i;
 	int				 rc = 0;
 
+	/* A sandbox that never counted a quota has none used up. */
 	if (rq->rule == NULL || rq->sb == NULL ||
-	    (injs = policy_rule_injects(rq->rule, &n)) == NULL || n == 0)
+	    atomic_load_explicit(&rq->sb->quota, memory_order_relaxed) ==
+	    NULL || (injs = policy_rule_injects(rq->rule, &n)) == NULL ||
+	    n == 0)
 		return 0;
 	if (secrets_view(rq->sb, rq->secrets, &sv) == -1 || sv.vals == NULL) {
 		secrets_view_done(&sv);

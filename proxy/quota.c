@@ -318,7 +318,7 @@ quota_tell(struct sandbox *sb, struct quota_ent *e, uint64_t limit,
     uint64_t per_ms, uint64_t used, uint64_t start)
 {
 	struct audit_rec	r;
-	char			q[160], d[320];
+	char			q[160] UTIL_NOINIT, d[320] UTIL_NOINIT;
 	uint64_t		now = util_now_ms(), left;
 
 	if (!quota_ctr_claim(&e->ctr, start))
@@ -351,7 +351,9 @@ quota_release(struct quota_hold *h)
 	struct quota_set	*s;
 	unsigned		 i;
 
-	if (h->n > 0 && (s = atomic_load(&h->sb->quota)) != NULL) {
+	if (h->n == 0)
+		return;		/* holds nothing: the common case */
+	if ((s = atomic_load(&h->sb->quota)) != NULL) {
 		pthread_mutex_lock(&s->mu);
 		for (i = 0; i < h->n; i++)
 			h->ent[i]->refs--;
@@ -372,15 +374,13 @@ quota_admit(struct quota_hold *h, struct sandbox *sb, const struct policy *p,
     const struct policy_rule *r, char *why, size_t len)
 {
 	struct quota_set	*s;
-	const char		*name[QUOTA_HOLD_MAX];
-	enum quota_kind		 kind[QUOTA_HOLD_MAX], over;
+	const char		*name[QUOTA_HOLD_MAX] UTIL_NOINIT;
+	enum quota_kind		 kind[QUOTA_HOLD_MAX] UTIL_NOINIT, over;
 	uint64_t		 bytes, now, used, start;
 	unsigned		 per, n = 0, i;
-	char			 q[160];
+	char			 q[160] UTIL_NOINIT;
 
 	quota_release(h);
-	if (why != NULL && len > 0)
-		why[0] = '\0';
 	if (policy_rule_quota(r, &bytes, &per)) {
 		name[n] = policy_rule_name(r);
 		kind[n] = QUOTA_RULE;
@@ -472,7 +472,7 @@ quota_charge(struct quota_hold *h, uint64_t n)
 void
 quota_why(const struct quota_hold *h, char *buf, size_t len)
 {
-	char		q[160];
+	char		q[160] UTIL_NOINIT;
 	unsigned	i;
 
 	for (i = 0; i < h->n; i++)
@@ -496,7 +496,7 @@ quota_secret_take(struct sandbox *sb, const char *name, unsigned requests,
 	uint64_t		 per_ms = (uint64_t)per_s * 1000, now, start = 0;
 	uint64_t		 used;
 	bool			 ok = false;
-	char			 q[160];
+	char			 q[160] UTIL_NOINIT;
 
 	now = util_now_ms();
 	if ((s = quota_set_get(sb)) != NULL) {
@@ -536,7 +536,7 @@ quota_secret_room(struct sandbox *sb, const char *name, unsigned requests,
 	struct quota_ent	*e;
 	uint64_t		 per_ms = (uint64_t)per_s * 1000, now, start = 0;
 	uint64_t		 used = 0;
-	char			 q[160];
+	char			 q[160] UTIL_NOINIT;
 
 	if (s == NULL)
 		return true;

@@ -147,7 +147,7 @@ bool	quota_admit(struct quota_hold *h, struct sandbox *sb,
 bool	quota_charge(struct quota_hold *h, uint64_t n);
 /* The sentence for a refusal or a cut by h->over, into buf (size len). */
 void	quota_why(const struct quota_hold *h, char *buf, size_t len);
-/* Lets go of what h holds; h is zeroed.  Safe on a zeroed hold. */
+/* Lets go of what h holds (h->n is 0 after).  Safe on a zeroed hold. */
 void	quota_release(struct quota_hold *h);
 /* Moves what src holds to dst (which held nothing); src is zeroed. */
 void	quota_hold_move(struct quota_hold *dst, struct quota_hold *src);

@@ -696,7 +696,7 @@ tunnel_close(struct tunnel *t, enum tunnel_end end)
 	struct audit_rec	 r;
 	struct secrets_view	 sv;
 	struct worker		*w = t->w;
-	char			 why[256];
+	char			 why[256] UTIL_NOINIT;
 
 	audit_rec_init(&r);
 	r.event = "close";
