@@ -524,9 +524,14 @@ conn_route(struct conn *c)
 	/* Before it is resolved: the name must not carry a secret out. */
 	if (conn_name_leaks(c))
 		return;
-	if (c->ops->judged != NULL && c->ops->judged(c) == -1) {
-		metrics_observe(METRICS_H_DECISION, &c->m_decide_t0);
-		return;
+	if (c->ops->judged != NULL) {
+		/* A refusal may have closed c: its clock is read first. */
+		uint64_t t0 = c->m_decide_t0;
+
+		if (c->ops->judged(c) == -1) {
+			metrics_observe(METRICS_H_DECISION, &t0);
+			return;
+		}
 	}
 	/* Not even resolved when the tunnel would be refused anyway. */
 	if (conn_inspection_refused(c))
