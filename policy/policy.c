@@ -218,6 +218,7 @@ policy_reason_waivable(enum policy_reason r)
 	case POLICY_R_NEEDS_INSPECTION:
 	case POLICY_R_PROTOCOL:
 	case POLICY_R_RATE:
+	case POLICY_R_QUOTA_BYTES:
 	case POLICY_R_DNS_DENIED:
 		return true;
 	default:

@@ -701,7 +701,8 @@ conn_connect(struct conn *c)
 		    "up for now");
 		return;
 	}
-	if (!conn_quota_ok(c, why, sizeof(why))) {
+	if (!conn_quota_ok(c, why, sizeof(why)) &&
+	    !conn_waive(c, POLICY_R_QUOTA_BYTES)) {
 		conn_fail(c, 0, POLICY_R_QUOTA_BYTES, why);
 		return;
 	}
@@ -989,6 +990,7 @@ conn_to_tunnel(struct conn *c)
 	m.lkind = c->l->proto;
 	m.keepalive_at = c->tun.keepalive_at;
 	m.quota = &c->quota;	/* the tunnel takes it over */
+	m.quota_waive = conn_audit_only(c);
 	/*
 	 * The tunnel takes the buffered bytes and both sockets.  Its events
 	 * are added while the ios' are still there and freed after: epoll

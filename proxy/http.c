@@ -337,7 +337,8 @@ http_handle_request(struct conn *c)
 				    "\"rate\" is used up for now");
 				return;
 			}
-			if (!conn_quota_ok(c, why, sizeof(why))) {
+			if (!conn_quota_ok(c, why, sizeof(why)) &&
+			    !conn_waive(c, POLICY_R_QUOTA_BYTES)) {
 				http_denied(c, POLICY_R_QUOTA_BYTES, why);
 				return;
 			}
@@ -1131,6 +1132,11 @@ http_quota(struct conn *c, struct evbuffer *out, size_t from)
 			return 0;	/* no byte quota */
 		if (!quota_charge(&c->quota, evbuffer_get_length(out) - from))
 			return 0;
+		if (conn_waive(c, POLICY_R_QUOTA_BYTES)) {
+			/* Audit mode: a would-deny, no longer counted. */
+			quota_release(&c->quota);
+			return 0;
+		}
 		quota_why(&c->quota, why, sizeof(why));
 		r = POLICY_R_QUOTA_BYTES;
 	}

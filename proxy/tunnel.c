@@ -101,6 +101,9 @@ struct tunnel {
 	char			*strs;
 	struct quota_hold	 quota;		/* up's bytes count against it */
 	bool			 quota_over;	/* ... and would have passed it */
+	bool			 quota_waive;	/* audit mode: passing it cuts
+						   nothing */
+	bool			 quota_waived;	/* ... and it was passed */
 };
 
 static const char *const tunnel_end_names[] = {
@@ -176,6 +179,12 @@ tdir_charge(struct tunnel *t, struct tunnel_dir *d, size_t n)
 {
 	if (t->quota.n == 0 || d != &t->up || !quota_charge(&t->quota, n))
 		return 0;
+	if (t->quota_waive) {
+		/* Audit mode: a would-deny, no longer counted. */
+		quota_release(&t->quota);
+		t->quota_waived = true;
+		return 0;
+	}
 	t->quota_over = true;
 	errno = EDQUOT;
 	return -1;
@@ -192,6 +201,7 @@ tunnel_start(struct worker *w, int cfd, int ufd, struct evbuffer *to_up,
 		goto nomem;
 	if (m->quota != NULL)
 		quota_hold_move(&t->quota, m->quota);
+	t->quota_waive = m->quota_waive;
 	t->w = w;
 	t->cfd = cfd;
 	t->ufd = ufd;
@@ -715,6 +725,8 @@ tunnel_close(struct tunnel *t, enum tunnel_end end)
 		quota_why(&t->quota, why, sizeof(why));
 		r.detail = why;
 	}
+	if (t->quota_waived)
+		r.would_deny = POLICY_R_QUOTA_BYTES;
 	r.rule = t->rule;
 	r.bytes_up = (int64_t)t->up.bytes;
 	r.bytes_down = (int64_t)t->down.bytes;

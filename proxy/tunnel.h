@@ -61,6 +61,9 @@ struct tunnel_meta {
 	struct quota_hold	*quota;		/* the byte quotas its client's
 						   bytes count against, taken
 						   over (zeroed); NULL: none */
+	bool			 quota_waive;	/* audit mode: a quota passed
+						   cuts nothing (would_deny on
+						   the close line) */
 };
 
 /*

@@ -27,6 +27,9 @@
 #  SIGHUP: the counts survive a reload (rule hold's 600 s window, K's), a
 #    changed limit applies to the count at once, and a sandbox quota
 #    (policy.quota) added by the reload limits each sandbox on its own;
+#  audit mode (audit_only by reload): past a byte quota a request goes
+#    through as a would-deny and a tunnel is not cut; a secret's quota
+#    is still enforced;
 #  moat_quota_refusals_total counts the refusals by sandbox and kind;
 #  the secret's value is in no audit line and in none of moatd's messages.
 
@@ -237,6 +240,27 @@ mt_allowed "another sandbox has a quota of its own" s4
 mt_log_eq "one quota line for it-v6's sandbox quota" 1 "$A" count \
     event=quota quota=sandbox sandbox=it-v6 rule=null limit=300000
 
+# --- audit mode: a byte quota refuses nothing, a secret's still does --------
+mt_conf_set "$conf" audit_only true
+kill -HUP "$MT_MOATD_PID"
+mt_wait_for 5 eval '[ "$(grep -c "reload done" "$MT_T/moatd.err")" -ge 3 ]' ||
+    mt_fail "moatd reloaded into audit mode" "$MT_T/moatd.err"
+post a1 "$MT_HTTP" http://hold.w2.test/a1 "$MT_T/20k"
+mt_allowed "audit mode: rule hold past its quota lets the request through" a1
+mt_log_eq "audit mode: ... as a would-deny" 1 "$A" count event=request \
+    path=/a1 verdict=allow would_deny=quota-bytes rule=hold
+mt_curl a2 -p -x "http://$MT_MIXED" -H 'Expect:' -T "$MT_T/16m" \
+    http://tun.w2.test/store/audit
+mt_eq "audit mode: a tunnel past rule tun's quota is not cut" 1 \
+    "$(origin_got /store/audit 16777216)" "$MT_T/origin.log"
+mt_log_eq "audit mode: its close line says it would have been" 1 "$A" \
+    count event=close host=tun.w2.test would_deny=quota-bytes end=eof
+mt_mark
+mt_curl a3 -x "http://$MT_HTTP" http://key.w2.test/api/a3
+mt_denied "audit mode: a secret's quota is still enforced" a3 429 \
+    key.w2.test quota-secret keyed
+mt_untouched "audit mode: ... and the request never reaches the origin" origin
+
 # --- metrics, and no secret anywhere ----------------------------------------
 m=$(mt_in moat curl -sS --max-time 3 --unix-socket "$MT_T/metrics.sock" \
     http://moatd/metrics 2>&1)
@@ -256,7 +280,7 @@ if [ -n "$got" ] && [ "$got" -ge 3 ]; then
 else
 	mt_fail "metrics: it-mixed's rule quota refusals '$got' (want >= 3)"
 fi
-mt_eq "metrics: it-http's secret quota refusals" 3 "$(metric it-http secret)"
+mt_eq "metrics: it-http's secret quota refusals" 4 "$(metric it-http secret)"
 mt_eq "metrics: it-v6's sandbox quota refusals (a cut, a refusal)" 2 \
     "$(metric it-v6 sandbox)"
 mt_eq "the value is in no audit line" 0 \
