@@ -313,6 +313,25 @@ rf_drop_kind(const json_t *rec, char *kind, size_t len)
 			kind[0] = '\0';
 }
 
+/* A quota's window used up: which quota and its limit. */
+static void
+rf_quota(const json_t *rec, struct lb *b)
+{
+	const char	*kind = rf_str(rec, "quota"), *name;
+	bool		 secret = kind != NULL && strcmp(kind, "secret") == 0;
+
+	lb_str(b, "quota used up: ");
+	if (secret) {
+		name = rf_str(rec, "secret");
+		lb_str(b, "secret ");
+		lb_esc(b, name != NULL ? name : "?", 64, true);
+		lb_str(b, ", ");
+	} else if (kind != NULL && strcmp(kind, "sandbox") == 0)
+		lb_str(b, "the sandbox's, ");
+	lb_fmt(b, "%lld %s per %lld s", rf_int(rec, "limit"),
+	    secret ? "requests" : "bytes up", rf_int(rec, "per_seconds"));
+}
+
 /*
  * What the record was about, and (into target, "" for none) what
  * `moat explain` takes to judge it again.  false: not a line to show.
@@ -368,6 +387,8 @@ rf_what(const json_t *rec, struct lb *b, char *target, size_t tlen,
 		    rf_int(rec, "refused") == 1 ? "" : "s");
 	} else if (strcmp(event, "drop") == 0) {
 		rf_drop(rec, b);
+	} else if (strcmp(event, "quota") == 0) {
+		rf_quota(rec, b);
 	} else if (strcmp(event, "sandbox") == 0) {
 		/* Registered, unregistered: no decision about traffic. */
 		if (strcmp(rf_str(rec, "verdict") ? rf_str(rec, "verdict") :
@@ -445,7 +466,8 @@ refusals_format(const json_t *rec, const struct refusals_opts *o, char *buf,
 	rf_clock(rec, clock, sizeof(clock));
 	lb_str(&b, "moat: ");
 	lb_str(&b, clock);
-	lb_str(&b, drop ? " dropped " : deny ? " denied " : would ?
+	lb_str(&b, drop ? " dropped " : event != NULL &&
+	    strcmp(event, "quota") == 0 ? " " : deny ? " denied " : would ?
 	    " would refuse " : " allowed ");
 	if (!rf_what(rec, &b, target, sizeof(target), &method))
 		return 0;
@@ -663,7 +685,10 @@ refusals_message(struct refusals *rf, json_t *msg, uint64_t now_ms)
 		return;
 	deny = strcmp(rf_str(rec, "verdict"), "deny") == 0;
 	would = !deny && rf_str(rec, "would_deny") != NULL;
-	if (deny)
+	/* A quota's line tells of a window, not of a refusal: the
+	 * refusals under it have lines of their own. */
+	if (deny && (rf_str(rec, "event") == NULL ||
+	    strcmp(rf_str(rec, "event"), "quota") != 0))
 		rf_count(&rf->deny, rec, "reason");
 	else if (would)
 		rf_count(&rf->would, rec, "would_deny");

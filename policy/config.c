@@ -144,6 +144,17 @@ const struct config_default	config_defaults[] = {
 	/* rules[].rate.per_seconds: the window */
 	{ "rate", "per_seconds", CONFIG_T_RANGE, 0, 1, 1000000000, NULL,
 	    CONFIG_NOOFF },
+	/* rules[].quota.bytes_up, policy.quota.bytes_up: bytes sent upstream
+	 * per window (1 PB at most) */
+	{ "quota", "bytes_up", CONFIG_T_RANGE, 0, 1, 1000000000000000ll,
+	    NULL, CONFIG_NOOFF },
+	/* secrets.NAME.quota.requests: requests per window that may carry
+	 * the secret */
+	{ "quota", "requests", CONFIG_T_RANGE, 0, 1, 1000000000, NULL,
+	    CONFIG_NOOFF },
+	/* quota.per_seconds: the window, one second to a day */
+	{ "quota", "per_seconds", CONFIG_T_RANGE, 0, 1, 86400, NULL,
+	    CONFIG_NOOFF },
 };
 
 const size_t	config_ndefaults = sizeof(config_defaults) /

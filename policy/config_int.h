@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -80,7 +81,7 @@ enum {
 	RULE_NAME = 0, RULE_ACTION, RULE_HOSTS, RULE_CIDRS, RULE_COUNTRIES,
 	RULE_ASNS, RULE_PORTS, RULE_METHODS, RULE_PATHS, RULE_INTERCEPT,
 	RULE_RATE, RULE_INJECT, RULE_PLAIN_HTTP, RULE_GIT, RULE_STRICT_METHODS,
-	RULE_PROTOCOLS,
+	RULE_PROTOCOLS, RULE_QUOTA,
 	RULE__COUNT
 };
 
@@ -173,6 +174,13 @@ void		config_policy(struct config_ctx *x, json_t *v, size_t pos);
 void		config_span_syntax(const char *buf,
 		    const struct jsonpos_span *sp, json_error_t *je);
 void		config_check_inspection(struct config_ctx *x);
+/*
+ * A "quota" object: {COUNT: N, "per_seconds": S}, both required, COUNT
+ * "bytes_up" (rules, policy) or "requests" (secrets), ranges in
+ * config_defaults[] (section "quota").  true with *count and *per set.
+ */
+bool		config_quota(struct config_ctx *x, json_t *v, size_t pos,
+		    const char *count_key, uint64_t *count, unsigned *per);
 
 /* config_secrets.c: secrets, auth, inject */
 void		config_refs(struct config_ctx *x, json_t *v, size_t pos,

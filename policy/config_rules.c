@@ -298,7 +298,7 @@ config_unreadable(struct config_ctx *x, const struct config_field *f,
 /* policy                                                               */
 /* ------------------------------------------------------------------ */
 
-enum { POL_DEFAULT = 0, POL_RULES, POL_ALLOW_PRIVATE, POL__COUNT };
+enum { POL_DEFAULT = 0, POL_RULES, POL_ALLOW_PRIVATE, POL_QUOTA, POL__COUNT };
 
 void
 config_policy(struct config_ctx *x, json_t *v, size_t pos)
@@ -307,12 +307,20 @@ config_policy(struct config_ctx *x, json_t *v, size_t pos)
 		[POL_DEFAULT] = { "default", NULL, 0 },
 		[POL_RULES] = { "rules", NULL, 0 },
 		[POL_ALLOW_PRIVATE] = { "allow_private", NULL, 0 },
+		[POL_QUOTA] = { "quota", NULL, 0 },
 	};
 	json_t			*rules;
 	size_t			 old, n, i, ci;
 
 	if (!config_fields(x, v, pos, f, POL__COUNT))
 		return;
+	if (f[POL_QUOTA].v != NULL) {
+		old = config_push_key(x, "quota");
+		(void)config_quota(x, f[POL_QUOTA].v, f[POL_QUOTA].pos,
+		    "bytes_up", &x->p->quota_bytes,
+		    &x->p->quota_per_seconds);
+		config_pop(x, old);
+	}
 	if (f[POL_DEFAULT].v != NULL) {
 		old = config_push_key(x, "default");
 		if (!json_is_string(f[POL_DEFAULT].v) ||
@@ -620,6 +628,9 @@ config_cidr(struct config_ctx *x, json_t *v, size_t pos, struct addr_cidr *c)
 
 static bool	config_protocols(struct config_ctx *x, json_t *v, size_t pos,
 		    struct policy_rule *r);
+static bool	config_rule_quota(struct config_ctx *x,
+		    const struct config_field *f, bool deny, bool named,
+		    struct policy_rule *r);
 
 static void
 config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
@@ -641,6 +652,7 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 		[RULE_GIT] = { "git", NULL, 0 },
 		[RULE_STRICT_METHODS] = { "strict_methods", NULL, 0 },
 		[RULE_PROTOCOLS] = { "protocols", NULL, 0 },
+		[RULE_QUOTA] = { "quota", NULL, 0 },
 	};
 	struct policy_rule	 r;
 	const char		*s;
@@ -756,6 +768,12 @@ config_rule(struct config_ctx *x, json_t *v, size_t pos, size_t index)
 	if (f[RULE_RATE].v != NULL) {
 		old = config_push_key(x, "rate");
 		ok &= config_rate(x, f[RULE_RATE].v, f[RULE_RATE].pos, &r);
+		config_pop(x, old);
+	}
+	if (f[RULE_QUOTA].v != NULL) {
+		old = config_push_key(x, "quota");
+		ok &= config_rule_quota(x, &f[RULE_QUOTA], deny,
+		    f[RULE_NAME].v != NULL, &r);
 		config_pop(x, old);
 	}
 	ok &= config_rule_secrets(x, f, deny, &r);
@@ -1188,6 +1206,76 @@ config_rate(struct config_ctx *x, json_t *v, size_t pos,
 	return ok;
 }
 
+enum { QUOTA_COUNT = 0, QUOTA_PER_SECONDS, QUOTA__COUNT };
+
+bool
+config_quota(struct config_ctx *x, json_t *v, size_t pos,
+    const char *count_key, uint64_t *count, unsigned *per)
+{
+	struct config_field	f[QUOTA__COUNT] = {
+		[QUOTA_COUNT] = { count_key, NULL, 0 },
+		[QUOTA_PER_SECONDS] = { "per_seconds", NULL, 0 },
+	};
+	long long		n[QUOTA__COUNT] = { 0, 0 };
+	size_t			old;
+	int			i;
+	bool			ok = true;
+
+	if (!config_fields(x, v, pos, f, QUOTA__COUNT))
+		return false;
+	for (i = 0; i < QUOTA__COUNT; i++) {
+		if (f[i].v == NULL) {
+			config_err(x, pos, "missing \"%s\" (a quota is "
+			    "{\"%s\": N, \"per_seconds\": S})", f[i].key,
+			    count_key);
+			ok = false;
+			continue;
+		}
+		old = config_push_key(x, f[i].key);
+		ok &= config_number(x, f[i].v, f[i].pos,
+		    config_default("quota", f[i].key), &n[i]);
+		config_pop(x, old);
+	}
+	if (!ok)
+		return false;
+	*count = (uint64_t)n[QUOTA_COUNT];
+	*per = (unsigned)n[QUOTA_PER_SECONDS];
+	return true;
+}
+
+/*
+ * A rule's "quota" (bytes its requests and tunnels send upstream per
+ * window).  Its counters are kept by the rule's name, so a rule without
+ * a "name" is warned about: its default name follows its place.
+ */
+static bool
+config_rule_quota(struct config_ctx *x, const struct config_field *f,
+    bool deny, bool named, struct policy_rule *r)
+{
+	struct policy_rule_more	*m;
+	uint64_t		 bytes;
+	unsigned		 per;
+
+	if (deny) {
+		config_err(x, f->pos, "\"quota\" limits what an allow rule "
+		    "lets through; a deny rule sends nothing");
+		return false;
+	}
+	if (!config_quota(x, f->v, f->pos, "bytes_up", &bytes, &per))
+		return false;
+	if ((m = policy_more_new(r)) == NULL) {
+		config_oom(x);
+		return false;
+	}
+	m->quota_bytes = bytes;
+	m->quota_per_seconds = per;
+	if (!named)
+		config_warn(x, f->pos, "rule %s has a quota but no \"name\": "
+		    "its count is kept by name across reloads, and this "
+		    "default name changes when rules are added before it",
+		    r->name);
+	return true;
+}
 
 static void
 config_hosts(struct config_ctx *x, json_t *v, size_t pos, uint32_t rule)

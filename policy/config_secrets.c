@@ -139,7 +139,7 @@ config_refs(struct config_ctx *x, json_t *v, size_t pos, bool secrets,
 			}
 }
 
-enum { REF_FILE = 0, REF_ENV, REF_SANDBOX_ENV, REF__COUNT };
+enum { REF_FILE = 0, REF_ENV, REF_SANDBOX_ENV, REF_QUOTA, REF__COUNT };
 
 static bool
 config_ref(struct config_ctx *x, json_t *v, size_t pos, bool secrets,
@@ -149,9 +149,11 @@ config_ref(struct config_ctx *x, json_t *v, size_t pos, bool secrets,
 		[REF_FILE] = { "file", NULL, 0 },
 		[REF_ENV] = { "env", NULL, 0 },
 		[REF_SANDBOX_ENV] = { "sandbox_env", NULL, 0 },
+		[REF_QUOTA] = { "quota", NULL, 0 },
 	};
 	const char		*s;
 	size_t			 n, old;
+	uint64_t		 req;
 	int			 i;
 	bool			 ok = true;
 
@@ -167,7 +169,16 @@ config_ref(struct config_ctx *x, json_t *v, size_t pos, bool secrets,
 		ok = config_file(x, f[REF_FILE].v, f[REF_FILE].pos, &r->file);
 		config_pop(x, old);
 	}
-	for (i = REF_ENV; i < (secrets ? REF__COUNT : REF_ENV + 1); i++) {
+	if (f[REF_QUOTA].v != NULL) {
+		old = config_push_key(x, "quota");
+		if (config_quota(x, f[REF_QUOTA].v, f[REF_QUOTA].pos,
+		    "requests", &req, &r->quota_per_seconds))
+			r->quota_requests = (unsigned)req;
+		else
+			ok = false;
+		config_pop(x, old);
+	}
+	for (i = REF_ENV; i < (secrets ? REF_QUOTA : REF_ENV + 1); i++) {
 		if (f[i].v == NULL)
 			continue;
 		old = config_push_key(x, f[i].key);

@@ -158,6 +158,12 @@ static const struct policy_reason_info	policy_reason_table[POLICY_R__COUNT] = {
 	[POLICY_R_DROPPED_PACKET] = { "dropped-packet", 0, 0x02,
 	    "the sandbox's firewall dropped the packet: only TCP and "
 	    "DNS reach moat" },
+	[POLICY_R_QUOTA_BYTES] = { "quota-bytes", 429, 0x02,
+	    "the quota of bytes this sandbox may send (the rule's or "
+	    "its policy's) is used up for now" },
+	[POLICY_R_QUOTA_SECRET] = { "quota-secret", 429, 0x02,
+	    "the request would carry a secret whose quota of requests "
+	    "is used up for now" },
 };
 
 static void	policy_rule_clear(struct policy_rule *r);
@@ -212,6 +218,7 @@ policy_reason_waivable(enum policy_reason r)
 	case POLICY_R_NEEDS_INSPECTION:
 	case POLICY_R_PROTOCOL:
 	case POLICY_R_RATE:
+	case POLICY_R_QUOTA_BYTES:
 	case POLICY_R_DNS_DENIED:
 		return true;
 	default:
@@ -1070,4 +1077,28 @@ policy_rule_rate(const struct policy_rule *r, unsigned *requests,
 	*requests = m->rate_requests;
 	*per_seconds = m->rate_per_seconds;
 	return 1;
+}
+
+bool
+policy_rule_quota(const struct policy_rule *r, uint64_t *bytes_up,
+    unsigned *per_seconds)
+{
+	const struct policy_rule_more	*m;
+
+	if (r == NULL || (m = policy_more(r))->quota_bytes == 0)
+		return false;
+	*bytes_up = m->quota_bytes;
+	*per_seconds = m->quota_per_seconds;
+	return true;
+}
+
+bool
+policy_quota(const struct policy *p, uint64_t *bytes_up,
+    unsigned *per_seconds)
+{
+	if (p == NULL || p->quota_bytes == 0)
+		return false;
+	*bytes_up = p->quota_bytes;
+	*per_seconds = p->quota_per_seconds;
+	return true;
 }

@@ -239,6 +239,14 @@ enum policy_reason {
 	POLICY_R_DROPPED_PACKET,	/* "dropped-packet": the sandbox's
 					   nftables table dropped a packet
 					   (not TCP to moatd, nor DNS) */
+	POLICY_R_QUOTA_BYTES,		/* "quota-bytes": the rule's or the
+					   sandbox's "quota" of bytes sent
+					   upstream is used up for this
+					   window */
+	POLICY_R_QUOTA_SECRET,		/* "quota-secret": the request would
+					   carry a secret whose "quota" of
+					   requests is used up for this
+					   window */
 	POLICY_R__COUNT
 };
 
@@ -476,6 +484,18 @@ size_t		 policy_rule_count(const struct policy *p);
  */
 int		 policy_rule_rate(const struct policy_rule *r, unsigned *requests,
 		    unsigned *per_seconds);
+/*
+ * Quotas: bytes sent upstream per window.  policy_rule_quota(): the
+ * rule's "quota": {"bytes_up": N, "per_seconds": S}; policy_quota(): the
+ * policy's own (policy.quota: everything its sandbox sends).  Each
+ * returns true with N and S, false if there is none (r or p NULL: none).
+ * The policy keeps no state: the proxy counts per sandbox, by rule name
+ * (proxy/quota.h), and refuses with POLICY_R_QUOTA_BYTES.
+ */
+bool		 policy_rule_quota(const struct policy_rule *r,
+		    uint64_t *bytes_up, unsigned *per_seconds);
+bool		 policy_quota(const struct policy *p, uint64_t *bytes_up,
+		    unsigned *per_seconds);
 
 /* ------------------------------------------------------------------ */
 /* Configuration                                                        */
@@ -487,6 +507,9 @@ struct moat_secret_ref {
 	char		*file;		/* path, or NULL */
 	char		*env;		/* environment variable, or NULL */
 	char		*placeholder_env; /* variable name the sandbox gets; default = name */
+	unsigned	 quota_requests;  /* "quota": requests per window that
+					     may carry it; 0: no quota */
+	unsigned	 quota_per_seconds; /* ... the window */
 	int		 line, column;
 };
 

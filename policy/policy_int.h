@@ -432,9 +432,10 @@ struct policy_port_range {
 };
 
 /*
- * What few rules have (methods, paths, injections, a rate), apart from
- * the rule: a rule of hosts alone, the common one and what a list of
- * thousands is made of, holds none of it (48 bytes a rule, not 112).
+ * What few rules have (methods, paths, injections, a rate, a quota),
+ * apart from the rule: a rule of hosts alone, the common one and what a
+ * list of thousands is made of, holds none of it (48 bytes a rule, not
+ * 112).
  */
 struct policy_rule_more {
 	char				**methods;
@@ -445,6 +446,8 @@ struct policy_rule_more {
 	size_t				*secrets;	/* each injected one */
 	size_t				 ninjects, nsecrets;
 	unsigned			 rate_requests, rate_per_seconds;
+	uint64_t			 quota_bytes;	/* "quota": 0 none */
+	unsigned			 quota_per_seconds;
 	uint16_t			 nmethods, npaths;
 };
 
@@ -510,6 +513,8 @@ struct policy {
 	struct domain_table	 geo_asn;	/* their "asns", keyed "64500" */
 	struct geo_db		*geo_country_db; /* "geoip": NULL if none */
 	struct geo_db		*geo_asn_db;
+	uint64_t		 quota_bytes;	/* policy.quota: 0 none */
+	unsigned		 quota_per_seconds;
 };
 
 struct policy	*policy_new(void);

@@ -99,6 +99,7 @@ audit_rec_init(struct audit_rec *r)
 	r->duration_ms = -1;
 	r->asn = -1;
 	r->refused = -1;
+	r->limit = r->per_seconds = r->used = -1;
 }
 
 static int
@@ -887,6 +888,11 @@ audit_format(const struct audit_rec *r, char *buf, size_t cap)
 	jw_kstr(&w, "answer", r->answer);
 	jw_kstr(&w, "end", r->end);
 	jw_kint(&w, "refused", r->refused);
+	jw_kstr(&w, "quota", r->quota);
+	jw_kstr(&w, "secret", r->secret);
+	jw_kint(&w, "limit", r->limit);
+	jw_kint(&w, "per_seconds", r->per_seconds);
+	jw_kint(&w, "used", r->used);
 	jw_kstr(&w, "traceparent", f[AUDIT_F_TRACEPARENT]);
 	if (r->nrequest_ids > 0) {
 		jw_key(&w, "request_id");

@@ -63,6 +63,14 @@ struct audit_rec {
 	int64_t			 refused;	/* "connection" events: how many
 						   connections the line stands
 						   for; -1: absent */
+	/* "quota" events (proxy/quota.h): which quota ("rule", "sandbox",
+	 * "secret"), the secret's name, the limit, its window and what
+	 * was counted in it; NULL or -1: absent. */
+	const char		*quota;
+	const char		*secret;
+	int64_t			 limit;
+	int64_t			 per_seconds;
+	int64_t			 used;
 	/* Trace correlation (trace.h): the request's traceparent (valid,
 	 * or "invalid"), its request ids (names as configured, values as
 	 * sent, cut), the id of moatd's own reply; NULL or 0: absent. */

@@ -526,9 +526,14 @@ conn_route(struct conn *c)
 	/* Before it is resolved: the name must not carry a secret out. */
 	if (conn_name_leaks(c))
 		return;
-	if (c->ops->judged != NULL && c->ops->judged(c) == -1) {
-		metrics_observe(METRICS_H_DECISION, &c->m_decide_t0);
-		return;
+	if (c->ops->judged != NULL) {
+		/* A refusal may have closed c: its clock is read first. */
+		uint64_t t0 = c->m_decide_t0;
+
+		if (c->ops->judged(c) == -1) {
+			metrics_observe(METRICS_H_DECISION, &t0);
+			return;
+		}
 	}
 	/* Not even resolved when the tunnel would be refused anyway. */
 	if (conn_inspection_refused(c))
@@ -658,6 +663,13 @@ conn_rate_ok(struct conn *c)
 	return sandbox_rate_take(c->sb, conn_policy(c), c->dec.rule);
 }
 
+bool
+conn_quota_ok(struct conn *c, char *why, size_t len)
+{
+	return quota_admit(&c->quota, c->sb, conn_policy(c), c->dec.rule, why,
+	    len);
+}
+
 /*
  * A tunnel whose rule must see inside cannot be opened when moatd cannot
  * intercept it (no CA, or the rule says "intercept": false): refused
@@ -682,11 +694,18 @@ conn_inspection_refused(struct conn *c)
 static void
 conn_connect(struct conn *c)
 {
+	char	why[256] UTIL_NOINIT;
+
 	if (conn_inspection_refused(c))
 		return;
 	if (!conn_rate_ok(c) && !conn_waive(c, POLICY_R_RATE)) {
 		conn_fail(c, 0, POLICY_R_RATE, "the rule's \"rate\" is used "
 		    "up for now");
+		return;
+	}
+	if (!conn_quota_ok(c, why, sizeof(why)) &&
+	    !conn_waive(c, POLICY_R_QUOTA_BYTES)) {
+		conn_fail(c, 0, POLICY_R_QUOTA_BYTES, why);
 		return;
 	}
 	metrics_observe(METRICS_H_DECISION, &c->m_decide_t0);
@@ -972,6 +991,8 @@ conn_to_tunnel(struct conn *c)
 	m.t_start = c->t_start;
 	m.lkind = c->l->proto;
 	m.keepalive_at = c->tun.keepalive_at;
+	m.quota = &c->quota;	/* the tunnel takes it over */
+	m.quota_waive = conn_audit_only(c);
 	/*
 	 * The tunnel takes the buffered bytes and both sockets.  Its events
 	 * are added while the ios' are still there and freed after: epoll
@@ -1044,6 +1065,7 @@ conn_audit_tunnel_close(struct conn *c, enum policy_reason reason)
 	    reason == POLICY_R_TIMEOUT ? TUNNEL_END_IDLE :
 	    reason == POLICY_R_SHUTDOWN ? TUNNEL_END_SHUTDOWN :
 	    reason == POLICY_R_INTERNAL ? TUNNEL_END_INTERNAL :
+	    reason == POLICY_R_QUOTA_BYTES ? TUNNEL_END_QUOTA :
 	    TUNNEL_END_RESET);
 	r.detail = "inspected";
 	secrets_audit_redact(c->sb, c->w->secrets, &sv, &r);
@@ -1113,6 +1135,7 @@ conn_close(struct conn *c, enum policy_reason reason, const char *detail)
 	if (c->ops != NULL && c->ops->closing != NULL)
 		c->ops->closing(c);
 	conn_head_release(c);
+	quota_release(&c->quota);
 	resolver_cancel(c->rq);
 	upstream_connect_cancel(c->uc);
 	if (c->timer != NULL)

@@ -24,6 +24,7 @@
 
 #include "policy/policy.h"
 #include "proxy/http_parse.h"
+#include "proxy/quota.h"
 #include "proxy/resolver.h"
 #include "proxy/trace.h"
 
@@ -218,6 +219,9 @@ struct conn {
 	/* Bytes of an unfinished request head counted against
 	 * limits.partial_heads_bytes (conn_head_hold). */
 	size_t			 head_held;
+	/* The byte quotas the current request or tunnel counts against
+	 * (conn_quota_ok); an opaque tunnel takes them over. */
+	struct quota_hold	 quota;
 
 	struct http_state	 http;
 	struct tunnel_state	 tun;
@@ -331,6 +335,12 @@ int	conn_head_hold(struct conn *c, size_t len);
 void	conn_head_release(struct conn *c);
 /* 1 if c->dec's rule has no "rate" or a token was left; 0 otherwise. */
 int	conn_rate_ok(struct conn *c);
+/*
+ * Before c's request or tunnel is sent or dialled: its byte quotas (c->dec's
+ * rule's, its policy's) have room (true; c->quota holds them), or it is
+ * refused with quota-bytes (false; why, size len, says so).
+ */
+bool	conn_quota_ok(struct conn *c, char *why, size_t len);
 /* Connects to addrs[0..n) (already judged) and continues as conn_route. */
 void	conn_dial(struct conn *c, const struct policy_addr *addrs, size_t n);
 /* Makes sure c->cfg is the worker's current config (between requests). */

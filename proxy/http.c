@@ -57,6 +57,7 @@ static int	http_proxy_target(struct conn *c);
 static int	http_precheck_chunked(struct conn *c, const char **err);
 static void	http_send_request(struct conn *c);
 static void	http_pump_request(struct conn *c);
+static int	http_quota(struct conn *c, struct evbuffer *out, size_t from);
 static void	http_clock_start(struct conn *c);
 static void	http_clock_arm(struct conn *c);
 static void	http_read_response(struct conn *c);
@@ -133,9 +134,11 @@ void
 http_start(struct conn *c)
 {
 	http_free_request(c);
-	/* The last request's secrets are not this one's (audit: injected). */
+	/* The last request's secrets are not this one's (audit: injected),
+	 * nor are its quotas. */
 	inject_end(c->http.inj);
 	c->http.inj = NULL;
+	quota_release(&c->quota);
 	conn_refresh_config(c);
 	c->kind = CONN_KIND_NONE;
 	c->http.scan_state = 0;
@@ -310,6 +313,7 @@ http_handle_request(struct conn *c)
 	if (c->kind == CONN_KIND_HTTP && c->uio != NULL) {
 		struct policy_target	t;
 		struct policy_decision	named = c->dec;	/* http_tunnel_name's */
+		char			why[256] UTIL_NOINIT;
 
 		memset(&t, 0, sizeof(t));
 		t.name = c->target.kind == POLICY_HOST_NAME ?
@@ -331,6 +335,11 @@ http_handle_request(struct conn *c)
 			if (!conn_rate_ok(c) && !conn_waive(c, POLICY_R_RATE)) {
 				http_denied(c, POLICY_R_RATE, "the rule's "
 				    "\"rate\" is used up for now");
+				return;
+			}
+			if (!conn_quota_ok(c, why, sizeof(why)) &&
+			    !conn_waive(c, POLICY_R_QUOTA_BYTES)) {
+				http_denied(c, POLICY_R_QUOTA_BYTES, why);
 				return;
 			}
 			c->http.up_reused = true;
@@ -750,7 +759,7 @@ http_send_request(struct conn *c)
 	struct evbuffer			*body = NULL;
 	enum policy_reason		 why;
 	const char			*detail = NULL, *path;
-	size_t				 plen;
+	size_t				 plen, out0 = evbuffer_get_length(out);
 	uint64_t			 cl = req->content_length;
 	struct inject_req		 rq;
 
@@ -845,6 +854,9 @@ http_send_request(struct conn *c)
 		evbuffer_add_buffer(out, body);
 		evbuffer_free(body);
 	}
+	if ((c->quota.n > 0 || c->http.inj != NULL) &&
+	    http_quota(c, out, out0) == -1)
+		return;
 	inject_sent(c->http.inj);	/* what it carries counts from here */
 
 	conn_enter_state(c, CONN_ST_HTTP_EXCHANGE);
@@ -1101,10 +1113,45 @@ http_move_body(struct conn *c, struct conn_body *b, struct evbuffer *in,
 	return 0;
 }
 
+/*
+ * What was just queued for the upstream (out's bytes past from): the
+ * secrets put into it take a request of their quotas (quota-secret), and
+ * its bytes count against the request's byte quotas (quota-bytes).  A
+ * request refused here is cut before those bytes leave: what waits in
+ * out is dropped and the client told (429), or cut off if its response
+ * has begun.  Returns 0, or -1 after refusing.
+ */
+static int
+http_quota(struct conn *c, struct evbuffer *out, size_t from)
+{
+	char		why[256] UTIL_NOINIT;
+	enum policy_reason r = POLICY_R_QUOTA_SECRET;
+
+	if (inject_quota_take(c->http.inj, why, sizeof(why)) == NULL) {
+		if (c->quota.n == 0)
+			return 0;	/* no byte quota */
+		if (!quota_charge(&c->quota, evbuffer_get_length(out) - from))
+			return 0;
+		if (conn_waive(c, POLICY_R_QUOTA_BYTES)) {
+			/* Audit mode: a would-deny, no longer counted. */
+			quota_release(&c->quota);
+			return 0;
+		}
+		quota_why(&c->quota, why, sizeof(why));
+		r = POLICY_R_QUOTA_BYTES;
+	}
+	evbuffer_drain(out, evbuffer_get_length(out));
+	http_abort(c, r, why);
+	return -1;
+}
+
 static void
 http_pump_request(struct conn *c)
 {
 	const char	*err = NULL;
+	/* What this call queues, for the quotas (none: not measured). */
+	size_t		 out0 = c->quota.n > 0 ?
+			    evbuffer_get_length(io_out(c->uio)) : 0;
 
 	if (!c->http.reqb.done && http_move_body(c, &c->http.reqb, io_in(c->cio),
 	    io_out(c->uio), &c->http.bytes_up, &err) == -1) {
@@ -1121,6 +1168,9 @@ http_pump_request(struct conn *c)
 		http_abort(c, POLICY_R_BAD_REQUEST, err);
 		return;
 	}
+	if ((c->quota.n > 0 || c->http.inj != NULL) &&
+	    http_quota(c, io_out(c->uio), out0) == -1)
+		return;
 	if (io_flush(c->uio) == -1) {
 		http_upstream_lost(c, "writing the request failed");
 		return;
@@ -1560,6 +1610,7 @@ http_judged(struct conn *c)
 	const char		*detail;
 	struct inject_req	 rq;
 	unsigned		 protos = policy_rule_protocols(c->dec.rule);
+	char			 qwhy[256] UTIL_NOINIT;
 
 	if (c->kind != CONN_KIND_HTTP)
 		return 0;
@@ -1575,6 +1626,10 @@ http_judged(struct conn *c)
 	if (inject_precheck(&rq, &why, &detail) == -1 &&
 	    !conn_waive(c, why)) {
 		http_denied(c, why, detail);
+		return -1;
+	}
+	if (inject_quota_room(&rq, qwhy, sizeof(qwhy)) == -1) {
+		http_denied(c, POLICY_R_QUOTA_SECRET, qwhy);
 		return -1;
 	}
 	return 0;

@@ -30,6 +30,8 @@
 #include "certs/ssldl.h"
 #include "policy/policy.h"
 #include "proxy/inject.h"
+#include "proxy/quota.h"
+#include "proxy/sandbox.h"
 #include "proxy/secrets.h"
 #include "proxy/secretscan.h"
 #include "proxy/util.h"
@@ -89,6 +91,9 @@ struct inject {
 	uint8_t				*used;		/* per secret: its value
 							   went into the
 							   request */
+	uint8_t				*taken;		/* per secret: counted
+							   against its quota */
+	struct sandbox			*sb;		/* whose quotas (borrowed) */
 	bool				 sent;		/* the head went out */
 	bool				 any_encode;
 	bool				 any_bound;
@@ -212,6 +217,7 @@ inject_free(struct inject *in)
 	free(in->bound);
 	free(in->encode);
 	free(in->used);
+	free(in->taken);
 	free(in);
 }
 
@@ -301,8 +307,10 @@ inject_begin(const struct inject_req *rq, enum policy_reason *reason,
 		in->bound = calloc(in->n, sizeof(*in->bound));
 		in->encode = calloc(in->n, sizeof(*in->encode));
 		in->used = calloc(in->n, sizeof(*in->used));
+		in->taken = calloc(in->n, sizeof(*in->taken));
 		if (in->resp_act == NULL || in->bound == NULL ||
-		    in->encode == NULL || in->used == NULL)
+		    in->encode == NULL || in->used == NULL ||
+		    in->taken == NULL)
 			goto nomem;
 		for (i = 0; i < in->n; i++)
 			inject_actions(rq, in, i);
@@ -315,6 +323,7 @@ inject_begin(const struct inject_req *rq, enum policy_reason *reason,
 		in->resp_rules.nsecrets = in->n;
 	}
 	in->rule = r;
+	in->sb = rq->sb;
 	return in;
  nomem:
 	inject_free(in);
@@ -1100,6 +1109,86 @@ inject_response_pass(struct inject *in, struct evbuffer *src, size_t n,
 		return -1;
 	return inject_pass_flush(ps, secretscan_cursor_final(in->sv.scan,
 	    &ps->cur), last, out);
+}
+
+/* Whether template t holds a secret whose quota is used up (into why). */
+static bool
+inject_tpl_quota_out(const struct policy_template *t,
+    const struct secrets_view *sv, struct sandbox *sb, char *why, size_t len)
+{
+	unsigned	req, per;
+	size_t		i, k;
+
+	for (i = 0; i < t->nparts; i++) {
+		k = t->parts[i].secret;
+		if (k == POLICY_TPL_LITERAL || k >= secrets_count(sv->vals) ||
+		    !secrets_quota(sv->vals, k, &req, &per))
+			continue;
+		if (!quota_secret_room(sb, secrets_name(sv->vals, k), req, per,
+		    why, len))
+			return true;
+	}
+	return false;
+}
+
+int
+inject_quota_room(const struct inject_req *rq, char *why, size_t len)
+{
+	const struct policy_inject	*injs;
+	struct secrets_view		 sv;
+	size_t				 n = 0, i;
+	int				 rc = 0;
+
+	/* A sandbox that never counted a quota has none used up. */
+	if (rq->rule == NULL || rq->sb == NULL ||
+	    atomic_load_explicit(&rq->sb->quota, memory_order_relaxed) ==
+	    NULL || (injs = policy_rule_injects(rq->rule, &n)) == NULL ||
+	    n == 0)
+		return 0;
+	if (secrets_view(rq->sb, rq->secrets, &sv) == -1 || sv.vals == NULL) {
+		secrets_view_done(&sv);
+		return 0;	/* inject_begin() fails closed on its own */
+	}
+	for (i = 0; i < n && rc == 0; i++)
+		if (inject_tpl_quota_out(&injs[i].value, &sv, rq->sb, why,
+		    len) || inject_tpl_quota_out(&injs[i].user, &sv, rq->sb,
+		    why, len) || inject_tpl_quota_out(&injs[i].password, &sv,
+		    rq->sb, why, len))
+			rc = -1;
+	secrets_view_done(&sv);
+	return rc;
+}
+
+const char *
+inject_quota_take(struct inject *in, char *why, size_t len)
+{
+	unsigned	 req, per;
+	size_t		 i, j;
+
+	if (in == NULL || in->used == NULL || in->sb == NULL)
+		return NULL;
+	for (i = 0; i < in->n; i++) {
+		if (!in->used[i] || in->taken[i] ||
+		    !secrets_quota(in->sv.vals, i, &req, &per))
+			continue;
+		if (!quota_secret_take(in->sb, secrets_name(in->sv.vals, i),
+		    req, per, why, len)) {
+			/* The request does not go: what this call counted
+			 * is given back. */
+			for (j = 0; j < i; j++)
+				if (in->taken[j] == 2) {
+					quota_secret_put(in->sb,
+					    secrets_name(in->sv.vals, j));
+					in->taken[j] = 0;
+				}
+			return secrets_name(in->sv.vals, i);
+		}
+		in->taken[i] = 2;	/* this call's */
+	}
+	for (i = 0; i < in->n; i++)
+		if (in->taken[i] == 2)
+			in->taken[i] = 1;
+	return NULL;
 }
 
 void

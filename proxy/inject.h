@@ -192,6 +192,23 @@ int	inject_response_pass(struct inject *in, struct evbuffer *src,
 	    size_t n, bool last, struct evbuffer *out);
 
 /*
+ * Before what was rewritten goes out (the head, then each piece of a
+ * body whose placeholders are swapped): each secret put into the
+ * request since the last call whose "quota" is counted takes one
+ * request of its window (quota.h), once per request.  Returns NULL if
+ * each had one, else the name of the first whose quota is used up (why,
+ * size len, says so; what this call took is given back): the request
+ * must not go.
+ */
+const char *inject_quota_take(struct inject *in, char *why, size_t len);
+/*
+ * Before a request is routed: -1 (why, size len, names the secret and its
+ * quota) if the rule's header or basic injections would put into it a
+ * secret whose quota is used up, so that it is refused (quota-secret)
+ * before anything is dialled; 0 otherwise.  Counts nothing.
+ */
+int	inject_quota_room(const struct inject_req *rq, char *why, size_t len);
+/*
  * The request's head went to the upstream (with the body moatd had of it
  * already): from now on inject_names() names what was put into it.
  */

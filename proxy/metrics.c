@@ -34,6 +34,7 @@
 #include "policy/policy.h"
 #include "proxy/audit.h"
 #include "proxy/metrics.h"
+#include "proxy/quota.h"
 #include "proto/drops_proto.h"
 
 /* Histogram buckets, upper bounds in seconds (and their text). */
@@ -152,7 +153,8 @@ static struct {
 	uint32_t	*sechash;
 	size_t		 nsecret;
 	/* Where each family's counters start in a thread's array. */
-	size_t		 o_dec, o_bytes, o_conn, o_dns, o_drop, o_sec, o_hist,
+	size_t		 o_dec, o_bytes, o_conn, o_dns, o_drop, o_quota, o_sec,
+			 o_hist,
 			 o_misc;
 	size_t		 ncnt;
 	uint64_t	*base;
@@ -408,6 +410,8 @@ slot_reuse(size_t s)
 		cbaseline(M.o_dns + s * METRICS_DNS_STRIDE + j);
 	for (j = 0; j < DROPS_KIND__COUNT; j++)
 		cbaseline(M.o_drop + s * DROPS_KIND__COUNT + j);
+	for (j = 0; j < QUOTA__KINDS; j++)
+		cbaseline(M.o_quota + s * QUOTA__KINDS + j);
 	M.slots[s].used = false;
 	M.slots[s].nrules = 0;
 }
@@ -580,7 +584,8 @@ metrics_init(const struct metrics_limits *lim)
 	M.o_conn = M.o_bytes + (M.cap + 1) * 2;
 	M.o_dns = M.o_conn + M.nslots * METRICS_KINDS * 2;
 	M.o_drop = M.o_dns + M.nslots * METRICS_DNS_STRIDE;
-	M.o_sec = M.o_drop + M.nslots * DROPS_KIND__COUNT;
+	M.o_quota = M.o_drop + M.nslots * DROPS_KIND__COUNT;
+	M.o_sec = M.o_quota + M.nslots * QUOTA__KINDS;
 	M.o_hist = M.o_sec + (METRICS_SECRETS_MAX + 1) * 2;
 	M.o_misc = M.o_hist + METRICS_H__COUNT * METRICS_HSTRIDE;
 	M.ncnt = M.o_misc + MISC__COUNT;
@@ -793,6 +798,16 @@ metrics_drop(const struct metrics_sb *h, unsigned kind)
 		return;
 	cadd(&t->c[M.o_drop + metrics_slot_of(h) * DROPS_KIND__COUNT + kind],
 	    1);
+}
+
+void
+metrics_quota(const struct metrics_sb *h, unsigned kind)
+{
+	struct mthr	*t;
+
+	if (!metrics_on || kind >= QUOTA__KINDS || (t = thr()) == NULL)
+		return;
+	cadd(&t->c[M.o_quota + metrics_slot_of(h) * QUOTA__KINDS + kind], 1);
 }
 
 void
@@ -1079,6 +1094,31 @@ render_drops(struct mbuf *b, const uint64_t *sum)
 }
 
 static void
+render_quota(struct mbuf *b, const uint64_t *sum)
+{
+	char		 e[ESC_MAX];
+	size_t		 s, k, o;
+
+	mb_head(b, "moat_quota_refusals_total", "counter", "Requests and "
+	    "tunnels refused, and tunnels and request bodies cut, because a "
+	    "quota was used up, by sandbox and kind (rule and sandbox: bytes "
+	    "up, reason quota-bytes; secret: requests, quota-secret).");
+	for (s = 0; s < M.nslots; s++) {
+		if (!slot_shown(s))
+			continue;
+		for (k = 0; k < QUOTA__KINDS; k++) {
+			o = M.o_quota + s * QUOTA__KINDS + k;
+			if (sum[o] == 0)
+				continue;
+			mb_printf(b, "moat_quota_refusals_total{sandbox=\"%s\","
+			    "kind=\"%s\"} %llu\n", esc(slot_name(s), e),
+			    quota_kind_name((enum quota_kind)k),
+			    (unsigned long long)sum[o]);
+		}
+	}
+}
+
+static void
 render_hist(struct mbuf *b, const uint64_t *sum, enum metrics_hist h,
     const char *name, const char *help)
 {
@@ -1245,6 +1285,7 @@ metrics_render(const struct metrics_extra *x, size_t *len)
 	    "to the first byte of the response.");
 	render_dns(&b, sum);
 	render_drops(&b, sum);
+	render_quota(&b, sum);
 	render_secrets(&b, sum);
 	for (i = 0; i < M.next_slot; i++)
 		names += M.slots[i].used;

@@ -106,6 +106,9 @@ void	metrics_dns_reply(const struct metrics_sb *h, unsigned rcode,
 	    unsigned naddrs);
 /* The sandbox's drop log had a packet of this kind (proto/drops_proto.h). */
 void	metrics_drop(const struct metrics_sb *h, unsigned kind);
+/* A quota of this kind (enum quota_kind, proxy/quota.h) refused a request
+ * or tunnel, or cut one. */
+void	metrics_quota(const struct metrics_sb *h, unsigned kind);
 /* A request or name was refused for carrying this secret (its name). */
 void	metrics_secret_leak(const char *name);
 /* A reload was done (ok) or refused. */

@@ -19,6 +19,7 @@
 
 #include "proxy/audit.h"
 #include "proxy/dnsbudget.h"
+#include "proxy/quota.h"
 #include "proxy/sandbox.h"
 #include "proxy/secrets.h"
 #include "proxy/util.h"
@@ -126,6 +127,7 @@ sandbox_new(const char *name, struct moat_config *cfg)
 	atomic_init(&sb->n_bytes_down, 0);
 	atomic_init(&sb->n_limit_refused, 0);
 	atomic_init(&sb->n_would_deny, 0);
+	atomic_init(&sb->quota, NULL);
 	return sb;
 }
 
@@ -149,6 +151,7 @@ sandbox_unref(struct sandbox *sb)
 	}
 	rate_free(sb->rates);
 	dnsbudget_free(sb->names);
+	quota_set_free(atomic_load(&sb->quota));
 	secrets_set_unref(sb->sset);
 	secrets_unref(sb->own_secrets);
 	pthread_mutex_destroy(&sb->attrs->mu);

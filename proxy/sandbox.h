@@ -40,6 +40,7 @@
 					   the last one's) */
 
 struct dnsbudget;
+struct quota_set;
 struct sandbox_attrs;
 struct sandbox_rate;
 struct secrets;
@@ -93,6 +94,9 @@ struct sandbox {
 	atomic_uint_fast64_t	 n_bytes_down;
 	atomic_uint_fast64_t	 n_limit_refused;	/* at its limit, in all */
 	atomic_uint_fast64_t	 n_would_deny;	/* allowed in audit mode */
+	/* Its quotas' counts (quota.h), by kind and name: made by the
+	 * first quota it meets, kept across reloads. */
+	_Atomic(struct quota_set *) quota;
 };
 
 /* A sandbox's counters at one moment (sandbox_counters()). */

@@ -131,6 +131,19 @@ secrets_name(const struct secrets *s, size_t i)
 	return s->cfg->secrets[i].name;
 }
 
+bool
+secrets_quota(const struct secrets *s, size_t i, unsigned *requests,
+    unsigned *per_s)
+{
+	const struct moat_secret_ref	*r = &s->cfg->secrets[i];
+
+	if (r->quota_requests == 0)
+		return false;
+	*requests = r->quota_requests;
+	*per_s = r->quota_per_seconds;
+	return true;
+}
+
 const uint8_t *
 secrets_value(const struct secrets *s, size_t i, size_t *len)
 {

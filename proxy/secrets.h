@@ -51,6 +51,12 @@ const char	*secrets_name_of(const void *arg, uint32_t i);
 const uint8_t	*secrets_value(const struct secrets *s, size_t i, size_t *len);
 /* The variable the sandbox gets the placeholder in ("sandbox_env"). */
 const char	*secrets_env(const struct secrets *s, size_t i);
+/*
+ * The secret's "quota" (requests per per_s seconds that may carry it):
+ * true with both set, false if it has none.
+ */
+bool		 secrets_quota(const struct secrets *s, size_t i,
+		    unsigned *requests, unsigned *per_s);
 
 /*
  * What one sandbox's traffic is matched against: its secrets, its

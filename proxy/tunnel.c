@@ -99,13 +99,19 @@ struct tunnel {
 	unsigned		 lkind;		/* listener kind, for metrics */
 	const char		*sandbox, *proto, *client, *host, *ip, *rule;
 	char			*strs;
+	struct quota_hold	 quota;		/* up's bytes count against it */
+	bool			 quota_over;	/* ... and would have passed it */
+	bool			 quota_waive;	/* audit mode: passing it cuts
+						   nothing */
+	bool			 quota_waived;	/* ... and it was passed */
 };
 
 static const char *const tunnel_end_names[] = {
-	"eof", "idle", "reset", "shutdown", "internal"
+	"eof", "idle", "reset", "shutdown", "internal", "quota"
 };
 
 static int	tdir_pump(struct tunnel *t, struct tunnel_dir *d);
+static int	tdir_charge(struct tunnel *t, struct tunnel_dir *d, size_t n);
 static int	tdir_splicing(const struct tunnel_dir *d);
 static int	tdir_splice(struct tunnel *t, struct tunnel_dir *d, int rounds);
 static int	tdir_nopipe(struct tunnel *t, struct tunnel_dir *d, int rounds);
@@ -162,14 +168,40 @@ tunnel_copy_meta(struct tunnel *t, const struct tunnel_meta *m)
 	return 0;
 }
 
+/*
+ * d read n bytes that are to be written to its "to" socket: the client's
+ * count against the tunnel's quotas before they go.  -1 (errno EDQUOT)
+ * if they would take one past its limit: they stay unwritten, and the
+ * tunnel is cut.
+ */
+static int
+tdir_charge(struct tunnel *t, struct tunnel_dir *d, size_t n)
+{
+	if (t->quota.n == 0 || d != &t->up || !quota_charge(&t->quota, n))
+		return 0;
+	if (t->quota_waive) {
+		/* Audit mode: a would-deny, no longer counted. */
+		quota_release(&t->quota);
+		t->quota_waived = true;
+		return 0;
+	}
+	t->quota_over = true;
+	errno = EDQUOT;
+	return -1;
+}
+
 int
 tunnel_start(struct worker *w, int cfd, int ufd, struct evbuffer *to_up,
     struct evbuffer *to_client, const struct tunnel_meta *m, unsigned idle_ms)
 {
 	struct tunnel	*t;
+	int		 r;
 
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		goto nomem;
+	if (m->quota != NULL)
+		quota_hold_move(&t->quota, m->quota);
+	t->quota_waive = m->quota_waive;
 	t->w = w;
 	t->cfd = cfd;
 	t->ufd = ufd;
@@ -211,7 +243,9 @@ tunnel_start(struct worker *w, int cfd, int ufd, struct evbuffer *to_up,
 	 * (epoll polls the socket when the event is added or changed), so
 	 * reading now would most often cost an EAGAIN for nothing.
 	 */
-	tunnel_after(t, tdir_flush_pending(t, &t->up),
+	r = tdir_charge(t, &t->up, t->up.pending != NULL ?
+	    evbuffer_get_length(t->up.pending) : 0);
+	tunnel_after(t, r == 0 ? tdir_flush_pending(t, &t->up) : r,
 	    tdir_flush_pending(t, &t->down));
 	return 0;
  nomem:
@@ -227,6 +261,7 @@ tunnel_start(struct worker *w, int cfd, int ufd, struct evbuffer *to_up,
 			evbuffer_free(t->up.pending);
 		if (t->down.pending != NULL)
 			evbuffer_free(t->down.pending);
+		quota_release(&t->quota);
 		sandbox_unref(t->sb);
 		free(t->strs);
 		free(t);
@@ -358,6 +393,8 @@ tdir_splice(struct tunnel *t, struct tunnel_dir *d, int rounds)
 		if (n > 0) {
 			d->in_pipe += (size_t)n;
 			t->last_ms = 0;
+			if (tdir_charge(t, d, (size_t)n) == -1)
+				return -1;
 			/* After the peer's FIN: read on to EOF first. */
 			more = d->rdhup && d->in_pipe < TUNNEL_SPLICE_BYTES;
 			continue;
@@ -543,7 +580,8 @@ tdir_copy(struct tunnel *t, struct tunnel_dir *d, int rounds)
 		if (n == 0)
 			continue;	/* EOF */
 		t->last_ms = 0;
-		if ((w = tdir_send(t, d, s, (size_t)n)) == -1)
+		if (tdir_charge(t, d, (size_t)n) == -1 ||
+		    (w = tdir_send(t, d, s, (size_t)n)) == -1)
 			return -1;
 		if (w < n && tdir_hold(t, d, s + w, (size_t)(n - w)) == -1)
 			return -1;
@@ -558,8 +596,9 @@ static void
 tunnel_after(struct tunnel *t, int r1, int r2)
 {
 	if (r1 == -1 || r2 == -1) {
-		tunnel_close(t, errno == ENOMEM || errno == EMFILE ||
-		    errno == ENFILE ? TUNNEL_END_INTERNAL : TUNNEL_END_RESET);
+		tunnel_close(t, t->quota_over ? TUNNEL_END_QUOTA :
+		    errno == ENOMEM || errno == EMFILE || errno == ENFILE ?
+		    TUNNEL_END_INTERNAL : TUNNEL_END_RESET);
 		return;
 	}
 	if (t->last_ms == 0)
@@ -667,6 +706,7 @@ tunnel_close(struct tunnel *t, enum tunnel_end end)
 	struct audit_rec	 r;
 	struct secrets_view	 sv;
 	struct worker		*w = t->w;
+	char			 why[256] UTIL_NOINIT;
 
 	audit_rec_init(&r);
 	r.event = "close";
@@ -679,7 +719,14 @@ tunnel_close(struct tunnel *t, enum tunnel_end end)
 	r.ip = t->ip;
 	r.verdict = POLICY_ALLOW;
 	r.reason = end == TUNNEL_END_IDLE ? POLICY_R_TIMEOUT :
-	    end == TUNNEL_END_SHUTDOWN ? POLICY_R_SHUTDOWN : POLICY_R_ALLOWED;
+	    end == TUNNEL_END_SHUTDOWN ? POLICY_R_SHUTDOWN :
+	    end == TUNNEL_END_QUOTA ? POLICY_R_QUOTA_BYTES : POLICY_R_ALLOWED;
+	if (end == TUNNEL_END_QUOTA) {
+		quota_why(&t->quota, why, sizeof(why));
+		r.detail = why;
+	}
+	if (t->quota_waived)
+		r.would_deny = POLICY_R_QUOTA_BYTES;
 	r.rule = t->rule;
 	r.bytes_up = (int64_t)t->up.bytes;
 	r.bytes_down = (int64_t)t->down.bytes;
@@ -701,6 +748,7 @@ tunnel_close(struct tunnel *t, enum tunnel_end end)
 		evbuffer_free(t->up.pending);
 	if (t->down.pending != NULL)
 		evbuffer_free(t->down.pending);
+	quota_release(&t->quota);
 	close(t->cfd);
 	close(t->ufd);
 	LIST_REMOVE(t, link);

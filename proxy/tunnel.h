@@ -10,8 +10,10 @@
  * When no pipe can be had (out of descriptors), a direction copies
  * instead: a tunnel never ends for want of a pipe.  The tunnel ends
  * when both directions have reached EOF and been flushed, on an error, on
- * the idle timeout, or at shutdown; it then writes the "close" audit line
- * with the bytes each way and the duration.
+ * the idle timeout, at shutdown, or when its client's next read would
+ * pass a quota of bytes up (proxy/quota.h: counted as they are read,
+ * before they go; that read is not written); it then writes the "close"
+ * audit line with the bytes each way and the duration.
  */
 #ifndef MOAT_TUNNEL_H
 #define MOAT_TUNNEL_H
@@ -19,6 +21,7 @@
 #include <stdint.h>
 
 #include "policy/policy.h"
+#include "proxy/quota.h"
 
 struct evbuffer;
 struct sandbox;
@@ -55,6 +58,12 @@ struct tunnel_meta {
 	unsigned		 lkind;		/* its listener's kind (metrics) */
 	uint64_t		 keepalive_at;	/* ms: when to turn the upstream's
 						   keepalive on; 0: it is on */
+	struct quota_hold	*quota;		/* the byte quotas its client's
+						   bytes count against, taken
+						   over (zeroed); NULL: none */
+	bool			 quota_waive;	/* audit mode: a quota passed
+						   cuts nothing (would_deny on
+						   the close line) */
 };
 
 /*
@@ -78,7 +87,8 @@ enum tunnel_end {
 	TUNNEL_END_IDLE,
 	TUNNEL_END_RESET,
 	TUNNEL_END_SHUTDOWN,
-	TUNNEL_END_INTERNAL
+	TUNNEL_END_INTERNAL,
+	TUNNEL_END_QUOTA	/* a quota of bytes up was used up: cut */
 };
 const char	*tunnel_end_name(enum tunnel_end end);
 

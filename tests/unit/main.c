@@ -93,6 +93,7 @@ main(int argc, char *argv[])
 	test_geo_register();
 	test_tunnel_register();
 	test_dnsbudget_register();
+	test_quota_register();
 	test_upstream_register();
 	test_unixfilter_register();
 	test_unixsuper_register();

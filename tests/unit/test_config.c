@@ -307,6 +307,50 @@ static const struct cfg_vec	cfg_vectors[] = {
 	    { 7, 5, "{", "policy.rules[3]: this rule's default name "
 	      "\"rule-3\" is already used by policy.rules[2]: give this rule "
 	      "a \"name\"" } } },
+	{ "quotas: rules, policy, secrets",
+	  "{\n  " LISTEN ",\n"
+	  "  \"policy\": {\"quota\": {\"bytes_up\": 1000, \"per_seconds\": 0}, "
+	  "\"rules\": [\n"
+	  "    {\"name\": \"q\", \"action\": \"allow\", \"hosts\": "
+	  "[\"a.example\"], \"quota\": {\"bytes_up\": 0, \"per_second\": 5}},\n"
+	  "    {\"action\": \"allow\", \"hosts\": [\"b.example\"], \"quota\": "
+	  "{\"bytes_up\": 10, \"per_seconds\": 5}},\n"
+	  "    {\"action\": \"deny\", \"hosts\": [\"c.example\"], \"quota\": "
+	  "{\"bytes_up\": 10, \"per_seconds\": 5}},\n"
+	  "    {\"name\": \"r\", \"action\": \"allow\", \"hosts\": "
+	  "[\"d.example\"], \"quota\": {\"bytes_up\": 1000000000000001, "
+	  "\"per_seconds\": 86401}},\n"
+	  "    {\"name\": \"s\", \"action\": \"allow\", \"hosts\": "
+	  "[\"e.example\"], \"quota\": [1]}\n"
+	  "  ]},\n"
+	  "  \"secrets\": {\"K\": {\"env\": \"A\", \"quota\": {\"requests\": "
+	  "1.5, \"per_seconds\": 60}},\n"
+	  "    \"L\": {\"env\": \"B\", \"quota\": {\"requests\": 3}}}\n}",
+	  10, 1, {
+	    { 3, 57, "0", "policy.quota.per_seconds: 0 is out of range "
+	      "(1-86400)" },
+	    { 4, 71, "{", "policy.rules[0].quota: missing \"per_seconds\" (a "
+	      "quota is {\"bytes_up\": N, \"per_seconds\": S})" },
+	    { 4, 84, "0", "policy.rules[0].quota.bytes_up: 0 is out of range "
+	      "(1-1000000000000000)" },
+	    { 4, 87, "\"per_second\"", "unknown key \"per_second\" in "
+	      "policy.rules[0].quota (did you mean \"per_seconds\"?)" },
+	    { 5, 58, "{", "warning: policy.rules[1].quota: rule rule-1 has a "
+	      "quota but no \"name\": its count is kept by name across "
+	      "reloads, and this default name changes when rules are added "
+	      "before it" },
+	    { 6, 57, "{", "policy.rules[2].quota: \"quota\" limits what an "
+	      "allow rule lets through; a deny rule sends nothing" },
+	    { 7, 84, "1000000000000001", "policy.rules[3].quota.bytes_up: "
+	      "1000000000000001 is out of range (1-1000000000000000)" },
+	    { 7, 117, "86401", "policy.rules[3].quota.per_seconds: 86401 is "
+	      "out of range (1-86400)" },
+	    { 8, 71, "[", "policy.rules[4].quota: expected an object, got an "
+	      "array" },
+	    { 10, 55, "1.5", "secrets.K.quota.requests: expected an integer, "
+	      "got 1.5" },
+	    { 11, 32, "{", "secrets.L.quota: missing \"per_seconds\" (a quota "
+	      "is {\"requests\": N, \"per_seconds\": S})" } } },
 	{ "secrets",
 	  "{\n  \"secrets\": {\n"
 	  "    \"1bad\": {\"env\": \"X\"},\n"

@@ -1086,7 +1086,7 @@ test_policy_reason_strings(void)
 		"rate", "shutdown", "internal", "needs-tls", "dns-budget",
 		"method-override", "body-on-get", "secret-unsafe",
 		"sandbox-refused", "audit-unavailable", "sni-mismatch",
-		"protocol", "dropped-packet",
+		"protocol", "dropped-packet", "quota-bytes", "quota-secret",
 	};
 	const struct policy_reason_info	*ri;
 	struct policy_target		t;
@@ -1880,13 +1880,14 @@ test_policy_waive(void)
 		POLICY_R_AUDIT_UNAVAILABLE, POLICY_R_SANDBOX_REFUSED,
 		POLICY_R_INTERNAL, POLICY_R_TLS, POLICY_R_TIMEOUT,
 		POLICY_R_DNS_FAILURE, POLICY_R_UPSTREAM_UNREACHABLE,
-		POLICY_R_SHUTDOWN, POLICY_R_ALLOWED
+		POLICY_R_SHUTDOWN, POLICY_R_QUOTA_SECRET, POLICY_R_ALLOWED
 	};
 	static const enum policy_reason	 pass[] = {
 		POLICY_R_NO_RULE, POLICY_R_DENIED_BY_RULE, POLICY_R_PORT,
 		POLICY_R_METHOD, POLICY_R_PATH, POLICY_R_METHOD_OVERRIDE,
 		POLICY_R_BODY_ON_GET, POLICY_R_NEEDS_INSPECTION,
-		POLICY_R_PROTOCOL, POLICY_R_RATE, POLICY_R_DNS_DENIED
+		POLICY_R_PROTOCOL, POLICY_R_RATE, POLICY_R_QUOTA_BYTES,
+		POLICY_R_DNS_DENIED
 	};
 	struct moat_config	*c;
 	struct policy_decision	 d, keep;

@@ -454,6 +454,51 @@ test_would_deny(void)
 	close(p[1]);
 }
 
+/* A quota's window used up: its line, and no refusal counted for it. */
+static void
+test_quota(void)
+{
+	struct refusals_opts	 o = { .fd = -1, .hint = true };
+	struct refusals		*rf;
+	json_t			*m;
+	int			 p[2];
+
+	utc();
+	CU_ASSERT_STRING_EQUAL(fmt("{" TS ",\"event\":\"quota\",\"id\":0,"
+	    "\"sandbox\":\"s\",\"ip\":null,\"verdict\":\"deny\","
+	    "\"reason\":\"quota-bytes\",\"rule\":\"up\",\"quota\":"
+	    "\"rule\",\"limit\":50000,\"per_seconds\":600,\"used\":65655}",
+	    &o), "moat: 13:42:38 quota used up: 50000 bytes up per 600 s "
+	    "(quota-bytes, rule up)");
+	CU_ASSERT_STRING_EQUAL(fmt("{" TS ",\"event\":\"quota\","
+	    "\"verdict\":\"deny\",\"reason\":\"quota-secret\",\"rule\":null,"
+	    "\"quota\":\"secret\",\"secret\":\"K\",\"limit\":3,"
+	    "\"per_seconds\":60,\"used\":3}", &o),
+	    "moat: 13:42:38 quota used up: secret K, 3 requests per 60 s "
+	    "(quota-secret)");
+	CU_ASSERT_STRING_EQUAL(fmt("{" TS ",\"event\":\"quota\","
+	    "\"verdict\":\"deny\",\"reason\":\"quota-bytes\",\"rule\":null,"
+	    "\"quota\":\"sandbox\",\"limit\":300000,\"per_seconds\":600}",
+	    &o), "moat: 13:42:38 quota used up: the sandbox's, 300000 bytes "
+	    "up per 600 s (quota-bytes)");
+	/* Shown, but the summary counts only the refusals. */
+	CU_ASSERT_FATAL(pipe2(p, O_NONBLOCK) == 0);
+	o.fd = p[1];
+	rf = refusals_new(&o);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rf);
+	m = json_pack("{s:{s:s, s:s, s:s, s:s, s:s, s:i, s:i}}", "audit",
+	    "event", "quota", "verdict", "deny", "reason", "quota-secret",
+	    "quota", "secret", "secret", "K", "limit", 3, "per_seconds", 60);
+	refusals_message(rf, m, 1);
+	json_decref(m);
+	CU_ASSERT_EQUAL(refusals_count(rf), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(drain(p[0]), " quota used up: secret "
+	    "K, 3 requests per 60 s (quota-secret)\n"));
+	refusals_free(rf);
+	close(p[0]);
+	close(p[1]);
+}
+
 /* The terminal of the test below: raw, and the workload mid-line once. */
 static int	term_calls;
 
@@ -509,6 +554,7 @@ test_refusals_register(void)
 	CU_add_test(s, "what the sandbox sent is escaped, cut and quoted",
 	    test_escape);
 	CU_add_test(s, "dropped packets and their count", test_drop);
+	CU_add_test(s, "a quota used up: shown, not counted", test_quota);
 	CU_add_test(s, "10 lines a second, one \"more\" line, the summary",
 	    test_rate_summary);
 	CU_add_test(s, "audit mode: would-denies shown and counted",

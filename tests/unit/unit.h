@@ -41,6 +41,7 @@ void	test_metrics_register(void);
 void	test_drops_register(void);
 void	test_trace_register(void);
 void	test_status_register(void);
+void	test_quota_register(void);
 
 /* test_config.c: the text of error vector i, or NULL past the last. */
 const char	*unit_config_vector(size_t i);
