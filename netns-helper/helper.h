@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 struct mnl_socket;
+struct nlmsghdr;
 
 #define NSH_NETLINK_TIMEOUT_MS	5000	/* one netlink request and its acks */
 #define NSH_LISTEN_BACKLOG	1024	/* listen(2) backlog of held sockets */
@@ -45,6 +46,13 @@ struct nsh_veth_addrs {
  * network namespace, with a receive timeout.  Returns it (close with
  * mnl_socket_close) or NULL with errno set.
  */
+/*
+ * Sends one request (any netlink family; its nlmsg_seq set) and reads the
+ * answers, each through cb (may be NULL), until the last: 0, or -1 with
+ * errno (ETIMEDOUT when the socket's receive timeout passed).
+ */
+int	nsh_nl_talk(struct mnl_socket *nl, const struct nlmsghdr *nlh,
+	    int (*cb)(const struct nlmsghdr *, void *), void *arg);
 struct mnl_socket	*nsh_rtnl_open(void);
 
 /* Returns the index of interface name, or 0 with errno set (ENODEV). */

@@ -75,8 +75,6 @@ nsh_nflog_cfg(struct mnl_socket *nl, uint16_t group, enum nsh_nflog_cfg what,
 	struct nfgenmsg			*g;
 	struct nfulnl_msg_config_cmd	 cmd;
 	struct nfulnl_msg_config_mode	 mode;
-	ssize_t				 n;
-	int				 r;
 
 	nlh = mnl_nlmsg_put_header(buf);
 	nlh->nlmsg_type = (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_CONFIG;
@@ -110,24 +108,7 @@ nsh_nflog_cfg(struct mnl_socket *nl, uint16_t group, enum nsh_nflog_cfg what,
 		    htonl(NSH_NFLOG_TIMEOUT));
 		break;
 	}
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) == -1)
-		return -1;
-	for (;;) {
-		n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				errno = ETIMEDOUT;
-			return -1;
-		}
-		r = mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(nl),
-		    NULL, NULL);
-		if (r == -1)
-			return -1;
-		if (r == MNL_CB_STOP)
-			return 0;
-	}
+	return nsh_nl_talk(nl, nlh, NULL, NULL);
 }
 
 int

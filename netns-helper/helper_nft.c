@@ -619,29 +619,35 @@ nsh_nft_ifname(struct nsh_nft_rule *rb, unsigned key, const char *name)
 	nsh_nft_cmp(rb, NFT_CMP_EQ, buf, sizeof(buf));
 }
 
+/* REG1 = REG1 & MASK (len bytes of it) */
+static void
+nsh_nft_and(struct nsh_nft_rule *rb, const void *mask, uint32_t len)
+{
+	static const uint8_t	 zero[4];
+	struct nftnl_expr	*e;
+
+	if ((e = nftnl_expr_alloc("bitwise")) != NULL) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, len);
+		nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, mask, len);
+		nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, zero, len);
+	}
+	nsh_nft_expr(rb, e);
+}
+
 /* ip daddr A/PLEN */
 static void
 nsh_nft_daddr4(struct nsh_nft_rule *rb, struct in_addr a, unsigned plen)
 {
-	struct nftnl_expr	*e;
-	uint32_t		 mask, zero = 0, net;
+	uint32_t		 mask, net;
 
 	mask = plen == 0 ? 0 : htonl(~0u << (32 - plen));
 	net = a.s_addr & mask;
 	nsh_nft_nfproto(rb, NFPROTO_IPV4);
 	nsh_nft_payload(rb, NFT_PAYLOAD_NETWORK_HEADER, NSH_IP4_DADDR_OFF, 4);
-	if (plen < 32) {
-		if ((e = nftnl_expr_alloc("bitwise")) != NULL) {
-			nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG,
-			    NFT_REG_1);
-			nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG,
-			    NFT_REG_1);
-			nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, 4);
-			nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, &mask, 4);
-			nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, &zero, 4);
-		}
-		nsh_nft_expr(rb, e);
-	}
+	if (plen < 32)
+		nsh_nft_and(rb, &mask, 4);
 	nsh_nft_cmp(rb, NFT_CMP_EQ, &net, 4);
 }
 
@@ -1024,22 +1030,14 @@ nsh_nft_match_l4(struct nsh_nft_rule *rb, unsigned proto)
 static void
 nsh_nft_match_lo_syn(struct nsh_nft_rule *rb, unsigned unused)
 {
-	struct nftnl_expr	*e;
-	uint8_t			 mask = NSH_TCP_FSRA, zero = 0;
+	uint8_t			 mask = NSH_TCP_FSRA;
 	uint8_t			 syn = NSH_TCP_SYN;
 
 	nsh_nft_ifname(rb, NFT_META_IIFNAME, "lo");
 	nsh_nft_l4proto(rb, IPPROTO_TCP);
 	nsh_nft_payload(rb, NFT_PAYLOAD_TRANSPORT_HEADER, NSH_TCP_FLAGS_OFF,
 	    1);
-	if ((e = nftnl_expr_alloc("bitwise")) != NULL) {
-		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
-		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
-		nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, 1);
-		nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, &mask, 1);
-		nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, &zero, 1);
-	}
-	nsh_nft_expr(rb, e);
+	nsh_nft_and(rb, &mask, 1);
 	nsh_nft_cmp(rb, NFT_CMP_EQ, &syn, 1);
 }
 
@@ -1573,9 +1571,7 @@ nsh_nft_tables(struct mnl_socket *nl, const char *prefix,
 	static char		 buf[NSH_NFT_RECV_BUF];
 	struct nsh_nft_list	 l;
 	struct nlmsghdr		*nlh;
-	uint32_t		 seq, portid;
-	ssize_t			 n;
-	int			 r;
+	uint32_t		 seq;
 
 	l.prefix = prefix;
 	l.fn = fn;
@@ -1583,25 +1579,7 @@ nsh_nft_tables(struct mnl_socket *nl, const char *prefix,
 	seq = ++nsh_nft_seq;
 	nlh = nftnl_table_nlmsg_build_hdr(buf, NFT_MSG_GETTABLE, NFPROTO_INET,
 	    NLM_F_DUMP, seq);
-	portid = mnl_socket_get_portid(nl);
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) == -1)
-		return -1;
-	for (;;) {
-		n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				errno = ETIMEDOUT;
-			return -1;
-		}
-		r = mnl_cb_run(buf, (size_t)n, seq, portid, nsh_nft_list_cb,
-		    &l);
-		if (r == -1)
-			return -1;
-		if (r == MNL_CB_STOP)
-			return 0;
-	}
+	return nsh_nl_talk(nl, nlh, nsh_nft_list_cb, &l);
 }
 
 /* --- the drop counters ------------------------------------------------ */
@@ -1642,9 +1620,7 @@ nsh_nft_counters(struct mnl_socket *nl, uint16_t family,
 	struct nsh_nft_ctrs	 c;
 	struct nftnl_obj	*o;
 	struct nlmsghdr		*nlh;
-	uint32_t		 seq, portid;
-	ssize_t			 n;
-	int			 r;
+	uint32_t		 seq;
 
 	c.fn = fn;
 	c.arg = arg;
@@ -1657,22 +1633,5 @@ nsh_nft_counters(struct mnl_socket *nl, uint16_t family,
 	    seq);
 	nftnl_obj_nlmsg_build_payload(nlh, o);
 	nftnl_obj_free(o);
-	portid = mnl_socket_get_portid(nl);
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) == -1)
-		return -1;
-	for (;;) {
-		n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				errno = ETIMEDOUT;
-			return -1;
-		}
-		r = mnl_cb_run(buf, (size_t)n, seq, portid, nsh_nft_ctr_cb, &c);
-		if (r == -1)
-			return -1;
-		if (r == MNL_CB_STOP)
-			return 0;
-	}
+	return nsh_nl_talk(nl, nlh, nsh_nft_ctr_cb, &c);
 }

@@ -86,13 +86,19 @@ static int
 nsh_rtnl_talk(struct mnl_socket *nl, struct nlmsghdr *nlh, mnl_cb_t cb,
     void *arg)
 {
+	nlh->nlmsg_seq = ++nsh_rtnl_seq;
+	return nsh_nl_talk(nl, nlh, cb, arg);
+}
+
+int
+nsh_nl_talk(struct mnl_socket *nl, const struct nlmsghdr *nlh,
+    int (*cb)(const struct nlmsghdr *, void *), void *arg)
+{
 	static char	buf[NSH_RTNL_BUF];
-	uint32_t	seq, portid;
+	uint32_t	seq = nlh->nlmsg_seq, portid;
 	ssize_t		n;
 	int		r;
 
-	seq = ++nsh_rtnl_seq;
-	nlh->nlmsg_seq = seq;
 	portid = mnl_socket_get_portid(nl);
 	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) == -1)
 		return -1;
