@@ -27,12 +27,14 @@
 
 #include <jansson.h>
 
+#include "proto/chainfmt.h"
+
 struct moat_config;
 
 #define AUDIT_LN_MAX_BYTES	65536	/* longest line read: moatd's are at
 					   most 24 KiB, plus the chain */
 #define AUDIT_LN_INJECTED_MAX	64	/* names in one "injected" */
-#define AUDIT_HASH_HEX		64	/* a SHA-256 in hex */
+#define AUDIT_HASH_HEX		CHAINFMT_HEX	/* a SHA-256 in hex */
 #define AUDIT_ERR_MAX		512
 #define AUDIT_TS_LEN		24	/* "2026-11-29T13:42:38.789Z" */
 #define AUDIT_SANDBOXES_MAX	64	/* --sandbox given this often */

@@ -38,12 +38,10 @@
 #include <sha2.h>
 
 #include "launcher/audit_cmd.h"
+#include "proto/chainfmt.h"
 
 #define VF_RING		64	/* recent lines a skipped run may span */
 #define VF_LIBMD	"libmd.so.0"
-#define VF_HASH_TAIL	",\"hash\":\""	/* then 64 hex, then "} */
-#define VF_PREV_TAIL	",\"prev\":\""	/* then 64 hex, then " */
-#define VF_SEQ_TAIL	",\"seq\":"
 #define VF_START	"\"event\":\"chain-start\""
 #define VF_SHOWN	50	/* findings named one by one */
 
@@ -115,18 +113,6 @@ audit_verify_sha256(const void *const *parts, const size_t *lens,
 	return 0;
 }
 
-static bool
-vf_hex(const char *s, size_t n)
-{
-	size_t	i;
-
-	for (i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
-}
-
 struct audit_verify *
 audit_verify_new(FILE *f, const char *start_hash, const char *end_hash,
     char *err, size_t errlen)
@@ -137,7 +123,7 @@ audit_verify_new(FILE *f, const char *start_hash, const char *end_hash,
 
 	for (i = 0; i < 2; i++)
 		if (h[i] != NULL && (strlen(h[i]) != AUDIT_HASH_HEX ||
-		    !vf_hex(h[i], AUDIT_HASH_HEX))) {
+		    !chainfmt_hex(h[i], AUDIT_HASH_HEX))) {
 			snprintf(err, errlen, "--%s: expected a hash of %d "
 			    "lower-case hex digits", i == 0 ? "start" : "end",
 			    AUDIT_HASH_HEX);
@@ -360,35 +346,15 @@ vf_link(struct audit_verify *v, struct vf_line *l, bool self_ok)
 static bool
 vf_parse(const char *line, size_t len, struct vf_line *l, size_t *bodylen)
 {
-	size_t		 ht = sizeof(VF_HASH_TAIL) - 1;
-	size_t		 pt = sizeof(VF_PREV_TAIL) - 1;
-	size_t		 st = sizeof(VF_SEQ_TAIL) - 1, e, d;
-	const char	*p;
+	struct chainfmt_tail	t;
 
-	if (len < ht + AUDIT_HASH_HEX + 2 + pt + AUDIT_HASH_HEX + 1 + st + 2)
+	if (!chainfmt_parse(line, len, &t))
 		return false;
-	e = len - 2 - AUDIT_HASH_HEX - ht;	/* where ,"hash" begins */
-	if (memcmp(line + len - 2, "\"}", 2) != 0 ||
-	    memcmp(line + e, VF_HASH_TAIL, ht) != 0 ||
-	    !vf_hex(line + e + ht, AUDIT_HASH_HEX))
-		return false;
-	p = line + e - 1 - AUDIT_HASH_HEX - pt;	/* ,"prev" */
-	if (line[e - 1] != '"' || memcmp(p, VF_PREV_TAIL, pt) != 0 ||
-	    !vf_hex(p + pt, AUDIT_HASH_HEX))
-		return false;
-	for (d = 0; p - d > line && p[-1 - (ptrdiff_t)d] >= '0' &&
-	    p[-1 - (ptrdiff_t)d] <= '9' && d < 19; d++)
-		;
-	if (d == 0 || (size_t)(p - line) < st + d ||
-	    memcmp(p - d - st, VF_SEQ_TAIL, st) != 0)
-		return false;
-	l->seq = strtoll(p - d, NULL, 10);
-	memcpy(l->hash, line + e + ht, AUDIT_HASH_HEX);
-	l->hash[AUDIT_HASH_HEX] = '\0';
-	memcpy(l->prev, p + pt, AUDIT_HASH_HEX);
-	l->prev[AUDIT_HASH_HEX] = '\0';
-	l->start = memmem(line, e, VF_START, sizeof(VF_START) - 1) != NULL;
-	*bodylen = e;
+	l->seq = t.seq;
+	memcpy(l->hash, t.hash, sizeof(l->hash));
+	memcpy(l->prev, t.prev, sizeof(l->prev));
+	l->start = memmem(line, t.body, VF_START, sizeof(VF_START) - 1) != NULL;
+	*bodylen = t.body;
 	return true;
 }
 

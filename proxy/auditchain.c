@@ -20,11 +20,8 @@
 #include <unistd.h>
 
 #include "certs/ssldl.h"
+#include "proto/chainfmt.h"
 #include "proxy/auditchain.h"
-
-#define AC_HASH_TAIL	",\"hash\":\""
-#define AC_PREV_TAIL	",\"prev\":\""
-#define AC_SEQ_TAIL	",\"seq\":"
 
 struct auditchain {
 	EVP_MD_CTX	*md;
@@ -74,18 +71,6 @@ auditchain_hash(const struct auditchain *ch)
 	return ch->hash;
 }
 
-static bool
-ac_hex(const char *s, size_t n)
-{
-	size_t	i;
-
-	for (i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
-}
-
 /*
  * The seq and hash of line (len bytes, no newline) if it ends as a
  * chained line does; else -1.
@@ -93,29 +78,12 @@ ac_hex(const char *s, size_t n)
 static int
 ac_parse(const char *line, size_t len, long long *seq, char *hash)
 {
-	size_t		 ht = sizeof(AC_HASH_TAIL) - 1;
-	size_t		 pt = sizeof(AC_PREV_TAIL) - 1;
-	size_t		 st = sizeof(AC_SEQ_TAIL) - 1, e, d;
-	const char	*p;
+	struct chainfmt_tail	t;
 
-	if (len < ht + pt + st + 2 * AUDITCHAIN_HEX + 6)
+	if (!chainfmt_parse(line, len, &t))
 		return -1;
-	e = len - 2 - AUDITCHAIN_HEX - ht;
-	if (memcmp(line + len - 2, "\"}", 2) != 0 ||
-	    memcmp(line + e, AC_HASH_TAIL, ht) != 0 ||
-	    !ac_hex(line + e + ht, AUDITCHAIN_HEX) || line[e - 1] != '"')
-		return -1;
-	p = line + e - 1 - AUDITCHAIN_HEX - pt;
-	if (memcmp(p, AC_PREV_TAIL, pt) != 0)
-		return -1;
-	for (d = 0; d < 19 && (size_t)(p - line) > d + st &&
-	    p[-1 - (long)d] >= '0' && p[-1 - (long)d] <= '9'; d++)
-		;
-	if (d == 0 || memcmp(p - d - st, AC_SEQ_TAIL, st) != 0)
-		return -1;
-	*seq = strtoll(p - d, NULL, 10);
-	memcpy(hash, line + e + ht, AUDITCHAIN_HEX);
-	hash[AUDITCHAIN_HEX] = '\0';
+	*seq = t.seq;
+	memcpy(hash, t.hash, sizeof(t.hash));
 	return 0;
 }
 
@@ -194,15 +162,15 @@ ac_line(struct auditchain *ch, const char *l, size_t n, long long seq,
 
 	/* l[0..n) is the line without its "}\n" */
 	memcpy(o, l, n);
-	k = n + (size_t)sprintf(o + n, AC_SEQ_TAIL "%lld" AC_PREV_TAIL "%s\"",
+	k = n + (size_t)sprintf(o + n, CHAINFMT_SEQ_TAIL "%lld" CHAINFMT_PREV_TAIL "%s\"",
 	    seq, prev);
 	if (EVP_DigestInit_ex(ch->md, EVP_sha256(), NULL) != 1 ||
 	    EVP_DigestUpdate(ch->md, o, k) != 1 ||
 	    EVP_DigestUpdate(ch->md, "}", 1) != 1 ||
 	    EVP_DigestFinal_ex(ch->md, md, &mdlen) != 1 || mdlen != 32)
 		return 0;
-	memcpy(o + k, AC_HASH_TAIL, sizeof(AC_HASH_TAIL) - 1);
-	k += sizeof(AC_HASH_TAIL) - 1;
+	memcpy(o + k, CHAINFMT_HASH_TAIL, sizeof(CHAINFMT_HASH_TAIL) - 1);
+	k += sizeof(CHAINFMT_HASH_TAIL) - 1;
 	for (i = 0; i < mdlen; i++) {
 		o[k++] = hex[md[i] >> 4];
 		o[k++] = hex[md[i] & 0xf];

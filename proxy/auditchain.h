@@ -21,7 +21,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define AUDITCHAIN_HEX		64	/* a SHA-256 in hex */
+#include "proto/chainfmt.h"
+
+#define AUDITCHAIN_HEX		CHAINFMT_HEX	/* a SHA-256 in hex */
 #define AUDITCHAIN_EXTRA	180	/* bytes the chain adds to a line */
 #define AUDITCHAIN_TAIL_BYTES	65536	/* read of a file's last line */
 
