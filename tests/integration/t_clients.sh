@@ -98,33 +98,8 @@ openssl x509 -req -in "$MT_T/cl.csr" -CA "$MT_T/tca.crt" \
 # --- what the origin serves: a PyPI index, npm registry stubs ---------------
 W=$MT_T/www
 mkdir -p "$W/simple/moat-test-pkg" "$W/files" "$MT_T/npmpkg/package"
-"$MT_PY" - "$W" <<'EOF'
-import base64, hashlib, os, sys, zipfile
-w = sys.argv[1]
-whl = "moat_test_pkg-1.0-py3-none-any.whl"
-files = {
-    "moat_test_pkg/__init__.py": "VALUE = 'moat'\n",
-    "moat_test_pkg-1.0.dist-info/METADATA":
-        "Metadata-Version: 2.1\nName: moat-test-pkg\nVersion: 1.0\n",
-    "moat_test_pkg-1.0.dist-info/WHEEL":
-        "Wheel-Version: 1.0\nGenerator: moat-test\nRoot-Is-Purelib: true\n"
-        "Tag: py3-none-any\n",
-}
-record = []
-for name, text in files.items():
-    d = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest())
-    record.append("%s,sha256=%s,%d" % (name, d.rstrip(b"=").decode(),
-                                       len(text)))
-record.append("moat_test_pkg-1.0.dist-info/RECORD,,")
-with zipfile.ZipFile(os.path.join(w, "files", whl), "w") as z:
-    for name, text in files.items():
-        z.writestr(name, text)
-    z.writestr("moat_test_pkg-1.0.dist-info/RECORD", "\n".join(record) + "\n")
-sha = hashlib.sha256(open(os.path.join(w, "files", whl), "rb").read())
-with open(os.path.join(w, "simple", "moat-test-pkg", "index.html"), "w") as f:
-    f.write('<!DOCTYPE html><html><body><a href="../../files/%s#sha256=%s">'
-            '%s</a></body></html>\n' % (whl, sha.hexdigest(), whl))
-EOF
+"$MT_PY" "$MT_HELPERS/pypi_index.py" "$W" ||
+    mt_error "cannot make the PyPI index"
 printf '{"name": "moat-test-pkg", "version": "1.0.0", "main": "index.js"}\n' \
     > "$MT_T/npmpkg/package/package.json"
 echo 'module.exports = "moat";' > "$MT_T/npmpkg/package/index.js"
