@@ -843,6 +843,24 @@ mt_jl()
 	"$MT_PY" "$MT_HELPERS/jsonl.py" "$@"
 }
 
+# mt_other_origin SAN: a second HTTPS origin, "other", on 203.0.113.12:443
+# in net (log other.log), with a self-signed certificate for other.test
+# whose subjectAltName is SAN (e.g. "DNS:other.test,DNS:git.test"):
+# a host that no secret is bound to, for the secret tests.
+mt_other_origin()
+{
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+	    -keyout "$MT_T/other.key" -out "$MT_T/other.crt" -days 2 \
+	    -subj /CN=other.test -addext "subjectAltName=$1" \
+	    >/dev/null 2>&1 ||
+	    mt_error "openssl could not make other.test's certificate"
+	touch "$MT_T/other.log"
+	mt_bg other net "$MT_PY" "$MT_HELPERS/origin.py" --name other \
+	    --log "$MT_T/other.log" --lifetime "$MT_LIFETIME" --ready-fd 3 \
+	    --cert "$MT_T/other.crt" --key "$MT_T/other.key" \
+	    --tls-listen 203.0.113.12:443 || mt_error "other.test did not start"
+}
+
 # mt_log_eq MESSAGE WANT FILE JL_ARG...: mt_eq MESSAGE WANT on what
 # "mt_jl FILE JL_ARG..." prints, once it prints WANT or 3 s have passed:
 # moatd's audit writer may still hold a line that is already decided (it

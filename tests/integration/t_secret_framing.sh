@@ -39,16 +39,7 @@ mkdir -p "$MT_T/keys" && chmod 700 "$MT_T/keys"
 printf '%s\n' "$K_REAL" > "$MT_T/keys/k.key"
 chmod 600 "$MT_T/keys/k.key"
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-    -keyout "$MT_T/other.key" -out "$MT_T/other.crt" -days 2 \
-    -subj /CN=other.test -addext "subjectAltName=DNS:other.test" \
-    >/dev/null 2>&1 ||
-    mt_error "openssl could not make other.test's certificate"
-touch "$MT_T/other.log"
-mt_bg other net "$MT_PY" "$MT_HELPERS/origin.py" --name other \
-    --log "$MT_T/other.log" --lifetime "$MT_LIFETIME" --ready-fd 3 \
-    --cert "$MT_T/other.crt" --key "$MT_T/other.key" \
-    --tls-listen 203.0.113.12:443 || mt_error "other.test did not start"
+mt_other_origin "DNS:other.test"
 
 cat > "$MT_T/policy.json" <<EOF
 {

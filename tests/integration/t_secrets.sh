@@ -54,17 +54,8 @@ chmod 600 "$MT_T/keys/openai.key"
 
 # other.test and git.test: a certificate of their own, from the same
 # kind of self-signed test CA as the origin's.
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-    -keyout "$MT_T/other.key" -out "$MT_T/other.crt" -days 2 \
-    -subj /CN=other.test \
-    -addext "subjectAltName=DNS:other.test,DNS:git.test,DNS:basic.test" \
-    >/dev/null 2>&1 ||
-    mt_error "openssl could not make other.test's certificate"
-touch "$MT_T/other.log" "$MT_T/git.log"
-mt_bg other net "$MT_PY" "$MT_HELPERS/origin.py" --name other \
-    --log "$MT_T/other.log" --lifetime "$MT_LIFETIME" --ready-fd 3 \
-    --cert "$MT_T/other.crt" --key "$MT_T/other.key" \
-    --tls-listen 203.0.113.12:443 || mt_error "other.test did not start"
+touch "$MT_T/git.log"
+mt_other_origin "DNS:other.test,DNS:git.test,DNS:basic.test"
 
 have_git=""
 if command -v git >/dev/null 2>&1 &&
